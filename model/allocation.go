@@ -1,0 +1,345 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AllocState is where an allocation is in its life (invariant I5).
+type AllocState string
+
+// Allocation states, spelled as users see them.
+const (
+	StatePending       AllocState = "PENDING"
+	StateStaging       AllocState = "STAGING"
+	StateRunning       AllocState = "RUNNING"
+	StateCheckpointing AllocState = "CHECKPOINTING"
+	StateSuspended     AllocState = "SUSPENDED"
+	StateCompleted     AllocState = "COMPLETED"
+	StateFailed        AllocState = "FAILED"
+	StateCancelled     AllocState = "CANCELLED"
+)
+
+// AllocStates lists every state in life order.
+var AllocStates = []AllocState{StatePending, StateStaging, StateRunning, StateCheckpointing,
+	StateSuspended, StateCompleted, StateFailed, StateCancelled}
+
+// transitions is the state machine of DESIGN.md I5. Staging may fall back to
+// Pending (the node agent never started it, so nothing ran); Checkpointing may
+// return to Running when a checkpoint is declined or fails.
+var transitions = map[AllocState][]AllocState{
+	StatePending:       {StateStaging, StateCancelled, StateFailed},
+	StateStaging:       {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
+	StateRunning:       {StateCheckpointing, StateCompleted, StateFailed, StateCancelled},
+	StateCheckpointing: {StateSuspended, StateRunning, StateCompleted, StateFailed, StateCancelled},
+	StateSuspended:     {StatePending, StateCancelled},
+}
+
+// CanTransition reports whether from → to is an edge of the state machine.
+func CanTransition(from, to AllocState) bool {
+	return slices.Contains(transitions[from], to)
+}
+
+// Terminal reports whether no transition leaves s.
+func (s AllocState) Terminal() bool {
+	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// Active reports whether an allocation in s holds nodes.
+func (s AllocState) Active() bool {
+	return s == StateStaging || s == StateRunning || s == StateCheckpointing
+}
+
+// ParseAllocState accepts a state name in any letter case, and Slurm's short
+// forms (PD, R, CD, F, CA, S).
+func ParseAllocState(s string) (AllocState, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	switch u {
+	case "PD":
+		return StatePending, nil
+	case "R":
+		return StateRunning, nil
+	case "CD":
+		return StateCompleted, nil
+	case "F":
+		return StateFailed, nil
+	case "CA":
+		return StateCancelled, nil
+	case "S":
+		return StateSuspended, nil
+	}
+	for _, st := range AllocStates {
+		if u == string(st) {
+			return st, nil
+		}
+	}
+	return "", fieldErr("state", s, joinStates(AllocStates))
+}
+
+// Reasons: why an allocation waits, or why it ended. Pending reasons are the
+// ones Slurm users know.
+const (
+	ReasonPriority                 = "Priority"
+	ReasonResources                = "Resources"
+	ReasonDependency               = "Dependency"
+	ReasonDependencyNeverSatisfied = "DependencyNeverSatisfied"
+	ReasonPowerBudget              = "PowerBudget"
+	ReasonQuotaMaxNodes            = "QuotaMaxNodes"
+	ReasonQuotaMaxRunning          = "QuotaMaxRunning"
+	ReasonNodesDrained             = "NodesDrained"
+	ReasonBadConstraints           = "BadConstraints"
+	ReasonWaitingForScheduling     = "WaitingForScheduling"
+
+	ReasonNonZeroExit      = "NonZeroExit"
+	ReasonWalltimeExceeded = "WalltimeExceeded"
+	ReasonNodeFailure      = "NodeFailure"
+	ReasonPreempted        = "Preempted"
+	ReasonCancelled        = "Cancelled"
+	ReasonLaunchFailed     = "LaunchFailed"
+	ReasonCheckpointed     = "Checkpointed"
+	ReasonRequeued         = "Requeued"
+)
+
+// CheckpointMode says how a running allocation is asked to checkpoint.
+type CheckpointMode string
+
+// Checkpoint modes.
+const (
+	CheckpointNone   CheckpointMode = "none"
+	CheckpointSignal CheckpointMode = "signal" // SIGUSR1 to the process group
+	CheckpointHook   CheckpointMode = "hook"   // the agent runs the allocation's checkpoint hook
+)
+
+// ParseCheckpointMode accepts "", none, signal or hook.
+func ParseCheckpointMode(s string) (CheckpointMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "none":
+		return CheckpointNone, nil
+	case "signal":
+		return CheckpointSignal, nil
+	case "hook":
+		return CheckpointHook, nil
+	}
+	return "", fieldErr("checkpoint", s, "signal, hook or none")
+}
+
+// DependencyCondition is a Slurm-style dependency type.
+type DependencyCondition string
+
+// Dependency conditions.
+const (
+	AfterOK       DependencyCondition = "afterok"
+	AfterAny      DependencyCondition = "afterany"
+	AfterNotOK    DependencyCondition = "afternotok"
+	AfterStart    DependencyCondition = "after"
+	AfterCorr     DependencyCondition = "aftercorr" // array task i after task i of the other array
+	DependSingles DependencyCondition = "singleton"
+)
+
+// Dependency is one condition over one or more earlier allocations.
+type Dependency struct {
+	Condition DependencyCondition `json:"condition"`
+	IDs       []uint64            `json:"ids"`
+}
+
+// ArraySpec is a job array: indexes Start..End by Step, at most MaxConcurrent
+// running at once (0 = no limit).
+type ArraySpec struct {
+	Start         int `json:"start"`
+	End           int `json:"end"`
+	Step          int `json:"step"`
+	MaxConcurrent int `json:"max_concurrent"`
+}
+
+// Indexes lists the array's task indexes in order.
+func (a ArraySpec) Indexes() []int {
+	var out []int
+	for i := a.Start; i <= a.End; i += a.Step {
+		out = append(out, i)
+	}
+	return out
+}
+
+// Request is what a user asks for: everything that does not change once
+// submitted.
+type Request struct {
+	Name          string         `json:"name"`
+	Tenant        string         `json:"tenant"`
+	Project       string         `json:"project,omitempty"`
+	VCluster      string         `json:"vcluster"`
+	Command       []string       `json:"command,omitempty"` // run through sh -c
+	Script        string         `json:"script,omitempty"`  // contents of a batch script
+	WorkDir       string         `json:"work_dir,omitempty"`
+	Env           []string       `json:"env,omitempty"` // KEY=VALUE, sorted
+	NodesMin      int            `json:"nodes_min"`
+	NodesMax      int            `json:"nodes_max"`
+	Walltime      time.Duration  `json:"walltime"`
+	PriorityClass int            `json:"priority_class"`
+	Checkpoint    CheckpointMode `json:"checkpoint"`
+	// CheckpointMinutes estimates how long one checkpoint takes (f8); 0 = unknown.
+	CheckpointMinutes float64 `json:"checkpoint_minutes,omitempty"`
+	// HotDataFraction is the share of input data on the hot tier (f5); nil = unknown.
+	HotDataFraction *float64     `json:"hot_data_fraction,omitempty"`
+	DependsOn       []Dependency `json:"depends_on,omitempty"`
+	Array           *ArraySpec   `json:"array,omitempty"`
+	Constraints     []string     `json:"constraints,omitempty"` // node features, all required
+	GPUType         string       `json:"gpu_type,omitempty"`
+	GPUsPerNode     int          `json:"gpus_per_node,omitempty"`
+	Stdout          string       `json:"stdout,omitempty"` // output file pattern (%j %A %a %x)
+	Stderr          string       `json:"stderr,omitempty"`
+}
+
+// Limits on requests.
+const (
+	MaxPriorityClass = 10
+	MaxScriptBytes   = 1 << 20
+	MaxArrayTasks    = 100000
+	MaxWalltime      = 365 * 24 * time.Hour
+	DefaultWalltime  = time.Hour
+	DefaultTenant    = "default"
+)
+
+// Validate checks a request. It does not know the cluster: whether the
+// vCluster exists or the nodes are enough is for the quorum to say.
+func (r *Request) Validate() error {
+	if r.Name != "" && (len(r.Name) > 200 || strings.ContainsAny(r.Name, "\n\r\x00")) {
+		return fieldErr("name", r.Name, "up to 200 characters on one line")
+	}
+	if r.Tenant != "" && !validName(r.Tenant) {
+		return fieldErr("tenant", r.Tenant, "letters, digits, '.', '-' and '_'")
+	}
+	if r.VCluster != "" && !validName(r.VCluster) {
+		return fieldErr("vcluster", r.VCluster, "letters, digits, '.', '-' and '_'")
+	}
+	if len(r.Command) == 0 && r.Script == "" {
+		return fieldErr("entrypoint", "", "a command after -- or a batch script")
+	}
+	if len(r.Command) > 0 && r.Script != "" {
+		return fieldErr("entrypoint", "", "either a command or a batch script, not both")
+	}
+	if len(r.Script) > MaxScriptBytes {
+		return fieldErr("script", fmt.Sprintf("%d bytes", len(r.Script)), fmt.Sprintf("at most %d bytes", MaxScriptBytes))
+	}
+	if r.NodesMin < 1 {
+		return fieldErr("nodes", itoa(r.NodesMin), "a node count >= 1, or MIN-MAX with 1 <= MIN <= MAX")
+	}
+	if r.NodesMax < r.NodesMin {
+		return fieldErr("nodes", itoa(r.NodesMin)+"-"+itoa(r.NodesMax), "MIN-MAX with 1 <= MIN <= MAX")
+	}
+	if r.Walltime <= 0 || r.Walltime > MaxWalltime {
+		return fieldErr("walltime", r.Walltime.String(), "a duration > 0 and at most 365 days")
+	}
+	if r.PriorityClass < 0 || r.PriorityClass > MaxPriorityClass {
+		return fieldErr("priority-class", itoa(r.PriorityClass), "an integer 0..10")
+	}
+	if _, err := ParseCheckpointMode(string(r.Checkpoint)); err != nil {
+		return err
+	}
+	if r.CheckpointMinutes < 0 {
+		return fieldErr("checkpoint-minutes", fmt.Sprint(r.CheckpointMinutes), "a number of minutes >= 0")
+	}
+	if f := r.HotDataFraction; f != nil && (*f < 0 || *f > 1) {
+		return fieldErr("hot-data-fraction", fmt.Sprint(*f), "a fraction between 0 and 1")
+	}
+	if r.GPUsPerNode < 0 {
+		return fieldErr("gpus-per-node", itoa(r.GPUsPerNode), "a count >= 0")
+	}
+	for _, d := range r.DependsOn {
+		if _, err := ParseDependencyCondition(string(d.Condition)); err != nil {
+			return err
+		}
+		if len(d.IDs) == 0 && d.Condition != DependSingles {
+			return fieldErr("depends-on", string(d.Condition), "CONDITION:ID[:ID...]")
+		}
+	}
+	if a := r.Array; a != nil {
+		if a.Start < 0 || a.End < a.Start || a.Step < 1 || a.MaxConcurrent < 0 || (a.End-a.Start)/a.Step+1 > MaxArrayTasks {
+			return fieldErr("array", fmt.Sprintf("%d-%d:%d%%%d", a.Start, a.End, a.Step, a.MaxConcurrent),
+				fmt.Sprintf("START-END[:STEP][%%MAX] with 0 <= START <= END, STEP >= 1, at most %d tasks", MaxArrayTasks))
+		}
+	}
+	for _, c := range r.Constraints {
+		if c == "" || strings.ContainsAny(c, " \t\n&|,") {
+			return fieldErr("constraint", c, "FEATURE[&FEATURE...] of non-empty feature names")
+		}
+	}
+	for _, e := range r.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fieldErr("env", e, "KEY=VALUE")
+		}
+	}
+	return nil
+}
+
+// Transition is one state change in an allocation's history.
+type Transition struct {
+	State  AllocState `json:"state"`
+	Reason string     `json:"reason,omitempty"`
+	Time   time.Time  `json:"time"`
+}
+
+// Allocation is one unit of work and everything the quorum knows about it.
+type Allocation struct {
+	ID      uint64 `json:"id"`
+	Request `json:"request"`
+
+	ArrayJobID uint64 `json:"array_job_id,omitempty"` // id of the array's first task; 0 = not an array
+	ArrayIndex int    `json:"array_index,omitempty"`
+	DAGID      uint64 `json:"dag_id,omitempty"`
+	// ArrayMaxConcurrent is copied from the array spec onto every task.
+	ArrayMaxConcurrent int `json:"array_max_concurrent,omitempty"`
+
+	State    AllocState `json:"state"`
+	Reason   string     `json:"reason,omitempty"`
+	Nodes    []string   `json:"nodes,omitempty"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+
+	SubmitTime   time.Time `json:"submit_time"`
+	EligibleTime time.Time `json:"eligible_time,omitzero"` // when its dependencies were met
+	StartTime    time.Time `json:"start_time,omitzero"`
+	EndTime      time.Time `json:"end_time,omitzero"`
+
+	History         []Transition `json:"history,omitempty"`
+	RequeueCount    int          `json:"requeue_count,omitempty"`
+	CheckpointCount int          `json:"checkpoint_count,omitempty"`
+}
+
+// DisplayID is the id users see: "ID", or "ARRAYID_INDEX" for array tasks.
+func (a *Allocation) DisplayID() string {
+	if a.ArrayJobID != 0 {
+		return strconv.FormatUint(a.ArrayJobID, 10) + "_" + strconv.Itoa(a.ArrayIndex)
+	}
+	return strconv.FormatUint(a.ID, 10)
+}
+
+// Clone returns a deep copy.
+func (a *Allocation) Clone() *Allocation {
+	c := *a
+	c.Command = slices.Clone(a.Command)
+	c.Env = slices.Clone(a.Env)
+	c.Constraints = slices.Clone(a.Constraints)
+	c.DependsOn = slices.Clone(a.DependsOn)
+	for i := range c.DependsOn {
+		c.DependsOn[i].IDs = slices.Clone(c.DependsOn[i].IDs)
+	}
+	if a.Array != nil {
+		arr := *a.Array
+		c.Array = &arr
+	}
+	if a.HotDataFraction != nil {
+		f := *a.HotDataFraction
+		c.HotDataFraction = &f
+	}
+	c.Nodes = slices.Clone(a.Nodes)
+	if a.ExitCode != nil {
+		e := *a.ExitCode
+		c.ExitCode = &e
+	}
+	c.History = slices.Clone(a.History)
+	return &c
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

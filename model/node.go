@@ -1,0 +1,137 @@
+package model
+
+import (
+	"slices"
+	"strings"
+)
+
+// NodeState is the administrative and health state of a node.
+type NodeState string
+
+// Node states. Only Ready nodes take new work (invariant I7).
+const (
+	NodeReady    NodeState = "Ready"
+	NodeDraining NodeState = "Draining" // runs its allocation, takes no new one; Drained once idle
+	NodeDrained  NodeState = "Drained"
+	NodeDegraded NodeState = "Degraded" // missed heartbeats; keeps its work, takes no new one
+	NodeDown     NodeState = "Down"
+)
+
+// NodeStates lists every node state, for validation messages and completion.
+var NodeStates = []NodeState{NodeReady, NodeDraining, NodeDrained, NodeDegraded, NodeDown}
+
+// ParseNodeState accepts a state name in any letter case.
+func ParseNodeState(s string) (NodeState, error) {
+	for _, st := range NodeStates {
+		if strings.EqualFold(s, string(st)) {
+			return st, nil
+		}
+	}
+	return "", fieldErr("state", s, joinStates(NodeStates))
+}
+
+func joinStates[S ~string](states []S) string {
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Node is one compute node as the quorum knows it.
+type Node struct {
+	Name            string    `json:"name"`
+	HomeVCluster    string    `json:"home_vcluster"`
+	CurrentVCluster string    `json:"current_vcluster"`
+	Group           int       `json:"group"` // dragonfly group
+	Fingerprint     string    `json:"fingerprint,omitempty"`
+	GPUType         string    `json:"gpu_type,omitempty"`
+	GPUs            int       `json:"gpus,omitempty"`
+	Features        []string  `json:"features,omitempty"` // sorted, unique
+	IdleWatts       int       `json:"idle_watts"`
+	BusyWatts       int       `json:"busy_watts"`
+	State           NodeState `json:"state"`
+	StateReason     string    `json:"state_reason,omitempty"`
+	Allocation      uint64    `json:"allocation,omitempty"` // 0 when idle
+	Agent           string    `json:"agent,omitempty"`      // id of the agent that registered it
+}
+
+// Idle reports whether the node runs nothing.
+func (n *Node) Idle() bool { return n.Allocation == 0 }
+
+// Schedulable reports whether the node may take new work now: Ready and idle.
+func (n *Node) Schedulable() bool { return n.State == NodeReady && n.Allocation == 0 }
+
+// Borrowed reports whether the node is lent out to another vCluster.
+func (n *Node) Borrowed() bool { return n.CurrentVCluster != n.HomeVCluster }
+
+// HasFeatures reports whether the node offers every feature in want.
+func (n *Node) HasFeatures(want []string) bool {
+	for _, f := range want {
+		if !slices.Contains(n.Features, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// Watts is the node's estimated draw: busy when it runs something.
+func (n *Node) Watts() int {
+	if n.Allocation != 0 {
+		return n.BusyWatts
+	}
+	return n.IdleWatts
+}
+
+// Clone returns a deep copy.
+func (n *Node) Clone() *Node {
+	c := *n
+	c.Features = slices.Clone(n.Features)
+	return &c
+}
+
+// ValidateNode checks a node registration.
+func ValidateNode(n *Node) error {
+	if !validName(n.Name) {
+		return fieldErr("node.name", n.Name, "1-253 characters of letters, digits, '.', '-' and '_'")
+	}
+	if n.HomeVCluster == "" {
+		return fieldErr("node.home_vcluster", "", "the name of an existing vCluster")
+	}
+	if n.Group < 0 {
+		return fieldErr("node.group", itoa(n.Group), "a dragonfly group number >= 0")
+	}
+	if n.GPUs < 0 {
+		return fieldErr("node.gpus", itoa(n.GPUs), "a count >= 0")
+	}
+	if n.IdleWatts < 0 || n.BusyWatts < 0 || n.BusyWatts < n.IdleWatts {
+		return fieldErr("node.watts", itoa(n.IdleWatts)+":"+itoa(n.BusyWatts), "IDLE:BUSY with 0 <= IDLE <= BUSY")
+	}
+	return nil
+}
+
+// NormalizeFeatures sorts and de-duplicates a feature list in place.
+func NormalizeFeatures(fs []string) []string {
+	out := fs[:0]
+	for _, f := range fs {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}

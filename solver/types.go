@@ -1,0 +1,153 @@
+package solver
+
+import (
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// This file is the solver's contract with its callers (the vCluster loops
+// and the replay simulator). Change it with care: both depend on it.
+
+// Node is a node as one scheduling cycle sees it.
+type Node struct {
+	Name        string
+	Group       int // dragonfly group
+	Fingerprint string
+	GPUType     string
+	GPUs        int
+	Features    []string // sorted, unique
+	IdleWatts   int
+	BusyWatts   int
+	State       model.NodeState
+	// Own is true when the node's current vCluster is the scheduling one
+	// (its own nodes and nodes it has borrowed). Otherwise the node belongs
+	// to another vCluster that lends it: the solver may start work on it
+	// only when it is idle and Ready, and the start lists it in Borrowed.
+	Own bool
+	// Allocation is the allocation running on the node (0 = idle); FreeAt is
+	// when that allocation's walltime ends (the release timeline).
+	Allocation uint64
+	FreeAt     time.Time
+}
+
+// Job is a pending allocation, eligible to start (its dependencies are met).
+type Job struct {
+	ID            uint64
+	Tenant        string
+	NodesMin      int
+	NodesMax      int
+	Walltime      time.Duration
+	PriorityClass int // 0..10
+	SubmitTime    time.Time
+	// EligibleTime is when the job became eligible (its dependencies were
+	// met); zero means SubmitTime. f2 counts the wait from here.
+	EligibleTime      time.Time
+	Constraints       []string // node features, all required
+	GPUType           string
+	GPUsPerNode       int
+	Checkpoint        model.CheckpointMode
+	CheckpointMinutes float64 // estimated minutes per checkpoint; 0 = unknown
+	HotDataFraction   float64 // share of input on the hot tier; < 0 = unknown
+	// Hold, when not empty, is a reason from outside the solver (e.g. an
+	// array's concurrency limit) that keeps the job from starting this
+	// cycle. It is still scored and explained, and gets no reservation.
+	Hold string
+}
+
+// Running is an allocation holding nodes of this vCluster.
+type Running struct {
+	ID     uint64
+	Tenant string
+	Nodes  int
+	Start  time.Time
+	End    time.Time // start + walltime
+}
+
+// Tenant is what the solver knows of a tenant.
+type Tenant struct {
+	// FairShareTarget is the contracted share (0..1); 0 = none (f3 neutral).
+	FairShareTarget float64
+	// UsageShare is the tenant's share of the decayed usage of all tenants (0..1).
+	UsageShare float64
+	// NodesLeft and RunningLeft are the room under the hard quotas
+	// (invariant I4); < 0 = unlimited.
+	NodesLeft   int
+	RunningLeft int
+}
+
+// Input is everything one cycle decides from. The solver never reads the
+// clock: Now is the cycle's time.
+type Input struct {
+	Now      time.Time
+	VCluster string
+	Type     model.VClusterType
+	Weights  model.Weights
+	// ReservationDepth: how many blocked jobs get a protected reservation.
+	// 0 = none (pure greedy), 1 = EASY, N, model.ReservationsAll = conservative.
+	ReservationDepth int
+	// Groups is the number of dragonfly groups in the system (f4's
+	// max_groups_available); 0 = count the groups among Nodes.
+	Groups  int
+	Nodes   []Node
+	Running []Running
+	Pending []Job
+	// Tenants by name; a tenant missing here has no target and no quota.
+	Tenants map[string]Tenant
+	// PowerHeadroomWatts is how much more the system (and this vCluster's
+	// cap) may draw; starting a job adds BusyWatts-IdleWatts per node.
+	// < 0 = unlimited.
+	PowerHeadroomWatts int64
+	// EnergyPrice is the normalised energy price at Now in [0,1]; < 0 = unknown.
+	EnergyPrice float64
+}
+
+// Plan is the outcome of one cycle.
+type Plan struct {
+	Starts       []Start       // in decision order
+	Reservations []Reservation // protected future starts
+	// Explanations has one entry per pending job, in score order.
+	Explanations []Explanation
+}
+
+// Start is a decision to start a job now on Nodes.
+type Start struct {
+	JobID uint64
+	Nodes []string
+	// Borrowed lists the nodes of Nodes that belong to another vCluster;
+	// the caller proposes Borrow for them together with the assignment.
+	Borrowed   []string
+	Backfilled bool // started ahead of a higher-scored job
+	Score      float64
+}
+
+// Reservation protects a blocked job's earliest start.
+type Reservation struct {
+	JobID uint64
+	Start time.Time
+	Nodes []string
+}
+
+// FilterCounts counts candidate nodes removed by each filter for one job.
+type FilterCounts struct {
+	Constraint int // GPU type/count, features, conformance (sensitive)
+	State      int // not Ready (drained, down, degraded, draining)
+	Ownership  int // another vCluster's node that is not lendable now
+	Busy       int // running other work
+	Power      int // would exceed the power headroom
+}
+
+// Explanation says why a job starts, or why it waits.
+type Explanation struct {
+	JobID    uint64
+	Position int // 1-based rank in score order
+	Score    float64
+	Factors  [model.NumFactors]float64
+	Weights  model.Weights
+	// Reason is empty when the job starts this cycle; otherwise one of the
+	// pending reasons of CLI.md (Priority, Resources, PowerBudget, ...).
+	Reason        string
+	ExpectedStart time.Time // zero = unknown
+	Nodes         []string  // where it starts or is reserved
+	Filtered      FilterCounts
+}
