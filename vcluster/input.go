@@ -2,6 +2,7 @@ package vcluster
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
@@ -153,17 +154,23 @@ func BuildInput(s *Snapshot) solver.Input {
 	if halfLife <= 0 {
 		halfLife = DefaultFairShareHalfLife
 	}
+	names := make([]string, 0, len(s.Tenants))
+	for name := range s.Tenants {
+		names = append(names, name)
+	}
+	slices.Sort(names) // sum in a fixed order: the same snapshot gives the same bits
 	var total float64
 	decayed := make(map[string]float64, len(s.Tenants))
-	for name, t := range s.Tenants {
-		u := DecayedUsage(t, s.Now, halfLife)
+	for _, name := range names {
+		u := DecayedUsage(s.Tenants[name], s.Now, halfLife)
 		decayed[name] = u
-		total += u // float sum over a map: order can change the last bit, so round below
+		total += u
 	}
-	for name, t := range s.Tenants {
+	for _, name := range names {
+		t := s.Tenants[name]
 		st := solver.Tenant{FairShareTarget: t.FairShareTarget, NodesLeft: -1, RunningLeft: -1}
 		if total > 0 {
-			st.UsageShare = roundShare(decayed[name] / total)
+			st.UsageShare = decayed[name] / total
 		}
 		load := s.TenantLoad[name]
 		if t.MaxNodes > 0 {
@@ -188,10 +195,6 @@ func DecayedUsage(t *model.Tenant, now time.Time, halfLife time.Duration) float6
 	}
 	return t.Usage * math.Exp2(-float64(dt)/float64(halfLife))
 }
-
-// roundShare keeps 12 significant decimals so a sum taken in map order
-// cannot make two runs differ in the last bit.
-func roundShare(f float64) float64 { return math.Round(f*1e12) / 1e12 }
 
 // expectedEnd is when an active allocation's walltime runs out; one that has
 // not started yet (Staging) is assumed to start now.
