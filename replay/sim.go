@@ -1,0 +1,524 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// Policy names.
+const (
+	PolicyLattice      = "lattice"
+	PolicyFCFS         = "fcfs"
+	PolicyEASY         = "easy"
+	PolicyConservative = "conservative"
+)
+
+// Policies lists the known policies.
+var Policies = []string{PolicyFCFS, PolicyEASY, PolicyConservative}
+
+// DefaultGroupSize is the size of a synthetic dragonfly group.
+const DefaultGroupSize = 32
+
+// ReservationsNone asks the lattice policy for no protected reservation
+// (pure greedy); Config.ReservationDepth 0 means the default (1, EASY-like).
+const ReservationsNone = -2
+
+// Config is one replay's setting.
+type Config struct {
+	Policy string
+	// GroupSize is the number of nodes per synthetic dragonfly group; 0 =
+	// DefaultGroupSize.
+	GroupSize int
+	// WeightsProfile names the lattice policy's weights profile; "" = the
+	// solver's default.
+	WeightsProfile string
+	// Weights overrides single weights after the profile is applied: index
+	// 0..8 = w1..w9 (sweeps).
+	Weights map[int]float64
+	// ReservationDepth for the lattice policy: 0 = default (1), N >= 1,
+	// model.ReservationsAll, or ReservationsNone.
+	ReservationDepth int
+	// Cycle, when > 0, schedules only every Cycle (from the first submit)
+	// instead of at every arrival and completion.
+	Cycle time.Duration
+	// Progress, when set, is called with the number of finished jobs every
+	// few thousand completions and once at the end.
+	Progress func(done, total int)
+	// Series records queue length and utilization over time (for plots).
+	Series bool
+}
+
+// jobRun is a job's life in one simulation.
+type jobRun struct {
+	eligible time.Duration
+	start    time.Duration
+	end      time.Duration
+	nodes    []int32
+	pool     int32
+	waitDeps int32
+	queued   bool
+	started  bool
+	done     bool
+	groups   int16
+	// avoidable: spread over groups although one group's free nodes could
+	// have held it at its start.
+	avoidable bool
+}
+
+// pool is one vCluster's share of the machine: its home nodes [lo, hi) and
+// its queue.
+type pool struct {
+	spec   VClusterSpec
+	lo, hi int
+	// queue holds eligible jobs not started, in (submit, id) order.
+	queue []int32
+	// running holds its started jobs not yet finished.
+	running []int32
+	// groupFree counts free home nodes per group.
+	groupFree []int
+	free      int
+}
+
+// scheduler is one policy.
+type scheduler interface {
+	// schedule starts jobs of p at s.now through s.start.
+	schedule(s *sim, p int) error
+}
+
+// finishObserver is told about finished jobs (the lattice policy's
+// fair-share accounting and allocation map).
+type finishObserver interface {
+	finished(s *sim, j int)
+}
+
+// sim is the discrete-event simulation in virtual time.
+type sim struct {
+	tr        *Trace
+	cfg       Config
+	groupSize int
+	groups    int
+	jobs      []jobRun
+	pools     []pool
+	// nodeJob is the job running on each node (-1 = idle); nodePool is each
+	// node's home pool; freeBits has a 1 for every idle node.
+	nodeJob  []int32
+	nodePool []int32
+	freeBits []uint64
+	busy     int
+	// successors[j] lists the jobs waiting on j.
+	successors [][]int32
+	completion jobHeap
+	now        time.Duration
+	policy     scheduler
+	series     *Series
+	done       int
+	nextArr    int
+}
+
+// Run replays the trace under one policy and returns its metrics.
+func Run(tr *Trace, cfg Config) (*Result, error) {
+	started := time.Now()
+	s, err := newSim(tr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	if s.series != nil {
+		s.series.jobs(s.jobs)
+	}
+	res := &Result{Metrics: s.metrics(), Series: s.series}
+	res.Metrics.WallSeconds = time.Since(started).Seconds()
+	return res, nil
+}
+
+func newSim(tr *Trace, cfg Config) (*sim, error) {
+	if tr.Capacity < 1 {
+		return nil, errors.New("replay: the trace has no capacity (no jobs and no MaxProcs/MaxNodes header)")
+	}
+	if cfg.GroupSize == 0 {
+		cfg.GroupSize = DefaultGroupSize
+	}
+	if cfg.GroupSize < 1 {
+		return nil, fmt.Errorf("replay: group size %d: allowed >= 1", cfg.GroupSize)
+	}
+	s := &sim{tr: tr, cfg: cfg, groupSize: cfg.GroupSize}
+	s.groups = (tr.Capacity + cfg.GroupSize - 1) / cfg.GroupSize
+	specs := tr.VClusters
+	if len(specs) == 0 {
+		specs = []VClusterSpec{{Name: "replay", Nodes: tr.Capacity, Type: model.TypeHPCBatch}}
+	}
+	s.nodeJob = make([]int32, tr.Capacity)
+	s.nodePool = make([]int32, tr.Capacity)
+	s.freeBits = make([]uint64, (tr.Capacity+63)/64)
+	for i := range s.nodeJob {
+		s.nodeJob[i] = -1
+		s.freeBits[i/64] |= 1 << (i % 64)
+	}
+	poolOf := map[string]int{}
+	lo := 0
+	for i, spec := range specs {
+		p := pool{spec: spec, lo: lo, hi: lo + spec.Nodes, free: spec.Nodes, groupFree: make([]int, s.groups)}
+		for n := p.lo; n < p.hi; n++ {
+			s.nodePool[n] = int32(i)
+			p.groupFree[n/s.groupSize]++
+		}
+		lo = p.hi
+		s.pools = append(s.pools, p)
+		poolOf[spec.Name] = i
+	}
+	s.jobs = make([]jobRun, len(tr.Jobs))
+	byID := make(map[uint64]int32, len(tr.Jobs))
+	for i, j := range tr.Jobs {
+		byID[j.ID] = int32(i)
+		if j.VCluster != "" {
+			p, ok := poolOf[j.VCluster]
+			if !ok {
+				return nil, fmt.Errorf("replay: job %d: unknown vcluster %q", j.ID, j.VCluster)
+			}
+			s.jobs[i].pool = int32(p)
+		}
+		if j.Size > s.pools[s.jobs[i].pool].spec.Nodes {
+			return nil, fmt.Errorf("replay: job %d needs %d nodes, its vcluster has %d", j.ID, j.Size, s.pools[s.jobs[i].pool].spec.Nodes)
+		}
+	}
+	for i, j := range tr.Jobs {
+		for _, d := range j.DependsOn {
+			if k, ok := byID[d]; ok && int(k) != i {
+				if s.successors == nil {
+					s.successors = make([][]int32, len(tr.Jobs))
+				}
+				s.successors[k] = append(s.successors[k], int32(i))
+				s.jobs[i].waitDeps++
+			}
+		}
+	}
+	if cfg.Series {
+		s.series = &Series{Capacity: tr.Capacity}
+	}
+	switch cfg.Policy {
+	case PolicyFCFS:
+		s.policy = fcfs{}
+	case PolicyEASY:
+		s.policy = &easy{}
+	case PolicyConservative:
+		s.policy = &conservative{}
+	default:
+		return nil, fmt.Errorf("replay: unknown policy %q: allowed %v", cfg.Policy, Policies)
+	}
+	return s, nil
+}
+
+// run is the event loop: at each distinct time, completions first, then
+// arrivals, then one scheduling pass per vCluster (every event, or on the
+// cycle's ticks).
+func (s *sim) run() error {
+	jobs := s.tr.Jobs
+	cycle := s.cfg.Cycle
+	var origin time.Duration
+	if len(jobs) > 0 {
+		origin = jobs[0].Submit
+	}
+	nextTick := time.Duration(-1)
+	for s.done < len(jobs) {
+		t := time.Duration(-1)
+		if s.nextArr < len(jobs) {
+			t = jobs[s.nextArr].Submit
+		}
+		if len(s.completion) > 0 && (t < 0 || s.completion[0].end < t) {
+			t = s.completion[0].end
+		}
+		if nextTick >= 0 && (t < 0 || nextTick < t) {
+			t = nextTick
+		}
+		if t < 0 {
+			return s.stuck()
+		}
+		s.now = t
+		for len(s.completion) > 0 && s.completion[0].end == t {
+			s.finish(int(s.completion.pop().job))
+		}
+		for s.nextArr < len(jobs) && jobs[s.nextArr].Submit == t {
+			j := s.nextArr
+			s.nextArr++
+			if s.jobs[j].waitDeps == 0 {
+				s.enqueue(j)
+			}
+		}
+		if cycle > 0 {
+			if nextTick < 0 && s.queued() > 0 {
+				// First work since the queue ran dry: the next tick on the grid.
+				nextTick = origin + (t-origin+cycle-1)/cycle*cycle
+			}
+			if t != nextTick {
+				s.sample()
+				continue
+			}
+		}
+		for p := range s.pools {
+			if len(s.pools[p].queue) == 0 {
+				continue
+			}
+			if err := s.policy.schedule(s, p); err != nil {
+				return err
+			}
+			s.compact(p)
+		}
+		s.sample()
+		queued := s.queued()
+		if cycle > 0 {
+			nextTick = -1
+			if queued > 0 {
+				nextTick = t + cycle
+			}
+		}
+		if queued > 0 && len(s.completion) == 0 && s.nextArr == len(jobs) {
+			return s.stuck()
+		}
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(s.done, len(jobs))
+	}
+	return nil
+}
+
+func (s *sim) stuck() error {
+	left := 0
+	var example uint64
+	for i := range s.jobs {
+		if !s.jobs[i].started {
+			if left == 0 {
+				example = s.tr.Jobs[i].ID
+			}
+			left++
+		}
+	}
+	return fmt.Errorf("replay: %s: %d jobs can never start (e.g. job %d): nothing runs and nothing more arrives", s.cfg.Policy, left, example)
+}
+
+// enqueue makes job j eligible now and queues it in (submit, id) order.
+func (s *sim) enqueue(j int) {
+	r := &s.jobs[j]
+	r.eligible = max(s.now, s.tr.Jobs[j].Submit)
+	r.queued = true
+	p := &s.pools[r.pool]
+	q := p.queue
+	// Jobs arrive in queue order except DAG successors released late.
+	if n := len(q); n == 0 || int(q[n-1]) < j {
+		p.queue = append(q, int32(j))
+		return
+	}
+	at, _ := slices.BinarySearch(q, int32(j))
+	p.queue = slices.Insert(q, at, int32(j))
+}
+
+// compact drops started jobs from p's queue.
+func (s *sim) compact(p int) {
+	pl := &s.pools[p]
+	pl.queue = slices.DeleteFunc(pl.queue, func(j int32) bool { return s.jobs[j].started })
+}
+
+// start runs job j on nodes (nil = the lowest-numbered free nodes of its
+// vCluster). The caller has checked that they are free.
+func (s *sim) start(j int, nodes []int32) {
+	job := &s.tr.Jobs[j]
+	r := &s.jobs[j]
+	pl := &s.pools[r.pool]
+	if job.Size > 1 {
+		for _, f := range pl.groupFree {
+			if f >= job.Size {
+				r.avoidable = true
+				break
+			}
+		}
+	}
+	if nodes == nil {
+		nodes = s.lowestFree(pl, job.Size)
+	}
+	r.nodes = nodes
+	r.started = true
+	r.start = s.now
+	r.end = s.now + job.Runtime
+	lastGroup, groups := -1, 0
+	seen := uint64(0)
+	for _, n := range nodes {
+		s.nodeJob[n] = int32(j)
+		s.freeBits[n/64] &^= 1 << (n % 64)
+		home := &s.pools[s.nodePool[n]]
+		home.free--
+		g := int(n) / s.groupSize
+		home.groupFree[g]--
+		if g != lastGroup {
+			// Nodes mostly come sorted; count distinct groups exactly.
+			if g < 64 {
+				if seen&(1<<g) == 0 {
+					seen |= 1 << g
+					groups++
+				}
+			} else if !s.groupSeenBefore(nodes, n) {
+				groups++
+			}
+			lastGroup = g
+		}
+	}
+	if groups <= 1 {
+		r.avoidable = false
+	}
+	r.groups = int16(min(groups, 1<<15-1))
+	s.busy += len(nodes)
+	pl.running = append(pl.running, int32(j))
+	s.completion.push(jobEnd{end: r.end, job: int32(j)})
+}
+
+// groupSeenBefore reports whether a node of n's group precedes n in nodes.
+func (s *sim) groupSeenBefore(nodes []int32, n int32) bool {
+	g := int(n) / s.groupSize
+	for _, m := range nodes {
+		if m == n {
+			return false
+		}
+		if int(m)/s.groupSize == g {
+			return true
+		}
+	}
+	return false
+}
+
+// lowestFree picks the k lowest-numbered free home nodes of pl.
+func (s *sim) lowestFree(pl *pool, k int) []int32 {
+	out := make([]int32, 0, k)
+	for w := pl.lo / 64; w < len(s.freeBits) && len(out) < k; w++ {
+		word := s.freeBits[w]
+		for word != 0 && len(out) < k {
+			b := bits.TrailingZeros64(word)
+			word &^= 1 << b
+			n := w*64 + b
+			if n < pl.lo {
+				continue
+			}
+			if n >= pl.hi {
+				return out
+			}
+			out = append(out, int32(n))
+		}
+	}
+	return out
+}
+
+// finish ends job j now: frees its nodes and releases its successors.
+func (s *sim) finish(j int) {
+	r := &s.jobs[j]
+	r.done = true
+	s.done++
+	for _, n := range r.nodes {
+		s.nodeJob[n] = -1
+		s.freeBits[n/64] |= 1 << (n % 64)
+		home := &s.pools[s.nodePool[n]]
+		home.free++
+		home.groupFree[int(n)/s.groupSize]++
+	}
+	s.busy -= len(r.nodes)
+	pl := &s.pools[r.pool]
+	if k := slices.Index(pl.running, int32(j)); k >= 0 {
+		last := len(pl.running) - 1
+		pl.running[k] = pl.running[last]
+		pl.running = pl.running[:last]
+	}
+	if obs, ok := s.policy.(finishObserver); ok {
+		obs.finished(s, j)
+	}
+	r.nodes = nil
+	if s.successors != nil {
+		for _, k := range s.successors[j] {
+			s.jobs[k].waitDeps--
+			if s.jobs[k].waitDeps == 0 && int(k) < s.nextArr {
+				s.enqueue(int(k))
+			}
+		}
+	}
+	if s.cfg.Progress != nil && s.done%4096 == 0 {
+		s.cfg.Progress(s.done, len(s.jobs))
+	}
+}
+
+func (s *sim) queued() int {
+	q := 0
+	for p := range s.pools {
+		q += len(s.pools[p].queue)
+	}
+	return q
+}
+
+// sample records the state after an event for the plots.
+func (s *sim) sample() {
+	if s.series == nil {
+		return
+	}
+	s.series.add(s.now, s.queued(), s.busy)
+}
+
+// estEnd is when job j's walltime runs out (what schedulers plan with).
+func (s *sim) estEnd(j int32) time.Duration {
+	return s.jobs[j].start + s.tr.Jobs[j].Estimate
+}
+
+// jobEnd is a completion event.
+type jobEnd struct {
+	end time.Duration
+	job int32
+}
+
+// jobHeap is a binary min-heap of completions by (end, job).
+type jobHeap []jobEnd
+
+func (h jobHeap) less(a, b int) bool {
+	if h[a].end != h[b].end {
+		return h[a].end < h[b].end
+	}
+	return h[a].job < h[b].job
+}
+
+func (h *jobHeap) push(e jobEnd) {
+	*h = append(*h, e)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !a.less(i, parent) {
+			break
+		}
+		a[i], a[parent] = a[parent], a[i]
+		i = parent
+	}
+}
+
+func (h *jobHeap) pop() jobEnd {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(a) && a.less(l, m) {
+			m = l
+		}
+		if r < len(a) && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
