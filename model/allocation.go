@@ -131,12 +131,11 @@ type DependencyCondition string
 
 // Dependency conditions.
 const (
-	AfterOK       DependencyCondition = "afterok"
-	AfterAny      DependencyCondition = "afterany"
-	AfterNotOK    DependencyCondition = "afternotok"
-	AfterStart    DependencyCondition = "after"
-	AfterCorr     DependencyCondition = "aftercorr" // array task i after task i of the other array
-	DependSingles DependencyCondition = "singleton"
+	AfterOK    DependencyCondition = "afterok"
+	AfterAny   DependencyCondition = "afterany"
+	AfterNotOK DependencyCondition = "afternotok"
+	AfterStart DependencyCondition = "after"
+	AfterCorr  DependencyCondition = "aftercorr" // array task i after task i of the other array
 )
 
 // Dependency is one condition over one or more earlier allocations.
@@ -251,7 +250,7 @@ func (r *Request) Validate() error {
 		if _, err := ParseDependencyCondition(string(d.Condition)); err != nil {
 			return err
 		}
-		if len(d.IDs) == 0 && d.Condition != DependSingles {
+		if len(d.IDs) == 0 {
 			return fieldErr("depends-on", string(d.Condition), "CONDITION:ID[:ID...]")
 		}
 	}
@@ -305,6 +304,11 @@ type Allocation struct {
 	History         []Transition `json:"history,omitempty"`
 	RequeueCount    int          `json:"requeue_count,omitempty"`
 	CheckpointCount int          `json:"checkpoint_count,omitempty"`
+	// CancelRequested marks an active allocation a user cancelled: its
+	// agent is stopping it and will report it Cancelled.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// ModifyVersion is the quorum state version of the allocation's last change.
+	ModifyVersion uint64 `json:"modify_version,omitempty"`
 }
 
 // DisplayID is the id users see: "ID", or "ARRAYID_INDEX" for array tasks.

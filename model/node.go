@@ -54,6 +54,32 @@ type Node struct {
 	StateReason     string    `json:"state_reason,omitempty"`
 	Allocation      uint64    `json:"allocation,omitempty"` // 0 when idle
 	Agent           string    `json:"agent,omitempty"`      // id of the agent that registered it
+	// Health is what the leader hears from the node's agent: Ready, Degraded
+	// (missed heartbeats) or Down. Drain is the admin's drain request. State
+	// is derived from both and from the allocation (see DeriveState).
+	Health NodeState `json:"health"`
+	Drain  bool      `json:"drain,omitempty"`
+	// ReturnRequested marks a busy borrowed node its home vCluster reclaimed:
+	// it goes home as soon as its allocation ends.
+	ReturnRequested bool `json:"return_requested,omitempty"`
+	// ModifyVersion is the quorum state version of the node's last change.
+	ModifyVersion uint64 `json:"modify_version,omitempty"`
+}
+
+// DeriveState sets State from Health, Drain and Allocation: a Down or
+// Degraded node shows that; a drained node is Draining while it still runs
+// something and Drained once idle; otherwise Ready.
+func (n *Node) DeriveState() {
+	switch {
+	case n.Health == NodeDown || n.Health == NodeDegraded:
+		n.State = n.Health
+	case n.Drain && n.Allocation != 0:
+		n.State = NodeDraining
+	case n.Drain:
+		n.State = NodeDrained
+	default:
+		n.State = NodeReady
+	}
 }
 
 // Idle reports whether the node runs nothing.

@@ -170,7 +170,7 @@ func ParseArraySpec(s string) (*ArraySpec, error) {
 	return &spec, nil
 }
 
-var dependencyConditions = []DependencyCondition{AfterOK, AfterAny, AfterNotOK, AfterStart, AfterCorr, DependSingles}
+var dependencyConditions = []DependencyCondition{AfterOK, AfterAny, AfterNotOK, AfterStart, AfterCorr}
 
 // ParseDependencyCondition accepts a known condition name.
 func ParseDependencyCondition(s string) (DependencyCondition, error) {
@@ -211,7 +211,7 @@ func ParseDependencies(s string) ([]Dependency, error) {
 			}
 			d.IDs = append(d.IDs, id)
 		}
-		if len(d.IDs) == 0 && cond != DependSingles {
+		if len(d.IDs) == 0 {
 			return nil, fieldErr("depends-on", part, allowed)
 		}
 		out = append(out, d)

@@ -1,0 +1,943 @@
+package quorum
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// FairShareHalfLife decays tenant usage recorded by the FSM. It is a
+// constant of the log's meaning (changing it would make old logs replay
+// differently), not a setting read at apply time.
+const FairShareHalfLife = 7 * 24 * time.Hour
+
+// apply runs one command against the state. It is deterministic: a function
+// of the state and the command only.
+func (s *State) apply(c Command) *Result {
+	h := c.header()
+	if h.RequestID != "" {
+		if prev, ok := s.requests[h.RequestID]; ok {
+			return prev
+		}
+	}
+	s.Version++
+	before := s.Version
+	res := s.dispatch(c)
+	if res == nil {
+		res = &Result{}
+	}
+	if !s.changedSince(before) {
+		s.Version--
+	}
+	res.Version = s.Version
+	if h.RequestID != "" {
+		s.remember(h.RequestID, res)
+	}
+	return res
+}
+
+// changedSince is true when something was stored with the tentative version.
+// Every store goes through put*/delete or sets s.dirty.
+func (s *State) changedSince(v uint64) bool { return s.dirtyAt == v }
+
+func (s *State) remember(id string, r *Result) {
+	s.requests[id] = r
+	s.requestOrder = append(s.requestOrder, id)
+	if over := len(s.requestOrder) - MaxRememberedRequests; over > 0 {
+		for _, old := range s.requestOrder[:over] {
+			delete(s.requests, old)
+		}
+		s.requestOrder = slices.Clone(s.requestOrder[over:])
+	}
+}
+
+func (s *State) dispatch(c Command) *Result {
+	switch c := c.(type) {
+	case *Submit:
+		return s.applySubmit(c)
+	case *AssignBatch:
+		return s.applyAssignBatch(c)
+	case *UpdateAllocs:
+		return s.applyUpdateAllocs(c)
+	case *Cancel:
+		return s.applyCancel(c)
+	case *RegisterNodes:
+		return s.applyRegisterNodes(c)
+	case *SetNodeState:
+		return s.applySetNodeState(c)
+	case *SetVCluster:
+		return s.applySetVCluster(c)
+	case *SetTenant:
+		return s.applySetTenant(c)
+	case *SetPowerBudget:
+		return s.applySetPowerBudget(c)
+	case *Requeue:
+		return s.applyRequeue(c)
+	case *ReturnNodes:
+		return s.applyReturnNodes(c)
+	case *Reclaim:
+		return s.applyReclaim(c)
+	case *Prune:
+		return s.applyPrune(c)
+	case *SetMember:
+		s.members[c.Member.ID] = c.Member
+		s.touch()
+		return &Result{}
+	case *RemoveMember:
+		if _, ok := s.members[c.ID]; ok {
+			delete(s.members, c.ID)
+			s.touch()
+		}
+		return &Result{}
+	case *SetDefaults:
+		if c.DefaultVCluster != "" && s.vclusters[c.DefaultVCluster] == nil {
+			return &Result{Rejection: reject(CodeInvalid, "", "default vcluster %q does not exist; known: %s",
+				c.DefaultVCluster, s.vclusterNames())}
+		}
+		s.DefaultVCluster = c.DefaultVCluster
+		s.touch()
+		return &Result{}
+	}
+	panic(fmt.Sprintf("quorum: no applier for %T", c))
+}
+
+// touch records that the current command changed state.
+func (s *State) touch() { s.dirtyAt = s.Version }
+
+func (s *State) vclusterNames() string {
+	names := make([]string, 0, len(s.vclusters))
+	for _, v := range s.VClusters() {
+		names = append(names, v.Name)
+	}
+	if len(names) == 0 {
+		return "(none configured)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// transition moves a (a fresh copy) to state st, recording history.
+func transition(a *model.Allocation, st model.AllocState, reason string, t time.Time) {
+	a.State = st
+	a.Reason = reason
+	a.History = append(a.History, model.Transition{State: st, Reason: reason, Time: t})
+}
+
+// --- Submit -----------------------------------------------------------------------
+
+func (s *State) applySubmit(c *Submit) *Result {
+	if len(c.Items) == 0 {
+		return &Result{Rejection: reject(CodeInvalid, "", "submission has no allocations")}
+	}
+	total := 0
+	reqs := make([]model.Request, len(c.Items))
+	for i, item := range c.Items {
+		r, rej := s.resolveRequest(item.Request)
+		if rej != nil {
+			if len(c.Items) > 1 {
+				rej.Message = fmt.Sprintf("allocation %d (%s): %s", i+1, item.Request.Name, rej.Message)
+			}
+			return &Result{Rejection: rej}
+		}
+		for _, d := range item.AfterItems {
+			if d.Index < 0 || d.Index >= i {
+				return &Result{Rejection: reject(CodeInvalid, "", "allocation %d: depends on item %d, allowed: an earlier item of the same submission", i+1, d.Index+1)}
+			}
+			if _, err := model.ParseDependencyCondition(string(d.Condition)); err != nil {
+				return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
+			}
+		}
+		reqs[i] = r
+		if r.Array != nil {
+			total += len(r.Array.Indexes())
+		} else {
+			total++
+		}
+	}
+	if total > model.MaxArrayTasks {
+		return &Result{Rejection: reject(CodeInvalid, "", "submission creates %d allocations, allowed at most %d", total, model.MaxArrayTasks)}
+	}
+
+	var dagID uint64
+	if c.DAG {
+		dagID = s.NextID
+	}
+	firstIDs := make([]uint64, len(c.Items)) // id of each item (first task for arrays)
+	var ids []uint64
+	for i, r := range reqs {
+		deps := slices.Clone(r.DependsOn)
+		for _, d := range c.Items[i].AfterItems {
+			deps = append(deps, model.Dependency{Condition: d.Condition, IDs: []uint64{firstIDs[d.Index]}})
+		}
+		indexes := []int{0}
+		if r.Array != nil {
+			indexes = r.Array.Indexes()
+		}
+		first := s.NextID
+		firstIDs[i] = first
+		for _, idx := range indexes {
+			a := &model.Allocation{
+				ID:         s.NextID,
+				Request:    r,
+				DAGID:      dagID,
+				SubmitTime: c.Time,
+			}
+			a.Request.DependsOn = s.resolveCorr(deps, idx)
+			if r.Array != nil {
+				a.ArrayJobID = first
+				a.ArrayIndex = idx
+				a.ArrayMaxConcurrent = r.Array.MaxConcurrent
+			}
+			s.NextID++
+			transition(a, model.StatePending, "", c.Time)
+			s.settleDependencies(a, c.Time)
+			s.putAlloc(a)
+			ids = append(ids, a.ID)
+		}
+	}
+	s.touch()
+	return &Result{IDs: ids}
+}
+
+// resolveRequest fills defaults and checks the request against the cluster.
+func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
+	if r.VCluster == "" {
+		r.VCluster = s.DefaultVCluster
+	}
+	if r.VCluster == "" {
+		if vcs := s.VClusters(); len(vcs) > 0 {
+			r.VCluster = vcs[0].Name
+		}
+	}
+	if r.Tenant == "" {
+		r.Tenant = model.DefaultTenant
+	}
+	if r.NodesMax == 0 {
+		r.NodesMax = r.NodesMin
+	}
+	if r.Walltime == 0 {
+		r.Walltime = model.DefaultWalltime
+	}
+	if r.Checkpoint == "" {
+		r.Checkpoint = model.CheckpointNone
+	}
+	r.Constraints = model.NormalizeFeatures(slices.Clone(r.Constraints))
+	if err := r.Validate(); err != nil {
+		return r, reject(CodeInvalid, "", "%v", err)
+	}
+	if s.vclusters[r.VCluster] == nil {
+		return r, reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", r.VCluster, s.vclusterNames())
+	}
+	if n := len(s.nodeNames); n > 0 && r.NodesMin > n {
+		return r, reject(CodeInvalid, model.ReasonBadConstraints, "invalid nodes %d: the cluster has %d nodes", r.NodesMin, n)
+	}
+	for _, d := range r.DependsOn {
+		for _, id := range d.IDs {
+			if s.allocs[id] == nil {
+				return r, reject(CodeInvalid, "", "invalid depends-on %s:%d: no allocation %d", d.Condition, id, id)
+			}
+		}
+	}
+	return r, nil
+}
+
+// resolveCorr turns aftercorr on an array into afterok on the task with the
+// same index (satisfied when that array has no such task).
+func (s *State) resolveCorr(deps []model.Dependency, index int) []model.Dependency {
+	var out []model.Dependency
+	for _, d := range deps {
+		if d.Condition != model.AfterCorr {
+			out = append(out, model.Dependency{Condition: d.Condition, IDs: slices.Clone(d.IDs)})
+			continue
+		}
+		var ids []uint64
+		for _, id := range d.IDs {
+			if t := s.LookupArrayTask(id, index); t != nil {
+				ids = append(ids, t.ID)
+			} else if a := s.allocs[id]; a != nil && a.ArrayJobID == 0 {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			out = append(out, model.Dependency{Condition: model.AfterOK, IDs: ids})
+		}
+	}
+	return out
+}
+
+// depVerdict says whether a pending allocation's dependencies hold.
+type depVerdict int
+
+const (
+	depWait depVerdict = iota
+	depMet
+	depNever
+)
+
+func (s *State) evalDependencies(a *model.Allocation) depVerdict {
+	verdict := depMet
+	for _, d := range a.DependsOn {
+		for _, id := range d.IDs {
+			v := evalOne(d.Condition, s.allocs[id])
+			if v == depNever {
+				return depNever
+			}
+			if v == depWait {
+				verdict = depWait
+			}
+		}
+	}
+	return verdict
+}
+
+func evalOne(cond model.DependencyCondition, dep *model.Allocation) depVerdict {
+	if dep == nil { // pruned long after it ended: its outcome is no longer known
+		if cond == model.AfterAny || cond == model.AfterStart {
+			return depMet
+		}
+		return depNever
+	}
+	switch cond {
+	case model.AfterOK:
+		switch dep.State {
+		case model.StateCompleted:
+			return depMet
+		case model.StateFailed, model.StateCancelled:
+			return depNever
+		}
+	case model.AfterAny:
+		if dep.State.Terminal() {
+			return depMet
+		}
+	case model.AfterNotOK:
+		switch dep.State {
+		case model.StateFailed, model.StateCancelled:
+			return depMet
+		case model.StateCompleted:
+			return depNever
+		}
+	case model.AfterStart:
+		if !dep.StartTime.IsZero() || dep.State.Terminal() {
+			return depMet
+		}
+	}
+	return depWait
+}
+
+// settleDependencies decides a new or waiting allocation's eligibility (a is
+// a copy not yet stored).
+func (s *State) settleDependencies(a *model.Allocation, t time.Time) {
+	switch s.evalDependencies(a) {
+	case depMet:
+		a.EligibleTime = t
+		a.Reason = model.ReasonWaitingForScheduling
+	case depWait:
+		a.Reason = model.ReasonDependency
+	case depNever:
+		if a.DAGID != 0 {
+			// A workflow step whose condition can never hold is cancelled.
+			transition(a, model.StateCancelled, model.ReasonDependencyNeverSatisfied, t)
+			a.EndTime = t
+			return
+		}
+		a.Reason = model.ReasonDependencyNeverSatisfied
+	}
+}
+
+// dependencyChanged re-evaluates the allocations waiting on id.
+func (s *State) dependencyChanged(id uint64, t time.Time) {
+	waiting := slices.Clone(s.idx.dependents[id])
+	for _, wid := range waiting {
+		w := s.allocs[wid]
+		if w == nil || w.State != model.StatePending || !w.EligibleTime.IsZero() {
+			continue
+		}
+		c := w.Clone()
+		s.settleDependencies(c, t)
+		if c.EligibleTime.IsZero() && c.State == w.State && c.Reason == w.Reason {
+			continue
+		}
+		s.putAlloc(c)
+		if c.State.Terminal() {
+			s.dependencyChanged(c.ID, t)
+		}
+	}
+}
+
+// --- AssignBatch ----------------------------------------------------------------------
+
+// assignCheck is one validation layer of an assignment. The layers run in
+// order — state machine, staleness, ownership, quota, power — and the first
+// rejection wins; only an item that passes all of them is committed.
+type assignCheck func(s *State, ctx *assignCtx) *Rejection
+
+type assignCtx struct {
+	vc    *model.VCluster
+	item  AssignItem
+	alloc *model.Allocation
+	nodes []*model.Node
+}
+
+var assignChecks = []assignCheck{checkAllocState, checkStale, checkOwnership, checkQuota, checkPower}
+
+func checkAllocState(s *State, ctx *assignCtx) *Rejection {
+	a := s.allocs[ctx.item.AllocID]
+	if a == nil {
+		return reject(CodeNotFound, "", "allocation %d does not exist", ctx.item.AllocID)
+	}
+	ctx.alloc = a
+	if a.State != model.StatePending {
+		return reject(CodeConflict, "", "allocation %d is %s, not PENDING", a.ID, a.State)
+	}
+	if a.EligibleTime.IsZero() {
+		return reject(CodeConflict, model.ReasonDependency, "allocation %d waits on a dependency", a.ID)
+	}
+	if a.VCluster != ctx.vc.Name {
+		return reject(CodeConflict, "", "allocation %d belongs to vcluster %s, not %s", a.ID, a.VCluster, ctx.vc.Name)
+	}
+	n := len(ctx.item.Nodes)
+	if n < a.NodesMin || n > a.NodesMax {
+		return reject(CodeInvalid, "", "allocation %d needs %d-%d nodes, proposal has %d", a.ID, a.NodesMin, a.NodesMax, n)
+	}
+	return nil
+}
+
+func checkStale(s *State, ctx *assignCtx) *Rejection {
+	if ctx.alloc.ModifyVersion > ctx.item.Version {
+		return reject(CodeStale, "", "allocation %d changed at version %d after proposal version %d", ctx.alloc.ID, ctx.alloc.ModifyVersion, ctx.item.Version)
+	}
+	seen := make(map[string]bool, len(ctx.item.Nodes))
+	ctx.nodes = make([]*model.Node, 0, len(ctx.item.Nodes))
+	for _, name := range ctx.item.Nodes {
+		n := s.nodes[name]
+		if n == nil {
+			return reject(CodeNotFound, "", "node %s does not exist", name)
+		}
+		if seen[name] {
+			return reject(CodeInvalid, "", "node %s listed twice", name)
+		}
+		seen[name] = true
+		if n.ModifyVersion > ctx.item.Version {
+			return reject(CodeStale, "", "node %s changed at version %d after proposal version %d", name, n.ModifyVersion, ctx.item.Version)
+		}
+		ctx.nodes = append(ctx.nodes, n)
+	}
+	return nil
+}
+
+// checkOwnership enforces I1 (one allocation per node), I2 (ownership and
+// lending) and I7 (only Ready nodes take work).
+func checkOwnership(s *State, ctx *assignCtx) *Rejection {
+	for _, n := range ctx.nodes {
+		if n.Allocation != 0 {
+			return reject(CodeConflict, model.ReasonResources, "node %s already runs allocation %d", n.Name, n.Allocation)
+		}
+		if n.State != model.NodeReady {
+			return reject(CodeConflict, model.ReasonNodesDrained, "node %s is %s", n.Name, n.State)
+		}
+		if n.CurrentVCluster == ctx.vc.Name {
+			continue
+		}
+		// Borrowing: only an idle node at home, whose home lends, for a
+		// vCluster that may borrow.
+		home := s.vclusters[n.HomeVCluster]
+		switch {
+		case n.Borrowed():
+			return reject(CodeConflict, model.ReasonResources, "node %s is lent to %s", n.Name, n.CurrentVCluster)
+		case !ctx.vc.AllowBorrowing:
+			return reject(CodeConflict, model.ReasonResources, "node %s belongs to %s and vcluster %s does not borrow", n.Name, n.CurrentVCluster, ctx.vc.Name)
+		case home == nil || !home.AllowLending:
+			return reject(CodeConflict, model.ReasonResources, "node %s belongs to %s, which does not lend", n.Name, n.HomeVCluster)
+		}
+	}
+	return nil
+}
+
+// checkQuota enforces I4.
+func checkQuota(s *State, ctx *assignCtx) *Rejection {
+	t := s.tenants[ctx.alloc.Tenant]
+	if t == nil {
+		return nil
+	}
+	run := s.idx.tenantRun[ctx.alloc.Tenant]
+	if t.MaxRunning > 0 && run.Allocations+1 > t.MaxRunning {
+		return reject(CodeQuota, model.ReasonQuotaMaxRunning, "tenant %s runs %d allocations, quota %d", t.Name, run.Allocations, t.MaxRunning)
+	}
+	if t.MaxNodes > 0 && run.Nodes+len(ctx.nodes) > t.MaxNodes {
+		return reject(CodeQuota, model.ReasonQuotaMaxNodes, "tenant %s uses %d nodes, +%d exceeds quota %d", t.Name, run.Nodes, len(ctx.nodes), t.MaxNodes)
+	}
+	return nil
+}
+
+// checkPower enforces I3 for the system budget and the vCluster's cap.
+func checkPower(s *State, ctx *assignCtx) *Rejection {
+	var sysDelta, vcDelta int64
+	for _, n := range ctx.nodes {
+		sysDelta += int64(n.BusyWatts - n.IdleWatts)
+		if n.CurrentVCluster == ctx.vc.Name {
+			vcDelta += int64(n.BusyWatts - n.IdleWatts)
+		} else {
+			vcDelta += int64(n.BusyWatts)
+		}
+	}
+	if b := s.PowerBudgetWatts; b > 0 && s.idx.drawWatts+sysDelta > b {
+		return reject(CodePower, model.ReasonPowerBudget, "estimated draw %d W + %d W exceeds the system budget %d W", s.idx.drawWatts, sysDelta, b)
+	}
+	if cp := ctx.vc.PowerCapWatts; cp > 0 && s.idx.vclusterDraw[ctx.vc.Name]+vcDelta > cp {
+		return reject(CodePower, model.ReasonPowerBudget, "vcluster %s draw %d W + %d W exceeds its cap %d W", ctx.vc.Name, s.idx.vclusterDraw[ctx.vc.Name], vcDelta, cp)
+	}
+	return nil
+}
+
+func (s *State) applyAssignBatch(c *AssignBatch) *Result {
+	vc := s.vclusters[c.VCluster]
+	if vc == nil {
+		return &Result{Rejection: reject(CodeNotFound, "", "vcluster %q does not exist", c.VCluster)}
+	}
+	res := &Result{Items: make([]ItemResult, len(c.Items))}
+	for i, item := range c.Items {
+		ctx := &assignCtx{vc: vc, item: item}
+		var rej *Rejection
+		for _, check := range assignChecks {
+			if rej = check(s, ctx); rej != nil {
+				break
+			}
+		}
+		res.Items[i] = ItemResult{ID: item.AllocID, Committed: rej == nil, Rejection: rej}
+		if rej != nil {
+			continue
+		}
+		for _, n := range ctx.nodes {
+			nc := n.Clone()
+			nc.CurrentVCluster = vc.Name // a borrow when it was another's
+			nc.Allocation = item.AllocID
+			nc.DeriveState()
+			s.putNode(nc)
+		}
+		a := ctx.alloc.Clone()
+		a.Nodes = slices.Clone(item.Nodes)
+		a.CancelRequested = false
+		transition(a, model.StateStaging, "", c.Time)
+		s.putAlloc(a)
+		s.touch()
+	}
+	return res
+}
+
+// --- UpdateAllocs ----------------------------------------------------------------------
+
+func (s *State) applyUpdateAllocs(c *UpdateAllocs) *Result {
+	res := &Result{Items: make([]ItemResult, len(c.Updates))}
+	for i, u := range c.Updates {
+		rej := s.updateAlloc(u, c.Time)
+		res.Items[i] = ItemResult{ID: u.AllocID, Committed: rej == nil, Rejection: rej}
+	}
+	return res
+}
+
+func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
+	a := s.allocs[u.AllocID]
+	if a == nil {
+		return reject(CodeNotFound, "", "allocation %d does not exist", u.AllocID)
+	}
+	if a.State == u.State {
+		return nil // a repeated report: idempotent
+	}
+	if !model.CanTransition(a.State, u.State) {
+		return reject(CodeConflict, "", "allocation %d cannot go from %s to %s", a.ID, a.State, u.State)
+	}
+	c := a.Clone()
+	reason := u.Reason
+	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled) {
+		u.State, reason = model.StateCancelled, model.ReasonCancelled
+	}
+	switch u.State {
+	case model.StateRunning:
+		transition(c, model.StateRunning, reason, t)
+		if c.StartTime.IsZero() {
+			c.StartTime = t
+		}
+	case model.StateCheckpointing:
+		transition(c, model.StateCheckpointing, reason, t)
+	case model.StateSuspended:
+		transition(c, model.StateSuspended, reason, t)
+		c.CheckpointCount++
+		s.releaseNodes(c, t)
+		c.Nodes = nil
+	case model.StatePending: // back to the queue: from Staging or Suspended
+		transition(c, model.StatePending, reason, t)
+		if a.State == model.StateStaging {
+			s.releaseNodes(c, t)
+			c.Nodes = nil
+		}
+		c.RequeueCount++
+		c.CancelRequested = false
+	case model.StateCompleted, model.StateFailed, model.StateCancelled:
+		s.finish(c, u.State, reason, u.ExitCode, t)
+	default:
+		return reject(CodeInvalid, "", "state %s cannot be reported", u.State)
+	}
+	s.putAlloc(c)
+	s.touch()
+	if c.State == model.StateRunning || c.State.Terminal() {
+		s.dependencyChanged(c.ID, t)
+	}
+	return nil
+}
+
+// finish ends c (a copy being changed): end time, exit code, nodes freed,
+// tenant usage charged.
+func (s *State) finish(c *model.Allocation, st model.AllocState, reason string, exit *int, t time.Time) {
+	transition(c, st, reason, t)
+	c.EndTime = t
+	if exit != nil {
+		e := *exit
+		c.ExitCode = &e
+	}
+	if !c.StartTime.IsZero() && len(c.Nodes) > 0 {
+		s.chargeUsage(c.Tenant, float64(len(c.Nodes))*t.Sub(c.StartTime).Seconds(), t)
+	}
+	s.releaseNodes(c, t)
+	c.CancelRequested = false
+}
+
+// chargeUsage adds node-seconds to a tenant's decayed usage.
+func (s *State) chargeUsage(tenant string, nodeSeconds float64, t time.Time) {
+	if nodeSeconds <= 0 {
+		return
+	}
+	old := s.tenants[tenant]
+	var nt model.Tenant
+	if old != nil {
+		nt = *old
+	} else {
+		nt = model.Tenant{Name: tenant}
+	}
+	if nt.Usage > 0 && !nt.UsageTime.IsZero() && t.After(nt.UsageTime) {
+		nt.Usage *= math.Exp2(-float64(t.Sub(nt.UsageTime)) / float64(FairShareHalfLife))
+	}
+	nt.Usage += nodeSeconds
+	nt.UsageTime = t
+	s.tenants[tenant] = &nt
+}
+
+// releaseNodes frees the nodes a holds. A borrowed node goes back to its
+// home vCluster as soon as it is idle.
+func (s *State) releaseNodes(a *model.Allocation, _ time.Time) {
+	for _, name := range a.Nodes {
+		n := s.nodes[name]
+		if n == nil || n.Allocation != a.ID {
+			continue
+		}
+		nc := n.Clone()
+		nc.Allocation = 0
+		if nc.Borrowed() {
+			nc.CurrentVCluster = nc.HomeVCluster
+			nc.ReturnRequested = false
+		}
+		nc.DeriveState()
+		s.putNode(nc)
+	}
+}
+
+// --- Cancel / Requeue -------------------------------------------------------------------
+
+func (s *State) applyCancel(c *Cancel) *Result {
+	res := &Result{Items: make([]ItemResult, len(c.IDs))}
+	reason := c.Reason
+	if reason == "" {
+		reason = model.ReasonCancelled
+	}
+	for i, id := range c.IDs {
+		res.Items[i] = ItemResult{ID: id}
+		a := s.allocs[id]
+		switch {
+		case a == nil:
+			res.Items[i].Rejection = reject(CodeNotFound, "", "allocation %d does not exist", id)
+			continue
+		case a.State.Terminal():
+			res.Items[i].Rejection = reject(CodeConflict, "", "allocation %d already ended %s", id, a.State)
+			continue
+		}
+		cp := a.Clone()
+		if a.State.Active() {
+			if a.CancelRequested {
+				res.Items[i].Committed = true
+				continue
+			}
+			cp.CancelRequested = true
+		} else {
+			s.finish(cp, model.StateCancelled, reason, nil, c.Time)
+		}
+		s.putAlloc(cp)
+		s.touch()
+		res.Items[i].Committed = true
+		if cp.State.Terminal() {
+			s.dependencyChanged(id, c.Time)
+		}
+	}
+	return res
+}
+
+func (s *State) applyRequeue(c *Requeue) *Result {
+	res := &Result{Items: make([]ItemResult, len(c.IDs))}
+	reason := c.Reason
+	if reason == "" {
+		reason = model.ReasonRequeued
+	}
+	for i, id := range c.IDs {
+		res.Items[i] = ItemResult{ID: id}
+		a := s.allocs[id]
+		if a == nil {
+			res.Items[i].Rejection = reject(CodeNotFound, "", "allocation %d does not exist", id)
+			continue
+		}
+		if a.State != model.StateStaging && a.State != model.StateSuspended {
+			res.Items[i].Rejection = reject(CodeConflict, "", "allocation %d is %s; only STAGING or SUSPENDED allocations can be requeued (a running one is checkpointed first)", id, a.State)
+			continue
+		}
+		res.Items[i].Rejection = s.updateAlloc(AllocUpdate{AllocID: id, State: model.StatePending, Reason: reason}, c.Time)
+		res.Items[i].Committed = res.Items[i].Rejection == nil
+	}
+	return res
+}
+
+// --- Nodes --------------------------------------------------------------------------------
+
+func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
+	if len(c.Nodes) == 0 {
+		return &Result{Rejection: reject(CodeInvalid, "", "registration has no nodes")}
+	}
+	var drawDelta int64
+	fresh := make([]*model.Node, len(c.Nodes))
+	for i := range c.Nodes {
+		in := c.Nodes[i]
+		if err := model.ValidateNode(&in); err != nil {
+			return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
+		}
+		if s.vclusters[in.HomeVCluster] == nil {
+			return &Result{Rejection: reject(CodeInvalid, "", "node %s: invalid home vcluster %q: allowed %s", in.Name, in.HomeVCluster, s.vclusterNames())}
+		}
+		old := s.nodes[in.Name]
+		var n *model.Node
+		if old == nil {
+			n = &model.Node{Name: in.Name, HomeVCluster: in.HomeVCluster, CurrentVCluster: in.HomeVCluster}
+		} else {
+			n = old.Clone()
+			if n.Idle() && !n.Borrowed() {
+				n.HomeVCluster, n.CurrentVCluster = in.HomeVCluster, in.HomeVCluster
+			}
+			drawDelta -= int64(old.Watts())
+		}
+		n.Group = in.Group
+		n.Fingerprint = in.Fingerprint
+		n.GPUType = in.GPUType
+		n.GPUs = in.GPUs
+		n.Features = model.NormalizeFeatures(slices.Clone(in.Features))
+		n.IdleWatts, n.BusyWatts = in.IdleWatts, in.BusyWatts
+		n.Agent = c.Agent
+		n.Health = model.NodeReady
+		n.DeriveState()
+		drawDelta += int64(n.Watts())
+		fresh[i] = n
+	}
+	if b := s.PowerBudgetWatts; b > 0 && drawDelta > 0 && s.idx.drawWatts+drawDelta > b {
+		return &Result{Rejection: reject(CodePower, model.ReasonPowerBudget,
+			"registering these nodes raises the estimated draw to %d W, above the system budget %d W", s.idx.drawWatts+drawDelta, b)}
+	}
+	for _, n := range fresh {
+		s.putNode(n)
+	}
+	s.touch()
+	return &Result{}
+}
+
+func (s *State) applySetNodeState(c *SetNodeState) *Result {
+	res := &Result{Items: make([]ItemResult, len(c.Nodes))}
+	for i, name := range c.Nodes {
+		res.Items[i] = ItemResult{}
+		n := s.nodes[name]
+		if n == nil {
+			res.Items[i].Rejection = reject(CodeNotFound, "", "node %s does not exist", name)
+			continue
+		}
+		nc := n.Clone()
+		switch c.Action {
+		case ActionDrain:
+			nc.Drain = true
+			nc.StateReason = c.Reason
+		case ActionUndrain:
+			nc.Drain = false
+			nc.StateReason = ""
+		case ActionDegraded:
+			if nc.Health == model.NodeReady {
+				nc.Health = model.NodeDegraded
+			}
+		case ActionDown:
+			nc.Health = model.NodeDown
+			if c.Reason != "" {
+				nc.StateReason = c.Reason
+			}
+		case ActionUp:
+			nc.Health = model.NodeReady
+		default:
+			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, down, up", c.Action)
+			continue
+		}
+		nc.DeriveState()
+		res.Items[i].Committed = true
+		if nc.State == n.State && nc.Drain == n.Drain && nc.Health == n.Health && nc.StateReason == n.StateReason {
+			continue
+		}
+		s.putNode(nc)
+		s.touch()
+		if nc.Health == model.NodeDown && nc.Allocation != 0 {
+			// The node is lost: its allocation fails; its other nodes are freed
+			// and their agents are told to stop it.
+			if a := s.allocs[nc.Allocation]; a != nil && a.State.Active() {
+				ac := a.Clone()
+				s.finish(ac, model.StateFailed, model.ReasonNodeFailure, nil, c.Time)
+				s.putAlloc(ac)
+				s.dependencyChanged(ac.ID, c.Time)
+			}
+		}
+	}
+	return res
+}
+
+func (s *State) applyReturnNodes(c *ReturnNodes) *Result {
+	res := &Result{Items: make([]ItemResult, len(c.Nodes))}
+	for i, name := range c.Nodes {
+		n := s.nodes[name]
+		switch {
+		case n == nil:
+			res.Items[i].Rejection = reject(CodeNotFound, "", "node %s does not exist", name)
+		case !n.Borrowed():
+			res.Items[i].Committed = true // already home
+		case !n.Idle():
+			res.Items[i].Rejection = reject(CodeConflict, "", "node %s runs allocation %d; reclaim it instead", name, n.Allocation)
+		default:
+			nc := n.Clone()
+			nc.CurrentVCluster = nc.HomeVCluster
+			nc.ReturnRequested = false
+			s.putNode(nc)
+			s.touch()
+			res.Items[i].Committed = true
+		}
+	}
+	return res
+}
+
+func (s *State) applyReclaim(c *Reclaim) *Result {
+	res := &Result{Items: make([]ItemResult, len(c.Nodes))}
+	for i, name := range c.Nodes {
+		n := s.nodes[name]
+		switch {
+		case n == nil:
+			res.Items[i].Rejection = reject(CodeNotFound, "", "node %s does not exist", name)
+		case !n.Borrowed():
+			res.Items[i].Committed = true
+		case n.Idle():
+			nc := n.Clone()
+			nc.CurrentVCluster = nc.HomeVCluster
+			nc.ReturnRequested = false
+			s.putNode(nc)
+			s.touch()
+			res.Items[i].Committed = true
+		case !n.ReturnRequested:
+			nc := n.Clone()
+			nc.ReturnRequested = true
+			s.putNode(nc)
+			s.touch()
+			res.Items[i].Committed = true
+		default:
+			res.Items[i].Committed = true
+		}
+	}
+	return res
+}
+
+// --- Configuration ----------------------------------------------------------------------
+
+func (s *State) applySetVCluster(c *SetVCluster) *Result {
+	v := c.VCluster
+	if err := v.Validate(); err != nil {
+		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
+	}
+	if v.PowerCapWatts > 0 && s.idx.vclusterDraw[v.Name] > v.PowerCapWatts {
+		return &Result{Rejection: reject(CodePower, model.ReasonPowerBudget,
+			"vcluster %s draws an estimated %d W now, above the requested cap %d W", v.Name, s.idx.vclusterDraw[v.Name], v.PowerCapWatts)}
+	}
+	s.vclusters[v.Name] = &v
+	if s.DefaultVCluster == "" {
+		s.DefaultVCluster = v.Name
+	}
+	s.touch()
+	return &Result{}
+}
+
+func (s *State) applySetTenant(c *SetTenant) *Result {
+	t := c.Tenant
+	if err := t.Validate(); err != nil {
+		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
+	}
+	run := s.idx.tenantRun[t.Name]
+	if t.MaxNodes > 0 && run.Nodes > t.MaxNodes {
+		return &Result{Rejection: reject(CodeQuota, model.ReasonQuotaMaxNodes,
+			"tenant %s uses %d nodes now, more than the requested quota %d; lower it once they end", t.Name, run.Nodes, t.MaxNodes)}
+	}
+	if t.MaxRunning > 0 && run.Allocations > t.MaxRunning {
+		return &Result{Rejection: reject(CodeQuota, model.ReasonQuotaMaxRunning,
+			"tenant %s runs %d allocations now, more than the requested quota %d", t.Name, run.Allocations, t.MaxRunning)}
+	}
+	if old := s.tenants[t.Name]; old != nil {
+		t.Usage, t.UsageTime = old.Usage, old.UsageTime
+	} else {
+		t.Usage, t.UsageTime = 0, time.Time{}
+	}
+	s.tenants[t.Name] = &t
+	s.touch()
+	return &Result{}
+}
+
+func (s *State) applySetPowerBudget(c *SetPowerBudget) *Result {
+	if c.Watts < 0 {
+		return &Result{Rejection: reject(CodeInvalid, "", "invalid budget %d W: allowed >= 0 (0 = none)", c.Watts)}
+	}
+	if c.VCluster != "" {
+		v := s.vclusters[c.VCluster]
+		if v == nil {
+			return &Result{Rejection: reject(CodeNotFound, "", "vcluster %q does not exist; known: %s", c.VCluster, s.vclusterNames())}
+		}
+		nv := *v
+		nv.PowerCapWatts = c.Watts
+		return s.applySetVCluster(&SetVCluster{Header: c.Header, VCluster: nv})
+	}
+	if c.Watts > 0 && s.idx.drawWatts > c.Watts {
+		return &Result{Rejection: reject(CodePower, model.ReasonPowerBudget,
+			"the system draws an estimated %d W now, above the requested budget %d W", s.idx.drawWatts, c.Watts)}
+	}
+	s.PowerBudgetWatts = c.Watts
+	s.touch()
+	return &Result{}
+}
+
+func (s *State) applyPrune(c *Prune) *Result {
+	var pruned []uint64
+	for _, id := range s.allocIDs() {
+		a := s.allocs[id]
+		if a.State.Terminal() && !a.EndTime.IsZero() && a.EndTime.Before(c.Before) {
+			pruned = append(pruned, id)
+		}
+	}
+	for _, id := range pruned {
+		s.deleteAlloc(id)
+	}
+	if len(pruned) > 0 {
+		s.touch()
+	}
+	return &Result{IDs: pruned}
+}

@@ -1,0 +1,340 @@
+package quorum
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// CommandType is the first byte of every Raft log entry. The enum is
+// append-only: a value, once used, keeps its meaning forever.
+type CommandType uint8
+
+// Command types.
+const (
+	CmdSubmit         CommandType = 1
+	CmdAssignBatch    CommandType = 2
+	CmdUpdateAllocs   CommandType = 3
+	CmdCancel         CommandType = 4
+	CmdRegisterNodes  CommandType = 5
+	CmdSetNodeState   CommandType = 6
+	CmdSetVCluster    CommandType = 7
+	CmdSetTenant      CommandType = 8
+	CmdSetPowerBudget CommandType = 9
+	CmdRequeue        CommandType = 10
+	CmdReturnNodes    CommandType = 11
+	CmdReclaim        CommandType = 12
+	CmdPrune          CommandType = 13
+	CmdSetMember      CommandType = 14
+	CmdRemoveMember   CommandType = 15
+	CmdSetDefaults    CommandType = 16
+)
+
+var commandNames = map[CommandType]string{
+	CmdSubmit: "submit", CmdAssignBatch: "assign_batch", CmdUpdateAllocs: "update_allocs",
+	CmdCancel: "cancel", CmdRegisterNodes: "register_nodes", CmdSetNodeState: "set_node_state",
+	CmdSetVCluster: "set_vcluster", CmdSetTenant: "set_tenant", CmdSetPowerBudget: "set_power_budget",
+	CmdRequeue: "requeue", CmdReturnNodes: "return_nodes", CmdReclaim: "reclaim", CmdPrune: "prune",
+	CmdSetMember: "set_member", CmdRemoveMember: "remove_member", CmdSetDefaults: "set_defaults",
+}
+
+func (t CommandType) String() string {
+	if n, ok := commandNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("command(%d)", uint8(t))
+}
+
+// Header is carried by every command. Time is minted by the leader before
+// Apply (the FSM never reads the clock); RequestID, when set, makes the
+// command idempotent: a retry returns the first outcome.
+type Header struct {
+	RequestID string    `json:"request_id,omitempty"`
+	Time      time.Time `json:"time"`
+}
+
+func (h *Header) header() *Header { return h }
+
+// Command is any command payload.
+type Command interface {
+	Type() CommandType
+	header() *Header
+}
+
+// SubmitItem is one allocation of a submission. AfterItems names earlier
+// items of the same submission it depends on (a DAG's edges).
+type SubmitItem struct {
+	Request    model.Request `json:"request"`
+	AfterItems []ItemDep     `json:"after_items,omitempty"`
+}
+
+// ItemDep is a dependency on another item of the same submission.
+type ItemDep struct {
+	Condition model.DependencyCondition `json:"condition"`
+	Index     int                       `json:"index"`
+}
+
+// Submit creates allocations: one, an array (expanded here), or a DAG. All or nothing.
+type Submit struct {
+	Header
+	Items []SubmitItem `json:"items"`
+	DAG   bool         `json:"dag,omitempty"`
+}
+
+// AssignItem proposes to start one allocation on Nodes. Version is the state
+// version the proposal was computed from: if the allocation or any node
+// changed after it, the item is rejected as stale.
+type AssignItem struct {
+	AllocID uint64   `json:"alloc_id"`
+	Nodes   []string `json:"nodes"`
+	Version uint64   `json:"version"`
+}
+
+// AssignBatch is one scheduling cycle's proposal for one vCluster. Items are
+// applied one by one; each commits or is rejected with a reason. Nodes of
+// another vCluster in an item are borrowed as part of it.
+type AssignBatch struct {
+	Header
+	VCluster string       `json:"vcluster"`
+	Items    []AssignItem `json:"items"`
+}
+
+// AllocUpdate is one reported state change of an allocation.
+type AllocUpdate struct {
+	AllocID  uint64           `json:"alloc_id"`
+	State    model.AllocState `json:"state"`
+	Reason   string           `json:"reason,omitempty"`
+	ExitCode *int             `json:"exit_code,omitempty"`
+}
+
+// UpdateAllocs applies state reports (from agents, the checkpoint broker...).
+type UpdateAllocs struct {
+	Header
+	Updates []AllocUpdate `json:"updates"`
+}
+
+// Cancel cancels allocations: pending ones end at once, active ones are
+// marked and end when their agent reports them stopped.
+type Cancel struct {
+	Header
+	IDs    []uint64 `json:"ids"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// RegisterNodes adds or refreshes nodes of one agent.
+type RegisterNodes struct {
+	Header
+	Agent string       `json:"agent"`
+	Nodes []model.Node `json:"nodes"`
+}
+
+// NodeAction is what SetNodeState does.
+type NodeAction string
+
+// Node actions.
+const (
+	ActionDrain    NodeAction = "drain"    // no new work; Drained once idle
+	ActionUndrain  NodeAction = "undrain"  // back to Ready
+	ActionDegraded NodeAction = "degraded" // missed heartbeats
+	ActionDown     NodeAction = "down"     // lost: its work fails with NodeFailure
+	ActionUp       NodeAction = "up"       // heard from again
+)
+
+// SetNodeState changes one or more nodes' state.
+type SetNodeState struct {
+	Header
+	Nodes  []string   `json:"nodes"`
+	Action NodeAction `json:"action"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// SetVCluster creates or replaces a vCluster definition.
+type SetVCluster struct {
+	Header
+	VCluster model.VCluster `json:"vcluster"`
+}
+
+// SetTenant creates or replaces a tenant's quotas and target (usage is kept).
+type SetTenant struct {
+	Header
+	Tenant model.Tenant `json:"tenant"`
+}
+
+// SetPowerBudget sets the system budget (VCluster empty) or a vCluster's cap.
+type SetPowerBudget struct {
+	Header
+	VCluster string `json:"vcluster,omitempty"`
+	Watts    int64  `json:"watts"`
+}
+
+// Requeue sends active allocations back to Pending (through Suspended when
+// they were checkpointed), freeing their nodes.
+type Requeue struct {
+	Header
+	IDs    []uint64 `json:"ids"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// ReturnNodes gives idle borrowed nodes back to their home vCluster.
+type ReturnNodes struct {
+	Header
+	Nodes []string `json:"nodes"`
+}
+
+// Reclaim asks for borrowed nodes back: idle ones return at once, busy ones
+// are marked and return when their allocation ends (after the checkpoint
+// broker has had it checkpointed or stopped).
+type Reclaim struct {
+	Header
+	Nodes []string `json:"nodes"`
+}
+
+// Prune drops terminal allocations that ended before Before (retention).
+type Prune struct {
+	Header
+	Before time.Time `json:"before"`
+}
+
+// Member is one quorum member's addresses, so any member can route to the leader.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr"`
+}
+
+// SetMember records a member's addresses.
+type SetMember struct {
+	Header
+	Member Member `json:"member"`
+}
+
+// RemoveMember forgets a member's addresses.
+type RemoveMember struct {
+	Header
+	ID string `json:"id"`
+}
+
+// SetDefaults sets cluster-wide settings.
+type SetDefaults struct {
+	Header
+	DefaultVCluster string `json:"default_vcluster"`
+}
+
+func (*Submit) Type() CommandType         { return CmdSubmit }
+func (*AssignBatch) Type() CommandType    { return CmdAssignBatch }
+func (*UpdateAllocs) Type() CommandType   { return CmdUpdateAllocs }
+func (*Cancel) Type() CommandType         { return CmdCancel }
+func (*RegisterNodes) Type() CommandType  { return CmdRegisterNodes }
+func (*SetNodeState) Type() CommandType   { return CmdSetNodeState }
+func (*SetVCluster) Type() CommandType    { return CmdSetVCluster }
+func (*SetTenant) Type() CommandType      { return CmdSetTenant }
+func (*SetPowerBudget) Type() CommandType { return CmdSetPowerBudget }
+func (*Requeue) Type() CommandType        { return CmdRequeue }
+func (*ReturnNodes) Type() CommandType    { return CmdReturnNodes }
+func (*Reclaim) Type() CommandType        { return CmdReclaim }
+func (*Prune) Type() CommandType          { return CmdPrune }
+func (*SetMember) Type() CommandType      { return CmdSetMember }
+func (*RemoveMember) Type() CommandType   { return CmdRemoveMember }
+func (*SetDefaults) Type() CommandType    { return CmdSetDefaults }
+
+// Encode serialises a command as one type byte followed by its JSON body.
+func Encode(c Command) ([]byte, error) {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", c.Type(), err)
+	}
+	out := make([]byte, 0, len(body)+1)
+	out = append(out, byte(c.Type()))
+	return append(out, body...), nil
+}
+
+// Decode parses an entry written by Encode.
+func Decode(data []byte) (Command, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("decode: empty entry")
+	}
+	var c Command
+	switch CommandType(data[0]) {
+	case CmdSubmit:
+		c = &Submit{}
+	case CmdAssignBatch:
+		c = &AssignBatch{}
+	case CmdUpdateAllocs:
+		c = &UpdateAllocs{}
+	case CmdCancel:
+		c = &Cancel{}
+	case CmdRegisterNodes:
+		c = &RegisterNodes{}
+	case CmdSetNodeState:
+		c = &SetNodeState{}
+	case CmdSetVCluster:
+		c = &SetVCluster{}
+	case CmdSetTenant:
+		c = &SetTenant{}
+	case CmdSetPowerBudget:
+		c = &SetPowerBudget{}
+	case CmdRequeue:
+		c = &Requeue{}
+	case CmdReturnNodes:
+		c = &ReturnNodes{}
+	case CmdReclaim:
+		c = &Reclaim{}
+	case CmdPrune:
+		c = &Prune{}
+	case CmdSetMember:
+		c = &SetMember{}
+	case CmdRemoveMember:
+		c = &RemoveMember{}
+	case CmdSetDefaults:
+		c = &SetDefaults{}
+	default:
+		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
+	}
+	if err := json.Unmarshal(data[1:], c); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", CommandType(data[0]), err)
+	}
+	return c, nil
+}
+
+// Code classifies a rejection; the server maps it to a gRPC status code.
+type Code string
+
+// Rejection codes.
+const (
+	CodeInvalid  Code = "invalid"   // InvalidArgument
+	CodeNotFound Code = "not_found" // NotFound
+	CodeStale    Code = "stale"     // FailedPrecondition: computed from an older version
+	CodeConflict Code = "conflict"  // FailedPrecondition: state does not allow it (node busy, wrong state)
+	CodeQuota    Code = "quota"     // ResourceExhausted
+	CodePower    Code = "power"     // ResourceExhausted
+)
+
+// Rejection says why a command or an item was not applied.
+type Rejection struct {
+	Code    Code   `json:"code"`
+	Reason  string `json:"reason,omitempty"` // a pending reason of CLI.md where one fits
+	Message string `json:"message"`
+}
+
+func (r *Rejection) Error() string { return r.Message }
+
+func reject(code Code, reason, format string, args ...any) *Rejection {
+	return &Rejection{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// ItemResult is the outcome of one item of a batch.
+type ItemResult struct {
+	ID        uint64     `json:"id"`
+	Committed bool       `json:"committed"`
+	Rejection *Rejection `json:"rejection,omitempty"`
+}
+
+// Result is what applying a command returns.
+type Result struct {
+	Rejection *Rejection   `json:"rejection,omitempty"` // the whole command was refused
+	IDs       []uint64     `json:"ids,omitempty"`       // created allocations (Submit)
+	Items     []ItemResult `json:"items,omitempty"`     // per item (batches)
+	Version   uint64       `json:"version"`             // state version after the command
+}

@@ -1,0 +1,270 @@
+package quorum
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// Snapshots (and backups) are a stream of typed JSON records, one per line,
+// in a fixed order — header, meta, vclusters, tenants, members, nodes,
+// allocations, remembered requests — ending with a SHA-256 checksum of every
+// byte before it. The same state always gives the same bytes.
+
+const snapshotFormat = 1
+
+type record struct {
+	Kind       string            `json:"kind"`
+	Format     int               `json:"format,omitempty"`
+	Meta       *snapMeta         `json:"meta,omitempty"`
+	VCluster   *model.VCluster   `json:"vcluster,omitempty"`
+	Tenant     *model.Tenant     `json:"tenant,omitempty"`
+	Member     *Member           `json:"member,omitempty"`
+	Node       *model.Node       `json:"node,omitempty"`
+	Allocation *model.Allocation `json:"allocation,omitempty"`
+	RequestID  string            `json:"request_id,omitempty"`
+	Result     *Result           `json:"result,omitempty"`
+	Records    int               `json:"records,omitempty"`
+	SHA256     string            `json:"sha256,omitempty"`
+}
+
+type snapMeta struct {
+	Version          uint64 `json:"version"`
+	NextID           uint64 `json:"next_id"`
+	DefaultVCluster  string `json:"default_vcluster,omitempty"`
+	PowerBudgetWatts int64  `json:"power_budget_watts,omitempty"`
+	DirtyAt          uint64 `json:"dirty_at,omitempty"`
+}
+
+// image is a point-in-time copy of the state's references.
+type image struct {
+	meta      snapMeta
+	vclusters []*model.VCluster
+	tenants   []*model.Tenant
+	members   []Member
+	nodes     []*model.Node
+	allocs    []*model.Allocation
+	requests  []string
+	results   []*Result
+}
+
+func (s *State) image() *image {
+	im := &image{
+		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
+			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt},
+		vclusters: s.VClusters(),
+		tenants:   s.Tenants(),
+		members:   s.Members(),
+		nodes:     s.Nodes(),
+		allocs:    s.Allocations(),
+		requests:  slices.Clone(s.requestOrder),
+	}
+	im.results = make([]*Result, len(im.requests))
+	for i, id := range im.requests {
+		im.results[i] = s.requests[id]
+	}
+	return im
+}
+
+// WriteSnapshot writes the state's snapshot stream to w.
+func (s *State) WriteSnapshot(w io.Writer) error { return s.image().write(w) }
+
+func (im *image) write(w io.Writer) error {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, h), 256<<10)
+	n := 0
+	put := func(r record) error {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("snapshot record %s: %w", r.Kind, err)
+		}
+		b = append(b, '\n')
+		n++
+		_, err = bw.Write(b)
+		return err
+	}
+	if err := put(record{Kind: "header", Format: snapshotFormat}); err != nil {
+		return err
+	}
+	if err := put(record{Kind: "meta", Meta: &im.meta}); err != nil {
+		return err
+	}
+	for _, v := range im.vclusters {
+		if err := put(record{Kind: "vcluster", VCluster: v}); err != nil {
+			return err
+		}
+	}
+	for _, t := range im.tenants {
+		if err := put(record{Kind: "tenant", Tenant: t}); err != nil {
+			return err
+		}
+	}
+	for i := range im.members {
+		if err := put(record{Kind: "member", Member: &im.members[i]}); err != nil {
+			return err
+		}
+	}
+	for _, nd := range im.nodes {
+		if err := put(record{Kind: "node", Node: nd}); err != nil {
+			return err
+		}
+	}
+	for _, a := range im.allocs {
+		if err := put(record{Kind: "allocation", Allocation: a}); err != nil {
+			return err
+		}
+	}
+	for i, id := range im.requests {
+		if err := put(record{Kind: "request", RequestID: id, Result: im.results[i]}); err != nil {
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	b, _ := json.Marshal(record{Kind: "checksum", Records: n, SHA256: sum})
+	_, err := w.Write(append(b, '\n'))
+	return err
+}
+
+// ErrCorrupt marks a snapshot or backup that fails its checks.
+var ErrCorrupt = errors.New("corrupt snapshot")
+
+// ReadSnapshot reads a stream written by WriteSnapshot into a fresh state,
+// verifying its checksum and structure.
+func ReadSnapshot(r io.Reader) (*State, error) {
+	s := NewState()
+	h := sha256.New()
+	br := bufio.NewReaderSize(r, 256<<10)
+	n := 0
+	sawHeader, sawChecksum := false, false
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(b) == 0 && err == io.EOF {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("read snapshot line %d: %w", line, err)
+		}
+		if sawChecksum {
+			return nil, fmt.Errorf("%w: data after the checksum at line %d", ErrCorrupt, line)
+		}
+		var rec record
+		if jerr := json.Unmarshal(b, &rec); jerr != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrCorrupt, line, jerr)
+		}
+		if rec.Kind == "checksum" {
+			if got := hex.EncodeToString(h.Sum(nil)); got != rec.SHA256 || rec.Records != n {
+				return nil, fmt.Errorf("%w: checksum mismatch (%d records, sha256 %s; trailer says %d, %s)", ErrCorrupt, n, got, rec.Records, rec.SHA256)
+			}
+			sawChecksum = true
+			continue
+		}
+		h.Write(b)
+		n++
+		if err := s.load(&rec, line, &sawHeader); err != nil {
+			return nil, err
+		}
+	}
+	if !sawHeader || !sawChecksum {
+		return nil, fmt.Errorf("%w: truncated (header %v, checksum %v)", ErrCorrupt, sawHeader, sawChecksum)
+	}
+	s.rebuildIndexes()
+	return s, nil
+}
+
+func (s *State) load(rec *record, line int, sawHeader *bool) error {
+	missing := func() error { return fmt.Errorf("%w: line %d: %s record without body", ErrCorrupt, line, rec.Kind) }
+	if !*sawHeader && rec.Kind != "header" {
+		return fmt.Errorf("%w: line %d: expected header, got %q", ErrCorrupt, line, rec.Kind)
+	}
+	switch rec.Kind {
+	case "header":
+		if rec.Format != snapshotFormat {
+			return fmt.Errorf("%w: snapshot format %d, this build reads %d", ErrCorrupt, rec.Format, snapshotFormat)
+		}
+		*sawHeader = true
+	case "meta":
+		if rec.Meta == nil {
+			return missing()
+		}
+		s.Version, s.NextID = rec.Meta.Version, rec.Meta.NextID
+		s.DefaultVCluster, s.PowerBudgetWatts = rec.Meta.DefaultVCluster, rec.Meta.PowerBudgetWatts
+		s.dirtyAt = rec.Meta.DirtyAt
+	case "vcluster":
+		if rec.VCluster == nil {
+			return missing()
+		}
+		s.vclusters[rec.VCluster.Name] = rec.VCluster
+	case "tenant":
+		if rec.Tenant == nil {
+			return missing()
+		}
+		s.tenants[rec.Tenant.Name] = rec.Tenant
+	case "member":
+		if rec.Member == nil {
+			return missing()
+		}
+		s.members[rec.Member.ID] = *rec.Member
+	case "node":
+		if rec.Node == nil {
+			return missing()
+		}
+		if _, dup := s.nodes[rec.Node.Name]; dup {
+			return fmt.Errorf("%w: line %d: node %s twice", ErrCorrupt, line, rec.Node.Name)
+		}
+		s.nodes[rec.Node.Name] = rec.Node
+		s.nodeNames = append(s.nodeNames, rec.Node.Name)
+		if k := len(s.nodeNames); k > 1 && s.nodeNames[k-2] >= rec.Node.Name {
+			return fmt.Errorf("%w: line %d: nodes out of order", ErrCorrupt, line)
+		}
+	case "allocation":
+		if rec.Allocation == nil {
+			return missing()
+		}
+		if _, dup := s.allocs[rec.Allocation.ID]; dup {
+			return fmt.Errorf("%w: line %d: allocation %d twice", ErrCorrupt, line, rec.Allocation.ID)
+		}
+		s.allocs[rec.Allocation.ID] = rec.Allocation
+	case "request":
+		if rec.Result == nil {
+			return missing()
+		}
+		s.requests[rec.RequestID] = rec.Result
+		s.requestOrder = append(s.requestOrder, rec.RequestID)
+	default:
+		return fmt.Errorf("%w: line %d: unknown record kind %q", ErrCorrupt, line, rec.Kind)
+	}
+	return nil
+}
+
+// VerifySnapshot reads a stream fully and reports whether it is intact,
+// with a summary of what it holds.
+func VerifySnapshot(r io.Reader) (Summary, error) {
+	s, err := ReadSnapshot(r)
+	if err != nil {
+		return Summary{}, err
+	}
+	if v := CheckInvariants(s); len(v) > 0 {
+		return Summary{}, fmt.Errorf("%w: %d invariant violations, first: %s", ErrCorrupt, len(v), v[0])
+	}
+	return Summary{Version: s.Version, Nodes: len(s.nodes), Allocations: len(s.allocs),
+		VClusters: len(s.vclusters), Tenants: len(s.tenants)}, nil
+}
+
+// Summary describes a snapshot's contents.
+type Summary struct {
+	Version     uint64 `json:"version"`
+	Nodes       int    `json:"nodes"`
+	Allocations int    `json:"allocations"`
+	VClusters   int    `json:"vclusters"`
+	Tenants     int    `json:"tenants"`
+}

@@ -1,0 +1,433 @@
+package quorum
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// State is the committed state the FSM holds. Objects it stores are never
+// mutated in place: every change stores a fresh copy, so a pointer handed
+// to a reader (under the read lock, or kept after it) stays valid and
+// unchanged. Derived indexes are kept in step by every change through
+// putNode and putAlloc, never recomputed on a hot path.
+type State struct {
+	Version          uint64 // bumped by every command that changes something
+	NextID           uint64 // next allocation id
+	DefaultVCluster  string
+	PowerBudgetWatts int64 // system-wide; 0 = none
+
+	nodes     map[string]*model.Node
+	nodeNames []string // sorted
+	allocs    map[uint64]*model.Allocation
+	vclusters map[string]*model.VCluster
+	tenants   map[string]*model.Tenant
+	members   map[string]Member
+
+	// Idempotency: outcome of recent commands by request id, evicted oldest first.
+	requests     map[string]*Result
+	requestOrder []string
+
+	idx     indexes
+	dirtyAt uint64 // the version of the last command that changed something
+}
+
+// MaxRememberedRequests bounds the idempotency table.
+const MaxRememberedRequests = 50000
+
+// GroupKey identifies one dragonfly group within one vCluster.
+type GroupKey struct {
+	VCluster string
+	Group    int
+}
+
+// Usage counts nodes.
+type Usage struct {
+	Busy int
+	Free int // idle and Ready
+	Down int // not Ready and idle (drained, down, degraded)
+}
+
+// TenantRun is what a tenant runs now.
+type TenantRun struct {
+	Allocations int
+	Nodes       int
+}
+
+// BorrowKey is a (home, current) pair of vClusters.
+type BorrowKey struct{ Home, Current string }
+
+type indexes struct {
+	groupUsage    map[GroupKey]Usage // by current vCluster and group
+	vclusterUsage map[string]Usage   // by current vCluster
+	homeCount     map[string]int     // nodes by home vCluster
+	drawWatts     int64              // estimated system draw
+	vclusterDraw  map[string]int64   // by current vCluster
+	tenantRun     map[string]TenantRun
+	borrowed      map[BorrowKey]int
+	pending       map[string]map[uint64]struct{} // by vCluster
+	active        map[uint64]struct{}
+	staging       map[uint64]struct{}
+	cancelling    map[uint64]struct{}
+	dependents    map[uint64][]uint64 // dependency id -> pending allocations waiting on it
+	terminal      int
+}
+
+func newIndexes() indexes {
+	return indexes{
+		groupUsage:    map[GroupKey]Usage{},
+		vclusterUsage: map[string]Usage{},
+		homeCount:     map[string]int{},
+		vclusterDraw:  map[string]int64{},
+		tenantRun:     map[string]TenantRun{},
+		borrowed:      map[BorrowKey]int{},
+		pending:       map[string]map[uint64]struct{}{},
+		active:        map[uint64]struct{}{},
+		staging:       map[uint64]struct{}{},
+		cancelling:    map[uint64]struct{}{},
+		dependents:    map[uint64][]uint64{},
+	}
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{
+		NextID:    1,
+		nodes:     map[string]*model.Node{},
+		allocs:    map[uint64]*model.Allocation{},
+		vclusters: map[string]*model.VCluster{},
+		tenants:   map[string]*model.Tenant{},
+		members:   map[string]Member{},
+		requests:  map[string]*Result{},
+		idx:       newIndexes(),
+	}
+}
+
+// --- index maintenance -------------------------------------------------------
+
+func nodeUsageDelta(u Usage, n *model.Node, sign int) Usage {
+	switch {
+	case n.Allocation != 0:
+		u.Busy += sign
+	case n.State == model.NodeReady:
+		u.Free += sign
+	default:
+		u.Down += sign
+	}
+	return u
+}
+
+func (s *State) indexNode(n *model.Node, sign int) {
+	k := GroupKey{n.CurrentVCluster, n.Group}
+	s.idx.groupUsage[k] = nodeUsageDelta(s.idx.groupUsage[k], n, sign)
+	if u := s.idx.groupUsage[k]; u == (Usage{}) {
+		delete(s.idx.groupUsage, k)
+	}
+	s.idx.vclusterUsage[n.CurrentVCluster] = nodeUsageDelta(s.idx.vclusterUsage[n.CurrentVCluster], n, sign)
+	if u := s.idx.vclusterUsage[n.CurrentVCluster]; u == (Usage{}) {
+		delete(s.idx.vclusterUsage, n.CurrentVCluster)
+	}
+	addInt(s.idx.homeCount, n.HomeVCluster, sign)
+	w := int64(n.Watts()) * int64(sign)
+	s.idx.drawWatts += w
+	s.idx.vclusterDraw[n.CurrentVCluster] += w
+	if s.idx.vclusterDraw[n.CurrentVCluster] == 0 {
+		delete(s.idx.vclusterDraw, n.CurrentVCluster)
+	}
+	if n.Borrowed() {
+		addInt(s.idx.borrowed, BorrowKey{n.HomeVCluster, n.CurrentVCluster}, sign)
+	}
+}
+
+func addInt[K comparable](m map[K]int, k K, d int) {
+	m[k] += d
+	if m[k] == 0 {
+		delete(m, k)
+	}
+}
+
+func (s *State) indexAlloc(a *model.Allocation, sign int) {
+	add := sign > 0
+	setMember := func(m map[uint64]struct{}) {
+		if add {
+			m[a.ID] = struct{}{}
+		} else {
+			delete(m, a.ID)
+		}
+	}
+	switch {
+	case a.State == model.StatePending:
+		m := s.idx.pending[a.VCluster]
+		if m == nil {
+			m = map[uint64]struct{}{}
+			s.idx.pending[a.VCluster] = m
+		}
+		setMember(m)
+		if len(m) == 0 {
+			delete(s.idx.pending, a.VCluster)
+		}
+		if a.EligibleTime.IsZero() {
+			for _, d := range a.DependsOn {
+				for _, id := range d.IDs {
+					if add {
+						s.idx.dependents[id] = append(s.idx.dependents[id], a.ID)
+					} else {
+						s.idx.dependents[id] = slices.DeleteFunc(s.idx.dependents[id], func(x uint64) bool { return x == a.ID })
+						if len(s.idx.dependents[id]) == 0 {
+							delete(s.idx.dependents, id)
+						}
+					}
+				}
+			}
+		}
+	case a.State.Active():
+		setMember(s.idx.active)
+		tr := s.idx.tenantRun[a.Tenant]
+		tr.Allocations += sign
+		tr.Nodes += sign * len(a.Nodes)
+		if tr == (TenantRun{}) {
+			delete(s.idx.tenantRun, a.Tenant)
+		} else {
+			s.idx.tenantRun[a.Tenant] = tr
+		}
+		if a.State == model.StateStaging {
+			setMember(s.idx.staging)
+		}
+		if a.CancelRequested {
+			setMember(s.idx.cancelling)
+		}
+	case a.State.Terminal():
+		s.idx.terminal += sign
+	}
+}
+
+// putNode stores n (a fresh copy owned by the state) in place of the node of
+// the same name, keeping indexes in step and stamping the version.
+func (s *State) putNode(n *model.Node) {
+	if old := s.nodes[n.Name]; old != nil {
+		s.indexNode(old, -1)
+	} else {
+		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
+		s.nodeNames = slices.Insert(s.nodeNames, i, n.Name)
+	}
+	n.ModifyVersion = s.Version
+	s.dirtyAt = s.Version
+	s.nodes[n.Name] = n
+	s.indexNode(n, +1)
+}
+
+// putAlloc stores a (a fresh copy) in place of the allocation with its id.
+func (s *State) putAlloc(a *model.Allocation) {
+	if old := s.allocs[a.ID]; old != nil {
+		s.indexAlloc(old, -1)
+	}
+	a.ModifyVersion = s.Version
+	s.dirtyAt = s.Version
+	s.allocs[a.ID] = a
+	s.indexAlloc(a, +1)
+}
+
+func (s *State) deleteAlloc(id uint64) {
+	if old := s.allocs[id]; old != nil {
+		s.indexAlloc(old, -1)
+		delete(s.allocs, id)
+		s.dirtyAt = s.Version
+	}
+}
+
+// rebuildIndexes recomputes every index from the objects (after a restore).
+func (s *State) rebuildIndexes() {
+	s.idx = newIndexes()
+	for _, name := range s.nodeNames {
+		s.indexNode(s.nodes[name], +1)
+	}
+	for _, id := range s.allocIDs() {
+		s.indexAlloc(s.allocs[id], +1)
+	}
+}
+
+// --- read access ---------------------------------------------------------------
+
+// Node returns a node by name (nil if unknown). The value must not be modified.
+func (s *State) Node(name string) *model.Node { return s.nodes[name] }
+
+// Nodes returns every node in name order.
+func (s *State) Nodes() []*model.Node {
+	out := make([]*model.Node, len(s.nodeNames))
+	for i, name := range s.nodeNames {
+		out[i] = s.nodes[name]
+	}
+	return out
+}
+
+// NodeCount is the number of nodes.
+func (s *State) NodeCount() int { return len(s.nodeNames) }
+
+// Allocation returns an allocation by id (nil if unknown or pruned).
+func (s *State) Allocation(id uint64) *model.Allocation { return s.allocs[id] }
+
+// AllocationCount is the number of retained allocations.
+func (s *State) AllocationCount() int { return len(s.allocs) }
+
+func (s *State) allocIDs() []uint64 {
+	ids := make([]uint64, 0, len(s.allocs))
+	for id := range s.allocs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Allocations returns every retained allocation in id order.
+func (s *State) Allocations() []*model.Allocation {
+	ids := s.allocIDs()
+	out := make([]*model.Allocation, len(ids))
+	for i, id := range ids {
+		out[i] = s.allocs[id]
+	}
+	return out
+}
+
+func sortedIDs(m map[uint64]struct{}) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (s *State) byIDs(ids []uint64) []*model.Allocation {
+	out := make([]*model.Allocation, len(ids))
+	for i, id := range ids {
+		out[i] = s.allocs[id]
+	}
+	return out
+}
+
+// Pending returns a vCluster's pending allocations in id order.
+func (s *State) Pending(vcluster string) []*model.Allocation {
+	return s.byIDs(sortedIDs(s.idx.pending[vcluster]))
+}
+
+// PendingCount counts a vCluster's pending allocations.
+func (s *State) PendingCount(vcluster string) int { return len(s.idx.pending[vcluster]) }
+
+// Active returns the allocations holding nodes, in id order.
+func (s *State) Active() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.active)) }
+
+// ActiveCount counts the allocations holding nodes.
+func (s *State) ActiveCount() int { return len(s.idx.active) }
+
+// Staging returns the allocations assigned but not yet running, in id order.
+func (s *State) Staging() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.staging)) }
+
+// Cancelling returns active allocations a user cancelled, in id order.
+func (s *State) Cancelling() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.cancelling)) }
+
+// VCluster returns a vCluster by name (nil if unknown).
+func (s *State) VCluster(name string) *model.VCluster { return s.vclusters[name] }
+
+// VClusters returns every vCluster in name order.
+func (s *State) VClusters() []*model.VCluster {
+	names := make([]string, 0, len(s.vclusters))
+	for n := range s.vclusters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*model.VCluster, len(names))
+	for i, n := range names {
+		out[i] = s.vclusters[n]
+	}
+	return out
+}
+
+// Tenant returns a tenant by name (nil if it has no record).
+func (s *State) Tenant(name string) *model.Tenant { return s.tenants[name] }
+
+// Tenants returns every tenant record in name order.
+func (s *State) Tenants() []*model.Tenant {
+	names := make([]string, 0, len(s.tenants))
+	for n := range s.tenants {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*model.Tenant, len(names))
+	for i, n := range names {
+		out[i] = s.tenants[n]
+	}
+	return out
+}
+
+// Members returns the recorded quorum members in id order.
+func (s *State) Members() []Member {
+	out := make([]Member, 0, len(s.members))
+	for _, m := range s.members {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Member returns one member's addresses.
+func (s *State) Member(id string) (Member, bool) {
+	m, ok := s.members[id]
+	return m, ok
+}
+
+// GroupUsage returns node counts of one vCluster's part of one group.
+func (s *State) GroupUsage(vcluster string, group int) Usage {
+	return s.idx.groupUsage[GroupKey{vcluster, group}]
+}
+
+// VClusterUsage returns node counts by current vCluster.
+func (s *State) VClusterUsage(vcluster string) Usage { return s.idx.vclusterUsage[vcluster] }
+
+// HomeNodes counts the nodes whose home is vcluster.
+func (s *State) HomeNodes(vcluster string) int { return s.idx.homeCount[vcluster] }
+
+// Borrowed counts nodes of home currently used by current.
+func (s *State) Borrowed(home, current string) int {
+	return s.idx.borrowed[BorrowKey{home, current}]
+}
+
+// DrawWatts is the estimated draw of the whole system.
+func (s *State) DrawWatts() int64 { return s.idx.drawWatts }
+
+// VClusterDrawWatts is the estimated draw of the nodes a vCluster currently uses.
+func (s *State) VClusterDrawWatts(vcluster string) int64 { return s.idx.vclusterDraw[vcluster] }
+
+// TenantRunning is what a tenant runs now.
+func (s *State) TenantRunning(tenant string) TenantRun { return s.idx.tenantRun[tenant] }
+
+// Groups is the number of distinct dragonfly groups among the nodes.
+func (s *State) Groups() int {
+	seen := map[int]bool{}
+	for _, n := range s.nodes {
+		seen[n.Group] = true
+	}
+	return len(seen)
+}
+
+// LookupArrayTask finds task index of the array whose first task is arrayID.
+func (s *State) LookupArrayTask(arrayID uint64, index int) *model.Allocation {
+	first := s.allocs[arrayID]
+	if first == nil || first.ArrayJobID != arrayID {
+		return nil
+	}
+	// Tasks get consecutive ids in index order.
+	if first.Array == nil {
+		return nil
+	}
+	for pos, i := range first.Array.Indexes() {
+		if i == index {
+			a := s.allocs[arrayID+uint64(pos)]
+			if a != nil && a.ArrayJobID == arrayID && a.ArrayIndex == index {
+				return a
+			}
+			return nil
+		}
+	}
+	return nil
+}
