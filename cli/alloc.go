@@ -1,0 +1,517 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+var allocIDPattern = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
+
+// checkIDs validates allocation ids as users type them: 12 or 12_3.
+func checkIDs(ids []string) error {
+	for _, id := range ids {
+		if !allocIDPattern.MatchString(id) {
+			return &model.FieldError{Field: "id", Value: id, Allowed: "an allocation id such as 12, or an array task such as 12_3"}
+		}
+	}
+	return nil
+}
+
+func getAllocation(ctx context.Context, cn *conn, id string) (*latticev1.Allocation, error) {
+	var a *latticev1.Allocation
+	err := cn.unary(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		var err error
+		a, err = latticev1.NewAllocationServiceClient(cc).Get(ctx, &latticev1.GetAllocationRequest{Id: id})
+		return err
+	})
+	return a, err
+}
+
+func getAllocationID(ctx context.Context, cn *conn, display string) (uint64, error) {
+	a, err := getAllocation(ctx, cn, display)
+	if err != nil {
+		return 0, fmt.Errorf("looking up %s: %w", display, err)
+	}
+	return a.GetId(), nil
+}
+
+func (r *runner) statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "list allocations (squeue-like)",
+		ArgsUsage: "[ID...]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (PENDING, RUNNING, ... or PD, R, CD, F, CA, S)"},
+			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only this vCluster"},
+			&cli.BoolFlag{Name: "mine", Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your user name)"},
+			&cli.StringFlag{Name: "ended-within", Usage: "only show ended allocations that ended within this duration, e.g. 1h (default: all the server retains)"},
+		},
+		Action: r.status,
+	}
+}
+
+func (r *runner) status(c *cli.Context) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	ids := c.Args().Slice()
+	if err := checkIDs(ids); err != nil {
+		return err
+	}
+	req := &latticev1.ListAllocationsRequest{Ids: ids, Vcluster: c.String("vcluster")}
+	if s := c.String("state"); s != "" {
+		for _, part := range strings.Split(s, ",") {
+			st, err := model.ParseAllocState(part)
+			if err != nil {
+				return err
+			}
+			req.States = append(req.States, string(st))
+		}
+	}
+	if v, ok := explicit(c, "tenant"); ok {
+		req.Tenant = v
+	} else if c.Bool("mine") {
+		req.Tenant = r.tenant(c)
+	}
+	if s := c.String("ended-within"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return &model.FieldError{Field: "ended-within", Value: s, Allowed: "a duration > 0 such as 30m or 24h"}
+		}
+		req.TerminalWindowSeconds = int64(d / time.Second)
+	}
+	cn, err := r.connect(c)
+	if err != nil {
+		return err
+	}
+	var resp *latticev1.ListAllocationsResponse
+	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		resp, err = latticev1.NewAllocationServiceClient(cc).List(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	allocs := resp.GetAllocations()
+	views := make([]allocationView, 0, len(allocs))
+	for _, a := range allocs {
+		views = append(views, allocationOf(a, false))
+	}
+	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
+		if wide {
+			row(w, "ID", "NAME", "TENANT", "PROJECT", "VCLUSTER", "STATE", "PRIO", "TIME", "TIME_LIMIT", "SUBMIT_TIME", "START_TIME", "EXIT", "NODES", "NODELIST(REASON)")
+		} else {
+			row(w, "ID", "NAME", "TENANT", "VCLUSTER", "STATE", "TIME", "NODES", "NODELIST(REASON)")
+		}
+		for _, a := range allocs {
+			v := allocationOf(a, false)
+			if wide {
+				exit := "-"
+				if v.ExitCode != nil {
+					exit = fmt.Sprint(*v.ExitCode)
+				}
+				row(w, v.DisplayID, v.Name, v.Tenant, orDash(v.Project), orDash(v.VCluster), v.State, v.PriorityClass,
+					r.runTime(a), model.FormatWalltime(secondsDur(v.WalltimeSeconds)),
+					r.tableTime(a.GetSubmitTimeUnixMs()), r.tableTime(a.GetStartTimeUnixMs()), exit, v.NodeCount, nodelistReason(a))
+			} else {
+				row(w, v.DisplayID, truncate(v.Name, 20), v.Tenant, orDash(v.VCluster), v.State, r.runTime(a), v.NodeCount, nodelistReason(a))
+			}
+		}
+		return nil
+	})
+}
+
+// runTime is squeue's TIME: how long the allocation has run (so far).
+func (r *runner) runTime(a *latticev1.Allocation) string {
+	start := a.GetStartTimeUnixMs()
+	if start == 0 {
+		return elapsed(0)
+	}
+	end := a.GetEndTimeUnixMs()
+	if end == 0 {
+		end = r.Now().UnixMilli()
+	}
+	return elapsed(time.Duration(end-start) * time.Millisecond)
+}
+
+// nodelistReason is squeue's NODELIST(REASON): the nodes held or last
+// held, or "(Reason)" while there are none.
+func nodelistReason(a *latticev1.Allocation) string {
+	if len(a.GetNodes()) > 0 && model.AllocState(a.GetState()) != model.StatePending {
+		return hostlist(a.GetNodes())
+	}
+	reason := a.GetReason()
+	if reason == "" {
+		reason = "None"
+	}
+	return "(" + reason + ")"
+}
+
+func (r *runner) showCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "everything about one allocation, including why it waits",
+		ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			format, err := r.format(c)
+			if err != nil {
+				return err
+			}
+			if err := needArgs(c, 1, 1, "ID"); err != nil {
+				return err
+			}
+			if err := checkIDs(c.Args().Slice()); err != nil {
+				return err
+			}
+			cn, err := r.connect(c)
+			if err != nil {
+				return err
+			}
+			a, err := getAllocation(c.Context, cn, c.Args().First())
+			if err != nil {
+				return err
+			}
+			v := allocationOf(a, true)
+			return r.emitAs(format, v, func(w io.Writer, wide bool) error { return r.showTable(w, a, v) })
+		},
+	}
+}
+
+func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationView) error {
+	req := a.GetRequest()
+	id := v.DisplayID
+	if v.ArrayJobID != nil {
+		id = fmt.Sprintf("%s (allocation %d, task %d of array %d)", v.DisplayID, v.ID, *v.ArrayIndex, *v.ArrayJobID)
+	}
+	kv(w, "ID", id)
+	kv(w, "Name", v.Name)
+	kv(w, "Tenant", v.Tenant)
+	kv(w, "Project", orDash(v.Project))
+	kv(w, "vCluster", orDash(v.VCluster))
+	kv(w, "State", v.State)
+	kv(w, "Reason", orDash(v.Reason))
+	kv(w, "Nodes", fmt.Sprintf("%s (%d; asked %s)", orDash(hostlist(v.Nodes)), len(v.Nodes), nodeRange(int(v.NodesMin), int(v.NodesMax))))
+	kv(w, "Walltime", model.FormatWalltime(secondsDur(v.WalltimeSeconds)))
+	kv(w, "Run time", r.runTime(a))
+	kv(w, "Priority class", v.PriorityClass)
+	kv(w, "Checkpoint", v.Checkpoint)
+	kv(w, "Submit time", r.tableTime(a.GetSubmitTimeUnixMs()))
+	kv(w, "Eligible time", r.tableTime(a.GetEligibleTimeUnixMs()))
+	kv(w, "Start time", r.tableTime(a.GetStartTimeUnixMs()))
+	kv(w, "End time", r.tableTime(a.GetEndTimeUnixMs()))
+	if v.ExitCode != nil {
+		kv(w, "Exit code", *v.ExitCode)
+	}
+	if v.DAGID != nil {
+		kv(w, "DAG", *v.DAGID)
+	}
+	var deps []string
+	for _, d := range req.GetDependsOn() {
+		s := d.GetCondition()
+		for _, id := range d.GetIds() {
+			s += fmt.Sprintf(":%d", id)
+		}
+		deps = append(deps, s)
+	}
+	if len(deps) > 0 {
+		kv(w, "Depends on", strings.Join(deps, ","))
+	}
+	if cs := req.GetConstraints(); len(cs) > 0 {
+		kv(w, "Constraints", strings.Join(cs, "&"))
+	}
+	if req.GetGpusPerNode() > 0 || req.GetGpuType() != "" {
+		kv(w, "GPUs per node", strings.TrimSpace(fmt.Sprintf("%d %s", req.GetGpusPerNode(), req.GetGpuType())))
+	}
+	if cmd := req.GetCommand(); len(cmd) > 0 {
+		kv(w, "Command", shellJoin(cmd))
+	} else {
+		kv(w, "Script", fmt.Sprintf("%d bytes", len(req.GetScript())))
+	}
+	kv(w, "Work dir", orDash(req.GetWorkDir()))
+	kv(w, "Output", orDash(req.GetStdout()))
+	kv(w, "Error", orDash(req.GetStderr()))
+	if v.RequeueCount > 0 || v.CheckpointCount > 0 {
+		kv(w, "Requeues", v.RequeueCount)
+		kv(w, "Checkpoints", v.CheckpointCount)
+	}
+	if len(v.History) > 0 {
+		fmt.Fprintln(w)
+		row(w, "TIME", "STATE", "REASON")
+		for _, t := range a.GetHistory() {
+			row(w, r.tableTime(t.GetTimeUnixMs()), t.GetState(), orDash(t.GetReason()))
+		}
+	}
+	if e := a.GetExplanation(); e != nil {
+		fmt.Fprintln(w)
+		r.explanationTable(w, e)
+	}
+	return nil
+}
+
+func (r *runner) explainCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor",
+		ArgsUsage: "ID",
+		Action: func(c *cli.Context) error {
+			format, err := r.format(c)
+			if err != nil {
+				return err
+			}
+			if err := needArgs(c, 1, 1, "ID"); err != nil {
+				return err
+			}
+			if err := checkIDs(c.Args().Slice()); err != nil {
+				return err
+			}
+			cn, err := r.connect(c)
+			if err != nil {
+				return err
+			}
+			var e *latticev1.Explanation
+			err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+				e, err = latticev1.NewAllocationServiceClient(cc).Explain(ctx, &latticev1.ExplainRequest{Id: c.Args().First()})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			return r.emitAs(format, explanationOf(e), func(w io.Writer, _ bool) error {
+				r.explanationTable(w, e)
+				return nil
+			})
+		},
+	}
+}
+
+func (r *runner) explanationTable(w io.Writer, e *latticev1.Explanation) {
+	head := fmt.Sprintf("Allocation %s: %s", e.GetId(), orDash(e.GetState()))
+	if e.GetReason() != "" {
+		head += " (" + e.GetReason() + ")"
+	}
+	fmt.Fprintln(w, head)
+	if m := e.GetMessage(); m != "" {
+		fmt.Fprintln(w, m)
+	}
+	kv(w, "Score", fmt.Sprintf("%.3f", e.GetScore()))
+	kv(w, "Weights profile", orDash(e.GetWeightsProfile()))
+	if p := e.GetQueuePosition(); p > 0 {
+		kv(w, "Queue position", p)
+	}
+	if ms := e.GetExpectedStartUnixMs(); ms != 0 {
+		kv(w, "Expected start", r.tableTime(ms))
+	} else {
+		kv(w, "Expected start", "unknown")
+	}
+	if n := e.GetNodes(); len(n) > 0 {
+		kv(w, "Nodes", hostlist(n))
+	}
+	if ms := e.GetComputedUnixMs(); ms != 0 {
+		kv(w, "Computed", r.tableTime(ms))
+	}
+	if fs := e.GetFactors(); len(fs) > 0 {
+		fmt.Fprintln(w)
+		row(w, "FACTOR", "TITLE", "VALUE", "WEIGHT", "CONTRIBUTION")
+		total := 0.0
+		for _, f := range fs {
+			row(w, f.GetName(), orDash(f.GetTitle()), fmt.Sprintf("%.3f", f.GetValue()), fmt.Sprintf("%.3f", f.GetWeight()),
+				fmt.Sprintf("%.3f", f.GetContribution()))
+			total += f.GetContribution()
+		}
+		row(w, "total", "", "", "", fmt.Sprintf("%.3f", total))
+	}
+	if fs := e.GetFiltered(); len(fs) > 0 {
+		fmt.Fprintln(w)
+		row(w, "FILTER", "NODES_REMOVED")
+		for _, f := range fs {
+			row(w, f.GetFilter(), f.GetRemoved())
+		}
+	}
+}
+
+func (r *runner) cancelCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cancel",
+		Usage:     "cancel allocations (running work gets SIGTERM, a grace period, then SIGKILL)",
+		ArgsUsage: "ID...",
+		Action:    r.cancel,
+	}
+}
+
+// cancelView is one line of `cancel -o json`.
+type cancelView struct {
+	ID        string `json:"id"`
+	Cancelled bool   `json:"cancelled"`
+	Error     string `json:"error"`
+}
+
+func (r *runner) cancel(c *cli.Context) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(c, 1, -1, "ID..."); err != nil {
+		return err
+	}
+	ids := c.Args().Slice()
+	if err := checkIDs(ids); err != nil {
+		return err
+	}
+	cn, err := r.connect(c)
+	if err != nil {
+		return err
+	}
+	call := func(ids []string, reqID string) (*latticev1.CancelResponse, error) {
+		var resp *latticev1.CancelResponse
+		err := cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			var err error
+			resp, err = latticev1.NewAllocationServiceClient(cc).Cancel(ctx, &latticev1.CancelRequest{Ids: ids, ClientRequestId: reqID})
+			return err
+		})
+		return resp, err
+	}
+	var results []cancelView
+	resp, err := call(ids, r.reqID())
+	switch {
+	case err == nil:
+		for _, res := range resp.GetResults() {
+			results = append(results, cancelView{ID: res.GetId(), Cancelled: res.GetCancelled(), Error: res.GetError()})
+		}
+	case rpcCode(err) == codes.NotFound && len(ids) > 1:
+		// The server refused the whole batch for one unknown id: cancel
+		// one by one so the others still go, each with its own request id.
+		for i, id := range ids {
+			resp, err := call([]string{id}, fmt.Sprintf("%s-%d", r.reqID(), i))
+			switch {
+			case err == nil && len(resp.GetResults()) > 0:
+				res := resp.GetResults()[0]
+				results = append(results, cancelView{ID: res.GetId(), Cancelled: res.GetCancelled(), Error: res.GetError()})
+			case err == nil:
+				results = append(results, cancelView{ID: id, Cancelled: true})
+			case rpcCode(err) == codes.NotFound || rpcCode(err) == codes.FailedPrecondition:
+				results = append(results, cancelView{ID: id, Error: err.Error()})
+			default:
+				return err
+			}
+		}
+	default:
+		return err
+	}
+	notFound, failed := 0, 0
+	for _, res := range results {
+		switch {
+		case res.Error == "":
+		case isNotFoundText(res.Error):
+			notFound++
+		default:
+			failed++
+		}
+	}
+	if err := r.emitAs(format, nonNil(results), func(io.Writer, bool) error {
+		for _, res := range results {
+			if res.Error == "" {
+				fmt.Fprintf(r.Stderr, "cancelled %s\n", res.ID)
+			} else {
+				fmt.Fprintf(r.Stderr, "latticectl: cancel %s: %s\n", res.ID, res.Error)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	switch {
+	case notFound > 0:
+		return &exitError{code: ExitNotFound, err: fmt.Errorf("%d of %d allocations not found", notFound, len(results))}
+	case failed > 0:
+		return fmt.Errorf("%d of %d allocations could not be cancelled", failed, len(results))
+	}
+	return nil
+}
+
+func isNotFoundText(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "not found") || strings.Contains(s, "unknown") || strings.Contains(s, "no such")
+}
+
+func (r *runner) logsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print an allocation's output",
+		ArgsUsage: "ID",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "stderr", Usage: "print its standard error instead of its standard output"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the allocation ends"},
+		},
+		Action: func(c *cli.Context) error {
+			if _, err := r.format(c); err != nil {
+				return err
+			}
+			if err := needArgs(c, 1, 1, "ID [--stderr] [-f]"); err != nil {
+				return err
+			}
+			if err := checkIDs(c.Args().Slice()); err != nil {
+				return err
+			}
+			cn, err := r.connect(c)
+			if err != nil {
+				return err
+			}
+			return r.logs(c.Context, cn, &latticev1.LogsRequest{Id: c.Args().First(), Stderr: c.Bool("stderr"), Follow: c.Bool("follow")})
+		},
+	}
+}
+
+// logs streams an allocation's output to stdout. When the stream breaks
+// (leader change, member down) it resumes from the last offset received,
+// on any server, so nothing is printed twice.
+func (r *runner) logs(ctx context.Context, cn *conn, req *latticev1.LogsRequest) error {
+	progress := false
+	for {
+		err := cn.stream(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			st, err := latticev1.NewAllocationServiceClient(cc).Logs(ctx, req)
+			if err != nil {
+				return err
+			}
+			for {
+				ch, err := st.Recv()
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if d := ch.GetData(); len(d) > 0 {
+					if _, err := r.Stdout.Write(d); err != nil {
+						return withCode(ExitError, err)
+					}
+					progress = true
+					req.Offset += int64(len(d))
+				}
+				if o := ch.GetOffset(); o > 0 {
+					req.Offset = o
+				}
+				if ch.GetEof() {
+					return nil
+				}
+			}
+		})
+		if err != nil && progress && ExitCode(err) == ExitUnavailable {
+			progress = false
+			continue
+		}
+		return err
+	}
+}

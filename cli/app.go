@@ -1,0 +1,398 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// Version is printed by `latticectl --version`; cmd/latticectl may set it.
+var Version = "dev"
+
+// VerifyBackup checks a backup file written by `quorum backup`. The quorum
+// package owns the file format; cmd/latticectl wires it in.
+var VerifyBackup func(path string) error
+
+// RestoreBackup rebuilds a member's data directory from a backup file. The
+// quorum package owns it; cmd/latticectl wires it in.
+var RestoreBackup func(path, dataDir string) error
+
+// Env is what latticectl reads from its surroundings. Tests replace it.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// Environ lists KEY=VALUE pairs for submit --export ALL.
+	Environ func() []string
+	Getwd   func() (string, error)
+	// Username is the default tenant when neither --tenant nor
+	// LATTICE_TENANT is given.
+	Username func() string
+	Now      func() time.Time
+	Location *time.Location // for table times
+	// DialOptions are added to every gRPC connection (tests dial in memory).
+	DialOptions []grpc.DialOption
+}
+
+// OSEnv is the real process environment.
+func OSEnv() Env {
+	return Env{
+		Stdin:   os.Stdin,
+		Stdout:  os.Stdout,
+		Stderr:  os.Stderr,
+		Getenv:  os.Getenv,
+		Environ: os.Environ,
+		Getwd:   os.Getwd,
+		Username: func() string {
+			if u, err := user.Current(); err == nil && u.Username != "" {
+				return u.Username
+			}
+			return os.Getenv("USER")
+		},
+		Now:      time.Now,
+		Location: time.Local,
+	}
+}
+
+// runner is one invocation of latticectl.
+type runner struct {
+	Env
+	// afterDash counts the positional arguments that came after "--" on
+	// the command line (submit -- CMD ARGS...); sawDash says whether "--"
+	// was there at all.
+	afterDash int
+	sawDash   bool
+	requestID string
+	conn      *conn
+}
+
+// Main runs latticectl with args (without the program name) and returns
+// the process exit code. Errors are printed on env.Stderr as one line.
+func Main(ctx context.Context, env Env, args []string) int {
+	r := &runner{Env: env}
+	app := r.app()
+	err := app.RunContext(ctx, append([]string{app.Name}, r.reorder(app.Flags, app.Commands, args)...))
+	if r.conn != nil {
+		r.conn.close()
+	}
+	code := ExitCode(err)
+	if err != nil && code != ExitInterrupted {
+		fmt.Fprintf(r.Stderr, "%s: %v\n", app.Name, err)
+	}
+	return code
+}
+
+// App returns the latticectl command tree bound to the process
+// environment, for documentation and completion generators. Main is what
+// runs it.
+func App() *cli.App {
+	r := &runner{Env: OSEnv()}
+	return r.app()
+}
+
+func (r *runner) app() *cli.App {
+	app := &cli.App{
+		Name:                 "latticectl",
+		Usage:                "submit, inspect and administer work on a Lattice cluster",
+		Version:              Version,
+		Writer:               r.Stdout,
+		ErrWriter:            r.Stderr,
+		Reader:               r.Stdin,
+		EnableBashCompletion: true,
+		HideHelpCommand:      false,
+		Flags:                globalFlags(),
+		Metadata:             map[string]any{"runner": r},
+		ExitErrHandler:       func(*cli.Context, error) {},
+		OnUsageError:         onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageErrorf("unknown command %q; run `latticectl --help` for the list", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		Commands: []*cli.Command{
+			r.submitCommand(),
+			r.statusCommand(),
+			r.showCommand(),
+			r.explainCommand(),
+			r.cancelCommand(),
+			r.logsCommand(),
+			r.nodesCommand(),
+			r.vclusterCommand(),
+			r.quorumCommand(),
+			r.powerCommand(),
+			r.usageCommand(),
+			r.tenantCommand(),
+			replayCommand(),
+			r.completionCommand(),
+		},
+	}
+	for _, c := range app.Commands {
+		prepare(c)
+	}
+	return app
+}
+
+// prepare gives every command the global flags (urfave/cli v2 has no
+// persistent flags, and users type `latticectl status -o json`), turns
+// usage errors into exit code 2, and makes commands with subcommands
+// refuse unknown subcommands.
+func prepare(c *cli.Command) {
+	for _, f := range globalFlags() {
+		if !hasFlag(c.Flags, f.Names()) {
+			c.Flags = append(c.Flags, f)
+		}
+	}
+	if c.OnUsageError == nil {
+		c.OnUsageError = onUsageError
+	}
+	if len(c.Subcommands) > 0 && c.Action == nil {
+		c.Action = func(cc *cli.Context) error {
+			if cc.Args().Present() {
+				return usageErrorf("unknown command %q for %q; run `%s --help`", cc.Args().First(), cc.Command.HelpName, cc.Command.HelpName)
+			}
+			return cli.ShowSubcommandHelp(cc)
+		}
+	}
+	for _, s := range c.Subcommands {
+		prepare(s)
+	}
+}
+
+func hasFlag(flags []cli.Flag, names []string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if slices.Contains(names, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		dashes := "--"
+		if len(name) == 1 {
+			dashes = "-"
+		}
+		help := "latticectl"
+		if c != nil && c.Command != nil && c.Command.HelpName != "" {
+			help = c.Command.HelpName
+		}
+		return usageErrorf("unknown flag %s%s for %q; run `%s --help`", dashes, name, help, help)
+	}
+	return usageErrorf("%s", msg)
+}
+
+// Global flags. Their environment twins are read by the runner (not by
+// urfave/cli) so that a flag given anywhere on the command line wins over
+// the environment, and tests control the environment.
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "server", Usage: "API address(es) ADDR[,ADDR...], tried in turn (env LATTICE_SERVER)", DefaultText: DefaultServer},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json, yaml or wide (env LATTICE_OUTPUT)", DefaultText: "table"},
+		&cli.StringFlag{Name: "tenant", Usage: "tenant (account) to act as (env LATTICE_TENANT; default: your user name)"},
+		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN)"},
+		&cli.StringFlag{Name: "retry-budget", Usage: "how long to keep retrying when no server answers (env LATTICE_RETRY_BUDGET)", DefaultText: defaultRetryBudget.String()},
+	}
+}
+
+// explicit returns the value of flag name if the user typed it on this
+// command or any command above it (the nearest wins).
+func explicit(c *cli.Context, name string) (string, bool) {
+	for _, cc := range c.Lineage() {
+		if cc.App == nil || cc.Command == nil {
+			continue
+		}
+		if slices.Contains(cc.LocalFlagNames(), name) {
+			return cc.String(name), true
+		}
+	}
+	return "", false
+}
+
+// global resolves a global flag: command line, then the environment
+// variable, then def.
+func (r *runner) global(c *cli.Context, name, env, def string) string {
+	if v, ok := explicit(c, name); ok {
+		return v
+	}
+	if v := r.Getenv(env); v != "" {
+		return v
+	}
+	return def
+}
+
+// Output formats.
+const (
+	formatTable = "table"
+	formatWide  = "wide"
+	formatJSON  = "json"
+	formatYAML  = "yaml"
+)
+
+func (r *runner) format(c *cli.Context) (string, error) {
+	v := r.global(c, "output", "LATTICE_OUTPUT", formatTable)
+	switch f := strings.ToLower(strings.TrimSpace(v)); f {
+	case formatTable, formatWide, formatJSON, formatYAML:
+		return f, nil
+	}
+	allowed := "table, json, yaml or wide"
+	if strings.ContainsAny(v, "%./") {
+		allowed += " (-o/--output is the output format; an output file is --stdout FILE)"
+	}
+	return "", &model.FieldError{Field: "output", Value: v, Allowed: allowed}
+}
+
+// tenant is the tenant to act as: --tenant, LATTICE_TENANT, the OS user
+// name, or model.DefaultTenant.
+func (r *runner) tenant(c *cli.Context) string {
+	def := model.DefaultTenant
+	if r.Username != nil {
+		if u := r.Username(); u != "" {
+			def = u
+		}
+	}
+	return r.global(c, "tenant", "LATTICE_TENANT", def)
+}
+
+// reqID is the client request id of this invocation: one per command,
+// reused by every retry so the quorum applies the write once.
+func (r *runner) reqID() string {
+	if r.requestID == "" {
+		r.requestID = newRequestID()
+	}
+	return r.requestID
+}
+
+// connect returns the connection to the servers named by --server.
+func (r *runner) connect(c *cli.Context) (*conn, error) {
+	if r.conn != nil {
+		return r.conn, nil
+	}
+	addrs, err := parseServers(r.global(c, "server", "LATTICE_SERVER", DefaultServer))
+	if err != nil {
+		return nil, err
+	}
+	budget := defaultRetryBudget
+	if v := r.global(c, "retry-budget", "LATTICE_RETRY_BUDGET", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, &model.FieldError{Field: "retry-budget", Value: v, Allowed: "a duration >= 0 such as 5s"}
+		}
+		budget = d
+	}
+	r.conn = newConn(addrs, r.global(c, "token", "LATTICE_TOKEN", ""), budget, r.DialOptions...)
+	return r.conn, nil
+}
+
+// reorder moves flags in front of positional arguments, command level by
+// command level, because urfave/cli v2 stops parsing flags at the first
+// positional argument and users type `latticectl nodes drain n01 --reason
+// x`. Everything after "--" stays positional; the runner remembers how
+// many arguments came after it (submit -- CMD ARGS...).
+func (r *runner) reorder(flags []cli.Flag, subs []*cli.Command, args []string) []string {
+	if n := len(args); n > 0 && args[n-1] == "--generate-bash-completion" {
+		return args
+	}
+	var flagArgs, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest := args[i+1:]
+			r.sawDash, r.afterDash = true, len(rest)
+			return concat(flagArgs, []string{"--"}, pos, rest)
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flagArgs = append(flagArgs, a)
+			if !strings.Contains(a, "=") && takesValue(flags, strings.TrimLeft(a, "-")) && i+1 < len(args) {
+				flagArgs = append(flagArgs, args[i+1])
+				i++
+			}
+			continue
+		}
+		if len(pos) == 0 {
+			if sub := findCommand(subs, a); sub != nil {
+				return concat(flagArgs, []string{a}, r.reorder(sub.Flags, sub.Subcommands, args[i+1:]))
+			}
+		}
+		pos = append(pos, a)
+	}
+	if len(pos) == 0 {
+		return flagArgs
+	}
+	return concat(flagArgs, []string{"--"}, pos)
+}
+
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// takesValue reports whether flag name expects a value in the next
+// argument (every flag but the boolean ones). Unknown flags take none;
+// urfave/cli reports them.
+func takesValue(flags []cli.Flag, name string) bool {
+	for _, f := range append(slices.Clone(flags), globalFlags()...) {
+		if slices.Contains(f.Names(), name) {
+			_, isBool := f.(*cli.BoolFlag)
+			return !isBool
+		}
+	}
+	return false
+}
+
+// runnerOf finds the runner of a command's app; replayCommand and other
+// commands defined outside this file use it for output formats.
+func runnerOf(c *cli.Context) *runner {
+	if c != nil && c.App != nil {
+		if r, ok := c.App.Metadata["runner"].(*runner); ok {
+			return r
+		}
+	}
+	return &runner{Env: OSEnv()}
+}
+
+// OutputFormat is the resolved -o format of a command (table, wide, json or
+// yaml), for commands defined outside this package's main files.
+func OutputFormat(c *cli.Context) (string, error) {
+	return runnerOf(c).format(c)
+}
+
+// needArgs checks the number of positional arguments.
+func needArgs(c *cli.Context, min, max int, what string) error {
+	n := c.Args().Len()
+	if n < min || (max >= 0 && n > max) {
+		return usageErrorf("usage: %s %s", c.Command.HelpName, what)
+	}
+	return nil
+}
+
+var errNoBackupHook = errors.New("quorum verify and restore are not available in this latticectl build: the quorum backup format is not wired in")

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+func (r *runner) nodesCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "nodes",
+		Usage: "list nodes (sinfo-like), show, drain or undrain one",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only nodes whose current vCluster is this one"},
+			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (Ready, Draining, Drained, Degraded, Down)"},
+		},
+		Action: r.nodesList,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "show",
+				Usage:     "everything about one node",
+				ArgsUsage: "NODE",
+				Action:    r.nodesShow,
+			},
+			{
+				Name:      "drain",
+				Usage:     "take no new work on a node; it becomes Drained once its allocation ends",
+				ArgsUsage: "NODE --reason R",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (shown in nodes and show)"}},
+				Action: func(c *cli.Context) error {
+					reason := strings.TrimSpace(c.String("reason"))
+					if reason == "" {
+						return &model.FieldError{Field: "reason", Allowed: "a non-empty reason, e.g. --reason \"bad DIMM\""}
+					}
+					return r.nodeChange(c, func(ctx context.Context, cl latticev1.NodeServiceClient, name string) (*latticev1.NodeResponse, error) {
+						return cl.Drain(ctx, &latticev1.DrainRequest{Name: name, Reason: reason})
+					})
+				},
+			},
+			{
+				Name:      "undrain",
+				Usage:     "let a drained node take work again",
+				ArgsUsage: "NODE",
+				Action: func(c *cli.Context) error {
+					return r.nodeChange(c, func(ctx context.Context, cl latticev1.NodeServiceClient, name string) (*latticev1.NodeResponse, error) {
+						return cl.Undrain(ctx, &latticev1.UndrainRequest{Name: name})
+					})
+				},
+			},
+		},
+	}
+}
+
+func (r *runner) listNodes(c *cli.Context, req *latticev1.ListNodesRequest) ([]*latticev1.Node, error) {
+	cn, err := r.connect(c)
+	if err != nil {
+		return nil, err
+	}
+	var resp *latticev1.ListNodesResponse
+	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		var err error
+		resp, err = latticev1.NewNodeServiceClient(cc).List(ctx, req)
+		return err
+	})
+	return resp.GetNodes(), err
+}
+
+func (r *runner) nodesList(c *cli.Context) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	if c.Args().Present() {
+		return usageErrorf("unknown command %q for \"latticectl nodes\"; use nodes show NODE, nodes drain NODE --reason R or nodes undrain NODE", c.Args().First())
+	}
+	req := &latticev1.ListNodesRequest{Vcluster: c.String("vcluster")}
+	if s := c.String("state"); s != "" {
+		for _, part := range strings.Split(s, ",") {
+			st, err := model.ParseNodeState(strings.TrimSpace(part))
+			if err != nil {
+				return err
+			}
+			req.States = append(req.States, string(st))
+		}
+	}
+	nodes, err := r.listNodes(c, req)
+	if err != nil {
+		return err
+	}
+	views := make([]nodeView, 0, len(nodes))
+	for _, n := range nodes {
+		views = append(views, nodeOf(n))
+	}
+	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
+		if wide {
+			row(w, "NODE", "STATE", "HOME", "CURRENT", "GROUP", "FINGERPRINT", "ALLOC", "POWER", "GPUS", "FEATURES", "IDLE/BUSY", "REASON")
+		} else {
+			row(w, "NODE", "STATE", "HOME", "CURRENT", "GROUP", "FINGERPRINT", "ALLOC", "POWER")
+		}
+		for _, v := range views {
+			alloc := "-"
+			if v.AllocationDisplayID != nil {
+				alloc = *v.AllocationDisplayID
+			}
+			if wide {
+				gpus := "-"
+				if v.GPUs > 0 {
+					gpus = strings.TrimSpace(fmt.Sprintf("%d %s", v.GPUs, v.GPUType))
+				}
+				row(w, v.Name, v.State, v.HomeVCluster, v.CurrentVCluster, v.Group, orDash(v.Fingerprint), alloc,
+					watts(int64(v.PowerWatts)), gpus, orDash(strings.Join(v.Features, ",")),
+					fmt.Sprintf("%d/%dW", v.IdleWatts, v.BusyWatts), orDash(v.StateReason))
+			} else {
+				row(w, v.Name, v.State, v.HomeVCluster, v.CurrentVCluster, v.Group, orDash(truncate(v.Fingerprint, 12)), alloc, watts(int64(v.PowerWatts)))
+			}
+		}
+		return nil
+	})
+}
+
+func (r *runner) nodesShow(c *cli.Context) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(c, 1, 1, "NODE"); err != nil {
+		return err
+	}
+	name := c.Args().First()
+	nodes, err := r.listNodes(c, &latticev1.ListNodesRequest{Names: []string{name}})
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.GetName() == name {
+			return r.printNode(format, n)
+		}
+	}
+	return notFoundf("node %q not found", name)
+}
+
+func (r *runner) printNode(format string, n *latticev1.Node) error {
+	v := nodeOf(n)
+	return r.emitAs(format, v, func(w io.Writer, _ bool) error {
+		kv(w, "Node", v.Name)
+		kv(w, "State", v.State)
+		kv(w, "Reason", orDash(v.StateReason))
+		kv(w, "Home vCluster", v.HomeVCluster)
+		kv(w, "Current vCluster", v.CurrentVCluster)
+		kv(w, "Dragonfly group", v.Group)
+		kv(w, "Fingerprint", orDash(v.Fingerprint))
+		alloc := "-"
+		if v.AllocationDisplayID != nil {
+			alloc = *v.AllocationDisplayID
+		}
+		kv(w, "Allocation", alloc)
+		kv(w, "Power", fmt.Sprintf("%s (idle %dW, busy %dW)", watts(int64(v.PowerWatts)), v.IdleWatts, v.BusyWatts))
+		if v.GPUs > 0 || v.GPUType != "" {
+			kv(w, "GPUs", strings.TrimSpace(fmt.Sprintf("%d %s", v.GPUs, v.GPUType)))
+		}
+		kv(w, "Features", orDash(strings.Join(v.Features, ",")))
+		kv(w, "Agent", orDash(v.Agent))
+		kv(w, "Last heartbeat", r.tableTime(n.GetLastHeartbeatUnixMs()))
+		return nil
+	})
+}
+
+// nodeChange runs drain or undrain on NODE and prints the node after.
+func (r *runner) nodeChange(c *cli.Context, call func(context.Context, latticev1.NodeServiceClient, string) (*latticev1.NodeResponse, error)) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(c, 1, 1, c.Command.ArgsUsage); err != nil {
+		return err
+	}
+	cn, err := r.connect(c)
+	if err != nil {
+		return err
+	}
+	var resp *latticev1.NodeResponse
+	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		var err error
+		resp, err = call(ctx, latticev1.NewNodeServiceClient(cc), c.Args().First())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if resp.GetNode() == nil {
+		fmt.Fprintf(r.Stderr, "%s: done\n", c.Args().First())
+		return nil
+	}
+	return r.printNode(format, resp.GetNode())
+}
+
+// watts prints a power figure: 850W, 12.5kW, 1.20MW.
+func watts(w int64) string {
+	switch {
+	case w >= 1_000_000:
+		return fmt.Sprintf("%.2fMW", float64(w)/1e6)
+	case w >= 10_000:
+		return fmt.Sprintf("%.1fkW", float64(w)/1e3)
+	}
+	return fmt.Sprintf("%dW", w)
+}

@@ -1,0 +1,705 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+// DefaultPriorityClass is the priority class of a submission that names
+// neither --priority-class nor --qos: the class of qos "normal".
+const DefaultPriorityClass = 5
+
+// qosClasses maps Slurm QOS names to Lattice priority classes (0..10).
+var qosClasses = []struct {
+	name  string
+	class int
+}{
+	{"scavenger", 0},
+	{"low", 2},
+	{"normal", DefaultPriorityClass},
+	{"high", 8},
+	{"urgent", 10},
+}
+
+func qosClass(name string) (int, error) {
+	var names []string
+	for _, q := range qosClasses {
+		if strings.EqualFold(strings.TrimSpace(name), q.name) {
+			return q.class, nil
+		}
+		names = append(names, fmt.Sprintf("%s (%d)", q.name, q.class))
+	}
+	return 0, &model.FieldError{Field: "qos", Value: name, Allowed: strings.Join(names, ", ")}
+}
+
+// submitFlags maps submit's command-line flags to setting keys, in the
+// order they are applied: --priority-class comes after --qos so it wins
+// when both are given.
+var submitFlags = []struct {
+	flag, key string
+}{
+	{"nodes", optNodes},
+	{"walltime", optWalltime},
+	{"name", optName},
+	{"vcluster", optVCluster},
+	{"tenant", optTenant},
+	{"project", optProject},
+	{"array", optArray},
+	{"depends-on", optDependsOn},
+	{"constraint", optConstraint},
+	{"gres", optGres},
+	{"gpus-per-node", optGPUsPerNode},
+	{"gpu-type", optGPUType},
+	{"qos", "qos"},
+	{"priority-class", "priority-class"},
+	{"checkpoint", optCheckpoint},
+	{"stdout", optStdout},
+	{"stderr", optStderr},
+	{"workdir", optWorkDir},
+	{"export", optExport},
+}
+
+func (r *runner) submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "submit",
+		Usage:     "submit one allocation (or an array) from a batch script or a command",
+		ArgsUsage: "SCRIPT | -- CMD [ARGS...]",
+		Description: "#SBATCH lines in SCRIPT are honoured; command-line flags win over them.\n" +
+			"On the command line -o is the output format; in a script #SBATCH -o/-e set the output files.\n" +
+			"qos → priority class: scavenger 0, low 2, normal 5 (default), high 8, urgent 10.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "node count N or MIN-MAX", DefaultText: "1"},
+			&cli.StringFlag{Name: "walltime", Aliases: []string{"t", "time"}, Usage: "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (90m)", DefaultText: "1h"},
+			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "vCluster (default: the server's default)"},
+			&cli.StringFlag{Name: "tenant", Aliases: []string{"A", "account"}, Usage: "tenant (env LATTICE_TENANT; default: your user name)"},
+			&cli.StringFlag{Name: "project", Usage: "project, for accounting"},
+			&cli.StringFlag{Name: "name", Aliases: []string{"J", "job-name"}, Usage: "name (default: the script's or the command's name)"},
+			&cli.StringFlag{Name: "priority-class", Usage: "priority class 0..10", DefaultText: strconv.Itoa(DefaultPriorityClass)},
+			&cli.StringFlag{Name: "qos", Usage: "Slurm QOS, mapped to a priority class: scavenger, low, normal, high, urgent"},
+			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint mode: signal, hook or none", DefaultText: "none"},
+			&cli.StringFlag{Name: "depends-on", Aliases: []string{"d", "dependency"}, Usage: "afterok:ID[:ID][,afterany:ID...]"},
+			&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "job array START-END[:STEP][%MAX]"},
+			&cli.StringFlag{Name: "constraint", Aliases: []string{"C"}, Usage: "node features FEATURE[&FEATURE...]"},
+			&cli.StringFlag{Name: "gpu-type", Usage: "GPU type, e.g. a100"},
+			&cli.StringFlag{Name: "gres", Usage: "Slurm generic resource gpu[:TYPE][:N]"},
+			&cli.StringFlag{Name: "gpus-per-node", Usage: "GPUs per node [TYPE:]N"},
+			&cli.StringFlag{Name: "stdout", Usage: "output file (%j %A %a %x are expanded by the server)"},
+			&cli.StringFlag{Name: "stderr", Usage: "error file (%j %A %a %x are expanded by the server)"},
+			&cli.StringFlag{Name: "workdir", Aliases: []string{"D", "chdir"}, Usage: "working directory", DefaultText: "the current directory"},
+			&cli.StringFlag{Name: "export", Usage: "environment to pass: NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)", DefaultText: "NONE"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "validate and print the resolved request; submit nothing (needs no server)"},
+			&cli.BoolFlag{Name: "parsable", Aliases: []string{"parseable"}, Usage: "print only the id"},
+		},
+		Action: r.submit,
+	}
+}
+
+// submitInput is everything a submission is resolved from.
+type submitInput struct {
+	opts          submitOptions
+	command       []string // after --
+	script        string   // contents of SCRIPT
+	scriptPath    string   // SCRIPT as given; "-" is standard input
+	cwd           string
+	defaultTenant string
+	environ       []string
+	// resolveTask turns an array task id ("12_3") into its allocation id;
+	// nil when no server may be asked (--dry-run).
+	resolveTask func(display string) (uint64, error)
+}
+
+func (r *runner) submit(c *cli.Context) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	in := submitInput{opts: submitOptions{}}
+	args := c.Args().Slice()
+	before, after := args[:len(args)-r.afterDash], args[len(args)-r.afterDash:]
+	var warnings []string
+	switch {
+	case r.sawDash && len(before) > 0:
+		return usageErrorf("give either SCRIPT or -- CMD [ARGS...], not both (got %q before --)", strings.Join(before, " "))
+	case r.sawDash && len(after) == 0:
+		return usageErrorf("nothing after --: give the command to run, e.g. latticectl submit -- hostname")
+	case r.sawDash:
+		in.command = after
+	case len(before) == 0:
+		return usageErrorf("submit needs a batch SCRIPT or a command after --, e.g. latticectl submit job.sh or latticectl submit -- hostname")
+	case len(before) > 1:
+		return usageErrorf("submit takes one SCRIPT (got %d arguments); to run a command put it after --: latticectl submit [flags] -- %s",
+			len(before), strings.Join(before, " "))
+	default:
+		in.scriptPath = before[0]
+		in.script, err = r.readScript(in.scriptPath)
+		if err != nil {
+			return err
+		}
+		if warnings, err = parseSbatch(scriptLabel(in.scriptPath), in.script, in.opts); err != nil {
+			return err
+		}
+	}
+	for _, f := range submitFlags {
+		if c.IsSet(f.flag) {
+			in.opts.set(f.key, c.String(f.flag), "")
+		}
+	}
+	if v, ok := explicit(c, "tenant"); ok {
+		in.opts.set(optTenant, v, "")
+	}
+	if _, ok := in.opts[optTenant]; !ok {
+		in.defaultTenant = r.tenant(c)
+	}
+	if in.cwd, err = r.Getwd(); err != nil {
+		return fmt.Errorf("cannot read the current directory: %w", err)
+	}
+	if r.Environ != nil {
+		in.environ = r.Environ()
+	}
+	dry := c.Bool("dry-run")
+	var cn *conn
+	if !dry {
+		if cn, err = r.connect(c); err != nil {
+			return err
+		}
+		in.resolveTask = func(display string) (uint64, error) { return getAllocationID(c.Context, cn, display) }
+	}
+	req, err := resolveSubmit(in)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(r.Stderr, "warning: %s\n", w)
+	}
+	if dry {
+		v := dryRunOf(req, in, warnings)
+		return r.emitAs(format, v, func(w io.Writer, _ bool) error { return dryRunTable(w, v) })
+	}
+	var resp *latticev1.SubmitResponse
+	sr := &latticev1.SubmitRequest{Request: requestProto(req), ClientRequestId: r.reqID()}
+	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		var err error
+		resp, err = latticev1.NewAllocationServiceClient(cc).Submit(ctx, sr)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	display := resp.GetDisplayId()
+	if display == "" && len(resp.GetIds()) > 0 {
+		display = strconv.FormatUint(resp.GetIds()[0], 10)
+	}
+	if c.Bool("parsable") {
+		fmt.Fprintln(r.Stdout, display)
+		return nil
+	}
+	out := submitView{DisplayID: display, IDs: nonNil(resp.GetIds()), Warnings: nonNil(warnings)}
+	if len(out.IDs) > 0 {
+		out.ID = out.IDs[0]
+	}
+	return r.emitAs(format, out, func(w io.Writer, _ bool) error {
+		fmt.Fprintln(w, display)
+		what := "allocation"
+		if req.Array != nil {
+			what = fmt.Sprintf("array of %d tasks %s_%d…%s_%d", len(resp.GetIds()), display, req.Array.Start, display, req.Array.End)
+		}
+		fmt.Fprintf(r.Stderr, "submitted %s %s (%s nodes, walltime %s, tenant %s)\n", what, display,
+			nodeRange(req.NodesMin, req.NodesMax), model.FormatWalltime(req.Walltime), req.Tenant)
+		return nil
+	})
+}
+
+// submitView is `submit -o json` (the dry run prints dryRunView instead).
+type submitView struct {
+	ID        uint64   `json:"id"`
+	DisplayID string   `json:"display_id"`
+	IDs       []uint64 `json:"ids"`
+	Warnings  []string `json:"warnings"`
+}
+
+func scriptLabel(path string) string {
+	if path == "-" {
+		return "<stdin>"
+	}
+	return path
+}
+
+func (r *runner) readScript(path string) (string, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(io.LimitReader(r.Stdin, model.MaxScriptBytes+1))
+	} else {
+		b, err = readFile(path)
+	}
+	if err != nil {
+		return "", usageErrorf("SCRIPT %q is not a readable file (%v); to run a command, put it after --: latticectl submit [flags] -- %s",
+			path, unwrapPathError(err), path)
+	}
+	return string(b), nil
+}
+
+// readFile reads at most one byte more than a script may hold, so an
+// oversized file fails validation without being read whole.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	return io.ReadAll(io.LimitReader(f, model.MaxScriptBytes+1))
+}
+
+// unwrapPathError drops the "open PATH:" prefix the path is already named in.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func secondsDur(s int64) time.Duration { return time.Duration(s) * time.Second }
+
+func nodeRange(lo, hi int) string {
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
+}
+
+// resolveSubmit turns the collected settings into a validated request.
+// Errors are *model.FieldError (wrapped with the script line when the
+// value came from an #SBATCH line).
+func resolveSubmit(in submitInput) (*model.Request, error) {
+	o := in.opts
+	get := func(key, def string) (string, func(error) error) {
+		opt, ok := o[key]
+		if !ok {
+			return def, func(err error) error { return err }
+		}
+		return opt.value, func(err error) error {
+			if err == nil || opt.origin == "" {
+				return err
+			}
+			return fmt.Errorf("%s: %w", opt.origin, err)
+		}
+	}
+	req := &model.Request{WorkDir: in.cwd}
+	var err error
+
+	v, wrap := get(optNodes, "1")
+	if req.NodesMin, req.NodesMax, err = model.ParseNodeRange(v); err != nil {
+		return nil, wrap(err)
+	}
+	req.Walltime = model.DefaultWalltime
+	if v, wrap := get(optWalltime, ""); hasKey(o, optWalltime) {
+		if req.Walltime, err = model.ParseWalltime(v); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	req.Name, _ = get(optName, "")
+	req.VCluster, _ = get(optVCluster, "")
+	req.Project, _ = get(optProject, "")
+	req.Tenant, _ = get(optTenant, in.defaultTenant)
+	if req.Tenant == "" {
+		req.Tenant = model.DefaultTenant
+	}
+
+	req.PriorityClass = DefaultPriorityClass
+	if v, wrap := get(optPriority, ""); v != "" {
+		kind, val, _ := strings.Cut(v, ":")
+		if kind == "qos" {
+			if req.PriorityClass, err = qosClass(val); err != nil {
+				return nil, wrap(err)
+			}
+		} else {
+			n, err := strconv.Atoi(strings.TrimSpace(val))
+			if err != nil || n < 0 || n > model.MaxPriorityClass {
+				return nil, wrap(&model.FieldError{Field: "priority-class", Value: val, Allowed: "an integer 0..10"})
+			}
+			req.PriorityClass = n
+		}
+	}
+	v, wrap = get(optCheckpoint, "")
+	if req.Checkpoint, err = model.ParseCheckpointMode(v); err != nil {
+		return nil, wrap(err)
+	}
+	if v, wrap := get(optDependsOn, ""); v != "" {
+		deps, err := resolveTaskIDs(v, in.resolveTask)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if req.DependsOn, err = model.ParseDependencies(deps); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	if v, wrap := get(optArray, ""); hasKey(o, optArray) {
+		if req.Array, err = model.ParseArraySpec(v); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	v, wrap = get(optConstraint, "")
+	if req.Constraints, err = model.ParseConstraint(v); err != nil {
+		return nil, wrap(err)
+	}
+	if v, wrap := get(optGres, ""); hasKey(o, optGres) {
+		if req.GPUType, req.GPUsPerNode, err = parseGres(v); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	if v, wrap := get(optGPUsPerNode, ""); hasKey(o, optGPUsPerNode) {
+		typ, n, err := parseGPUsPerNode(v)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		req.GPUsPerNode = n
+		if typ != "" {
+			req.GPUType = typ
+		}
+	}
+	if v, _ := get(optGPUType, ""); hasKey(o, optGPUType) {
+		req.GPUType = strings.TrimSpace(v)
+	}
+	req.Stdout, _ = get(optStdout, "")
+	req.Stderr, _ = get(optStderr, "")
+	if v, _ := get(optWorkDir, ""); v != "" {
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(in.cwd, v)
+		}
+		req.WorkDir = filepath.Clean(v)
+	}
+	v, wrap = get(optExport, "")
+	if req.Env, err = parseExport(v, in.environ); err != nil {
+		return nil, wrap(err)
+	}
+
+	if len(in.command) > 0 {
+		req.Command = slices.Clone(in.command)
+	} else {
+		req.Script = in.script
+	}
+	if req.Name == "" {
+		req.Name = defaultName(in)
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func hasKey(o submitOptions, key string) bool {
+	_, ok := o[key]
+	return ok
+}
+
+// defaultName is the script's file name, or the command's first word
+// without its directory.
+func defaultName(in submitInput) string {
+	switch {
+	case len(in.command) > 0:
+		return filepath.Base(in.command[0])
+	case in.scriptPath == "-":
+		return "stdin"
+	case in.scriptPath != "":
+		return filepath.Base(in.scriptPath)
+	}
+	return ""
+}
+
+var taskIDPattern = regexp.MustCompile(`^[0-9]+_[0-9]+$`)
+
+// resolveTaskIDs rewrites array task ids (12_3) in a dependency list to
+// allocation ids, asking the server; model.ParseDependencies takes only
+// plain ids.
+func resolveTaskIDs(deps string, resolve func(string) (uint64, error)) (string, error) {
+	if !strings.Contains(deps, "_") {
+		return deps, nil
+	}
+	parts := strings.FieldsFunc(deps, func(r rune) bool { return r == ',' || r == '?' })
+	for i, part := range parts {
+		fields := strings.Split(part, ":")
+		for j, f := range fields[1:] {
+			if !taskIDPattern.MatchString(f) {
+				continue
+			}
+			if resolve == nil {
+				return "", &model.FieldError{Field: "depends-on", Value: f,
+					Allowed: "plain allocation ids with --dry-run (array task ids such as 12_3 are looked up on the server)"}
+			}
+			id, err := resolve(f)
+			if err != nil {
+				return "", err
+			}
+			fields[j+1] = strconv.FormatUint(id, 10)
+		}
+		parts[i] = strings.Join(fields, ":")
+	}
+	return strings.Join(parts, ","), nil
+}
+
+const gresAllowed = "gpu[:TYPE][:N], e.g. gpu:4 or gpu:a100:4 (only GPUs are supported)"
+
+// parseGres reads Slurm's --gres=gpu[:TYPE][:N].
+func parseGres(s string) (typ string, n int, err error) {
+	bad := &model.FieldError{Field: "gres", Value: s, Allowed: gresAllowed}
+	found := false
+	for _, item := range strings.Split(strings.TrimSpace(s), ",") {
+		parts := strings.Split(strings.TrimSpace(item), ":")
+		if parts[0] != "gpu" || found || len(parts) > 3 {
+			return "", 0, bad
+		}
+		found = true
+		n = 1
+		switch len(parts) {
+		case 2:
+			if k, err := strconv.Atoi(parts[1]); err == nil {
+				n = k
+			} else {
+				typ = parts[1]
+			}
+		case 3:
+			typ = parts[1]
+			if n, err = strconv.Atoi(parts[2]); err != nil {
+				return "", 0, bad
+			}
+		}
+		if n < 0 || (len(parts) > 1 && parts[len(parts)-1] == "") {
+			return "", 0, bad
+		}
+	}
+	return typ, n, nil
+}
+
+// parseGPUsPerNode reads Slurm's --gpus-per-node=[TYPE:]N.
+func parseGPUsPerNode(s string) (typ string, n int, err error) {
+	bad := &model.FieldError{Field: "gpus-per-node", Value: s, Allowed: "[TYPE:]N with N >= 0, e.g. 4 or a100:4"}
+	v := strings.TrimSpace(s)
+	if t, count, ok := strings.Cut(v, ":"); ok {
+		typ, v = t, count
+		if typ == "" {
+			return "", 0, bad
+		}
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return "", 0, bad
+	}
+	return typ, n, nil
+}
+
+// parseExport reads --export: NONE (the default), ALL, or a list of NAME
+// (taken from the current environment) and NAME=VALUE; ALL may start the
+// list. The result is sorted KEY=VALUE with one entry per key.
+func parseExport(s string, environ []string) ([]string, error) {
+	v := strings.TrimSpace(s)
+	if v == "" || strings.EqualFold(v, "NONE") {
+		return nil, nil
+	}
+	env := map[string]string{}
+	current := map[string]string{}
+	for _, e := range environ {
+		if k, val, ok := strings.Cut(e, "="); ok {
+			current[k] = val
+		}
+	}
+	for i, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case i == 0 && strings.EqualFold(item, "ALL"):
+			for k, val := range current {
+				env[k] = val
+			}
+		case item == "" || strings.HasPrefix(item, "="):
+			return nil, &model.FieldError{Field: "export", Value: s, Allowed: "NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)"}
+		case strings.Contains(item, "="):
+			k, val, _ := strings.Cut(item, "=")
+			env[k] = val
+		default:
+			if val, ok := current[item]; ok {
+				env[item] = val
+			}
+		}
+	}
+	out := make([]string, 0, len(env))
+	for k, val := range env {
+		out = append(out, k+"="+val)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// requestProto converts a request for the API. hot_data_fraction is sent
+// as -1 (unknown) unless set.
+func requestProto(req *model.Request) *latticev1.AllocationRequest {
+	p := &latticev1.AllocationRequest{
+		Name:              req.Name,
+		Tenant:            req.Tenant,
+		Project:           req.Project,
+		Vcluster:          req.VCluster,
+		Command:           req.Command,
+		Script:            req.Script,
+		WorkDir:           req.WorkDir,
+		Env:               req.Env,
+		NodesMin:          int32(req.NodesMin),
+		NodesMax:          int32(req.NodesMax),
+		WalltimeSeconds:   int64(req.Walltime.Seconds()),
+		PriorityClass:     int32(req.PriorityClass),
+		Checkpoint:        string(req.Checkpoint),
+		CheckpointMinutes: req.CheckpointMinutes,
+		HotDataFraction:   -1,
+		Constraints:       req.Constraints,
+		GpuType:           req.GPUType,
+		GpusPerNode:       int32(req.GPUsPerNode),
+		Stdout:            req.Stdout,
+		Stderr:            req.Stderr,
+	}
+	if req.HotDataFraction != nil {
+		p.HotDataFraction = *req.HotDataFraction
+	}
+	for _, d := range req.DependsOn {
+		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs})
+	}
+	if a := req.Array; a != nil {
+		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
+	}
+	return p
+}
+
+// dryRunView is `submit --dry-run -o json`: the resolved request, in the
+// shape of CLI.md; entrypoint is the command line (shell-quoted) or the
+// script's path.
+type dryRunView struct {
+	Name            string             `json:"name"`
+	Tenant          string             `json:"tenant"`
+	Project         string             `json:"project"`
+	VCluster        string             `json:"vcluster"`
+	NodesMin        int                `json:"nodes_min"`
+	NodesMax        int                `json:"nodes_max"`
+	WalltimeSeconds int64              `json:"walltime_seconds"`
+	PriorityClass   int                `json:"priority_class"`
+	Array           *model.ArraySpec   `json:"array"`
+	DependsOn       []model.Dependency `json:"depends_on"`
+	Constraints     []string           `json:"constraints"`
+	GPUType         string             `json:"gpu_type"`
+	GPUsPerNode     int                `json:"gpus_per_node"`
+	Checkpoint      string             `json:"checkpoint"`
+	Entrypoint      string             `json:"entrypoint"`
+	Output          string             `json:"output"`
+	Error           string             `json:"error"`
+	Warnings        []string           `json:"warnings"`
+
+	// Extensions.
+	EntrypointKind string   `json:"entrypoint_kind"` // command or script
+	Command        []string `json:"command"`         // null for a script
+	ScriptBytes    int      `json:"script_bytes"`
+	WorkDir        string   `json:"work_dir"`
+	Env            []string `json:"env"`
+}
+
+func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView {
+	v := dryRunView{
+		Name:            req.Name,
+		Tenant:          req.Tenant,
+		Project:         req.Project,
+		VCluster:        req.VCluster,
+		NodesMin:        req.NodesMin,
+		NodesMax:        req.NodesMax,
+		WalltimeSeconds: int64(req.Walltime.Seconds()),
+		PriorityClass:   req.PriorityClass,
+		Array:           req.Array,
+		DependsOn:       []model.Dependency{},
+		Constraints:     nonNil(req.Constraints),
+		GPUType:         req.GPUType,
+		GPUsPerNode:     req.GPUsPerNode,
+		Checkpoint:      string(req.Checkpoint),
+		Output:          req.Stdout,
+		Error:           req.Stderr,
+		Warnings:        nonNil(warnings),
+		WorkDir:         req.WorkDir,
+		Env:             nonNil(req.Env),
+	}
+	for _, d := range req.DependsOn {
+		d.IDs = nonNil(d.IDs)
+		v.DependsOn = append(v.DependsOn, d)
+	}
+	if len(req.Command) > 0 {
+		v.EntrypointKind, v.Command, v.Entrypoint = "command", req.Command, shellJoin(req.Command)
+	} else {
+		v.EntrypointKind, v.Entrypoint, v.ScriptBytes = "script", in.scriptPath, len(req.Script)
+	}
+	return v
+}
+
+func dryRunTable(w io.Writer, v dryRunView) error {
+	kv(w, "Name", v.Name)
+	kv(w, "Tenant", v.Tenant)
+	kv(w, "Project", orDash(v.Project))
+	kv(w, "vCluster", orDash(v.VCluster))
+	kv(w, "Nodes", nodeRange(v.NodesMin, v.NodesMax))
+	kv(w, "Walltime", fmt.Sprintf("%s (%ds)", model.FormatWalltime(secondsDur(v.WalltimeSeconds)), v.WalltimeSeconds))
+	kv(w, "Priority class", v.PriorityClass)
+	if a := v.Array; a != nil {
+		s := fmt.Sprintf("%d-%d:%d", a.Start, a.End, a.Step)
+		if a.MaxConcurrent > 0 {
+			s += fmt.Sprintf("%%%d", a.MaxConcurrent)
+		}
+		kv(w, "Array", s)
+	}
+	var deps []string
+	for _, d := range v.DependsOn {
+		s := string(d.Condition)
+		for _, id := range d.IDs {
+			s += ":" + strconv.FormatUint(id, 10)
+		}
+		deps = append(deps, s)
+	}
+	kv(w, "Depends on", orDash(strings.Join(deps, ",")))
+	kv(w, "Constraints", orDash(strings.Join(v.Constraints, "&")))
+	if v.GPUsPerNode > 0 || v.GPUType != "" {
+		kv(w, "GPUs per node", fmt.Sprintf("%d %s", v.GPUsPerNode, v.GPUType))
+	}
+	kv(w, "Checkpoint", v.Checkpoint)
+	kv(w, "Entrypoint", fmt.Sprintf("%s (%s)", v.Entrypoint, v.EntrypointKind))
+	kv(w, "Work dir", v.WorkDir)
+	kv(w, "Output", orDash(v.Output))
+	kv(w, "Error", orDash(v.Error))
+	if len(v.Env) > 0 {
+		kv(w, "Env", strings.Join(v.Env, " "))
+	}
+	return nil
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellJoin joins words into one shell-quoted command line.
+func shellJoin(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if shellSafe.MatchString(w) {
+			out[i] = w
+		} else {
+			out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}

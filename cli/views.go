@@ -1,0 +1,376 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+// The JSON (and YAML) shapes of latticectl. The fields CLI.md names come
+// first, in its order; everything after them is an extension. Never rename
+// or remove a field: scripts depend on them.
+
+// allocationView is an allocation as `status -o json` lists it and `show -o
+// json` prints it. id is the allocation's own number (array tasks have
+// their own ids); display_id is what users type ("12" or "12_3").
+type allocationView struct {
+	ID              uint64   `json:"id"`
+	Name            string   `json:"name"`
+	Tenant          string   `json:"tenant"`
+	Project         string   `json:"project"`
+	VCluster        string   `json:"vcluster"`
+	State           string   `json:"state"`
+	Reason          string   `json:"reason"`
+	Nodes           []string `json:"nodes"`
+	NodeCount       int      `json:"node_count"`
+	PriorityClass   int32    `json:"priority_class"`
+	WalltimeSeconds int64    `json:"walltime_seconds"`
+	SubmitTime      *string  `json:"submit_time"`
+	StartTime       *string  `json:"start_time"`
+	EndTime         *string  `json:"end_time"`
+	ExitCode        *int32   `json:"exit_code"`
+	DAGID           *uint64  `json:"dag_id"`
+	ArrayIndex      *int32   `json:"array_index"`
+	Checkpoint      string   `json:"checkpoint"`
+
+	// Extensions.
+	DisplayID       string           `json:"display_id"`
+	ArrayJobID      *uint64          `json:"array_job_id"`
+	NodesMin        int32            `json:"nodes_min"`
+	NodesMax        int32            `json:"nodes_max"`
+	EligibleTime    *string          `json:"eligible_time"`
+	RequeueCount    int32            `json:"requeue_count"`
+	CheckpointCount int32            `json:"checkpoint_count"`
+	History         []transitionView `json:"history,omitempty"`     // show only
+	Explanation     *explanationView `json:"explanation,omitempty"` // show only, while pending
+}
+
+type transitionView struct {
+	State  string  `json:"state"`
+	Reason string  `json:"reason"`
+	Time   *string `json:"time"`
+}
+
+func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
+	req := a.GetRequest()
+	v := allocationView{
+		ID:              a.GetId(),
+		Name:            req.GetName(),
+		Tenant:          req.GetTenant(),
+		Project:         req.GetProject(),
+		VCluster:        req.GetVcluster(),
+		State:           a.GetState(),
+		Reason:          a.GetReason(),
+		Nodes:           nonNil(a.GetNodes()),
+		PriorityClass:   req.GetPriorityClass(),
+		WalltimeSeconds: req.GetWalltimeSeconds(),
+		SubmitTime:      rfc3339(a.GetSubmitTimeUnixMs()),
+		StartTime:       rfc3339(a.GetStartTimeUnixMs()),
+		EndTime:         rfc3339(a.GetEndTimeUnixMs()),
+		Checkpoint:      cmp.Or(req.GetCheckpoint(), string(model.CheckpointNone)),
+		DisplayID:       displayID(a),
+		NodesMin:        req.GetNodesMin(),
+		NodesMax:        req.GetNodesMax(),
+		EligibleTime:    rfc3339(a.GetEligibleTimeUnixMs()),
+		RequeueCount:    a.GetRequeueCount(),
+		CheckpointCount: a.GetCheckpointCount(),
+	}
+	v.NodeCount = nodeCount(a)
+	if a.GetHasExitCode() {
+		e := a.GetExitCode()
+		v.ExitCode = &e
+	}
+	if d := a.GetDagId(); d != 0 {
+		v.DAGID = &d
+	}
+	if aj := a.GetArrayJobId(); aj != 0 {
+		i := a.GetArrayIndex()
+		v.ArrayIndex, v.ArrayJobID = &i, &aj
+	}
+	if detail {
+		for _, t := range a.GetHistory() {
+			v.History = append(v.History, transitionView{State: t.GetState(), Reason: t.GetReason(), Time: rfc3339(t.GetTimeUnixMs())})
+		}
+		if e := a.GetExplanation(); e != nil {
+			ev := explanationOf(e)
+			v.Explanation = &ev
+		}
+	}
+	return v
+}
+
+// nodeCount is the number of nodes held, or while none are held the number
+// asked for (as squeue's NODES column shows).
+func nodeCount(a *latticev1.Allocation) int {
+	if n := len(a.GetNodes()); n > 0 {
+		return n
+	}
+	return int(a.GetRequest().GetNodesMin())
+}
+
+func displayID(a *latticev1.Allocation) string {
+	if s := a.GetDisplayId(); s != "" {
+		return s
+	}
+	if aj := a.GetArrayJobId(); aj != 0 {
+		return fmt.Sprintf("%d_%d", aj, a.GetArrayIndex())
+	}
+	return fmt.Sprint(a.GetId())
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// explanationView is `explain -o json`.
+type explanationView struct {
+	ID             string        `json:"id"`
+	State          string        `json:"state"`
+	Reason         string        `json:"reason"`
+	Score          float64       `json:"score"`
+	Factors        []factorView  `json:"factors"`
+	ExpectedStart  *string       `json:"expected_start"`
+	Filtered       []filterCount `json:"filtered"`
+	Message        string        `json:"message"`
+	Computed       *string       `json:"computed"`
+	WeightsProfile string        `json:"weights_profile"`
+	QueuePosition  int32         `json:"queue_position"`
+	Nodes          []string      `json:"nodes"`
+}
+
+type factorView struct {
+	Name         string  `json:"name"`
+	Title        string  `json:"title"`
+	Value        float64 `json:"value"`
+	Weight       float64 `json:"weight"`
+	Contribution float64 `json:"contribution"`
+}
+
+type filterCount struct {
+	Filter  string `json:"filter"`
+	Removed int32  `json:"removed"`
+}
+
+func explanationOf(e *latticev1.Explanation) explanationView {
+	v := explanationView{
+		ID:             e.GetId(),
+		State:          e.GetState(),
+		Reason:         e.GetReason(),
+		Score:          e.GetScore(),
+		Factors:        []factorView{},
+		ExpectedStart:  rfc3339(e.GetExpectedStartUnixMs()),
+		Filtered:       []filterCount{},
+		Message:        e.GetMessage(),
+		Computed:       rfc3339(e.GetComputedUnixMs()),
+		WeightsProfile: e.GetWeightsProfile(),
+		QueuePosition:  e.GetQueuePosition(),
+		Nodes:          nonNil(e.GetNodes()),
+	}
+	for _, f := range e.GetFactors() {
+		v.Factors = append(v.Factors, factorView{Name: f.GetName(), Title: f.GetTitle(), Value: f.GetValue(),
+			Weight: f.GetWeight(), Contribution: f.GetContribution()})
+	}
+	for _, f := range e.GetFiltered() {
+		v.Filtered = append(v.Filtered, filterCount{Filter: f.GetFilter(), Removed: f.GetRemoved()})
+	}
+	return v
+}
+
+// nodeView is a node as `nodes -o json` lists it. allocation is the id of
+// the allocation running on it (a number, like an allocation's id) or null.
+type nodeView struct {
+	Name            string   `json:"name"`
+	State           string   `json:"state"`
+	HomeVCluster    string   `json:"home_vcluster"`
+	CurrentVCluster string   `json:"current_vcluster"`
+	Group           int32    `json:"group"`
+	Fingerprint     string   `json:"fingerprint"`
+	Allocation      *uint64  `json:"allocation"`
+	PowerWatts      int32    `json:"power_watts"`
+	GPUType         string   `json:"gpu_type"`
+	GPUs            int32    `json:"gpus"`
+	Features        []string `json:"features"`
+
+	// Extensions.
+	AllocationDisplayID *string `json:"allocation_display_id"`
+	StateReason         string  `json:"state_reason"`
+	IdleWatts           int32   `json:"idle_watts"`
+	BusyWatts           int32   `json:"busy_watts"`
+	Agent               string  `json:"agent"`
+	LastHeartbeat       *string `json:"last_heartbeat"`
+}
+
+func nodeOf(n *latticev1.Node) nodeView {
+	v := nodeView{
+		Name:            n.GetName(),
+		State:           n.GetState(),
+		HomeVCluster:    n.GetHomeVcluster(),
+		CurrentVCluster: n.GetCurrentVcluster(),
+		Group:           n.GetGroup(),
+		Fingerprint:     n.GetFingerprint(),
+		PowerWatts:      n.GetPowerWatts(),
+		GPUType:         n.GetGpuType(),
+		GPUs:            n.GetGpus(),
+		Features:        nonNil(n.GetFeatures()),
+		StateReason:     n.GetStateReason(),
+		IdleWatts:       n.GetIdleWatts(),
+		BusyWatts:       n.GetBusyWatts(),
+		Agent:           n.GetAgent(),
+		LastHeartbeat:   rfc3339(n.GetLastHeartbeatUnixMs()),
+	}
+	if id := n.GetAllocation(); id != 0 {
+		v.Allocation = &id
+		d := cmp.Or(n.GetAllocationDisplayId(), fmt.Sprint(id))
+		v.AllocationDisplayID = &d
+	}
+	return v
+}
+
+// quorumView is `quorum status -o json`.
+type quorumView struct {
+	LeaderID    string         `json:"leader_id"`
+	Term        uint64         `json:"term"`
+	CommitIndex uint64         `json:"commit_index"`
+	Members     []quorumMember `json:"members"`
+
+	// Extensions.
+	AppliedIndex uint64 `json:"applied_index"`
+	StateVersion uint64 `json:"state_version"`
+}
+
+type quorumMember struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr"`
+	Role     string `json:"role"`
+	Healthy  bool   `json:"healthy"`
+	Voter    bool   `json:"voter"`
+}
+
+func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
+	v := quorumView{
+		LeaderID:     q.GetLeaderId(),
+		Term:         q.GetTerm(),
+		CommitIndex:  q.GetCommitIndex(),
+		Members:      []quorumMember{},
+		AppliedIndex: q.GetAppliedIndex(),
+		StateVersion: q.GetStateVersion(),
+	}
+	for _, m := range q.GetMembers() {
+		v.Members = append(v.Members, quorumMember{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(),
+			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter()})
+	}
+	return v
+}
+
+// vclusterView is `vcluster list|show -o json`. weights maps f1..f9 to
+// their weight; reservation_depth -1 means all (conservative backfill).
+type vclusterView struct {
+	Name             string             `json:"name"`
+	Type             string             `json:"type"`
+	WeightsProfile   string             `json:"weights_profile"`
+	Weights          map[string]float64 `json:"weights"`
+	CycleSeconds     float64            `json:"cycle_seconds"`
+	MinIntervalSecs  float64            `json:"min_interval_seconds"`
+	ReservationDepth int32              `json:"reservation_depth"`
+	AllowLending     bool               `json:"allow_lending"`
+	AllowBorrowing   bool               `json:"allow_borrowing"`
+	PowerCapWatts    int64              `json:"power_cap_watts"`
+	Usage            vclusterUsage      `json:"usage"`
+	LastCycle        *string            `json:"last_cycle"`
+	LastCycleSeconds float64            `json:"last_cycle_seconds"`
+}
+
+type vclusterUsage struct {
+	HomeNodes     int32 `json:"home_nodes"`
+	CurrentNodes  int32 `json:"current_nodes"`
+	BusyNodes     int32 `json:"busy_nodes"`
+	IdleNodes     int32 `json:"idle_nodes"`
+	LentNodes     int32 `json:"lent_nodes"`
+	BorrowedNodes int32 `json:"borrowed_nodes"`
+	Pending       int32 `json:"pending"`
+	Running       int32 `json:"running"`
+	PowerWatts    int64 `json:"power_watts"`
+}
+
+func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
+	u := v.GetUsage()
+	out := vclusterView{
+		Name:             v.GetName(),
+		Type:             v.GetType(),
+		WeightsProfile:   v.GetWeightsProfile(),
+		Weights:          map[string]float64{},
+		CycleSeconds:     float64(v.GetCycleMs()) / 1000,
+		MinIntervalSecs:  float64(v.GetMinIntervalMs()) / 1000,
+		ReservationDepth: v.GetReservationDepth(),
+		AllowLending:     v.GetAllowLending(),
+		AllowBorrowing:   v.GetAllowBorrowing(),
+		PowerCapWatts:    v.GetPowerCapWatts(),
+		Usage: vclusterUsage{
+			HomeNodes: u.GetHomeNodes(), CurrentNodes: u.GetCurrentNodes(), BusyNodes: u.GetBusyNodes(),
+			IdleNodes: u.GetIdleNodes(), LentNodes: u.GetLentNodes(), BorrowedNodes: u.GetBorrowedNodes(),
+			Pending: u.GetPending(), Running: u.GetRunning(), PowerWatts: u.GetPowerWatts(),
+		},
+		LastCycle:        rfc3339(v.GetLastCycleUnixMs()),
+		LastCycleSeconds: v.GetLastCycleSeconds(),
+	}
+	for _, w := range v.GetWeights() {
+		out.Weights[w.GetFactor()] = w.GetValue()
+	}
+	return out
+}
+
+// sortedWeights lists a weights map in factor order f1..f9.
+func sortedWeights(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
+	return keys
+}
+
+// powerView is `power -o json`.
+type powerView struct {
+	BudgetWatts    int64      `json:"budget_watts"`
+	EstimatedWatts int64      `json:"estimated_watts"`
+	VClusters      []powerUse `json:"vclusters"`
+}
+
+type powerUse struct {
+	VCluster       string `json:"vcluster"`
+	BudgetWatts    int64  `json:"budget_watts"`
+	EstimatedWatts int64  `json:"estimated_watts"`
+}
+
+func powerOf(p *latticev1.PowerStatus) powerView {
+	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{}}
+	for _, u := range p.GetVclusters() {
+		v.VClusters = append(v.VClusters, powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts()})
+	}
+	return v
+}
+
+// tenantView is a row of `usage -o json`.
+type tenantView struct {
+	Name               string  `json:"name"`
+	FairShareTarget    float64 `json:"fair_share_target"`
+	UsageShare         float64 `json:"usage_share"`
+	UsageNodeSeconds   float64 `json:"usage_node_seconds"`
+	RunningAllocations int32   `json:"running_allocations"`
+	RunningNodes       int32   `json:"running_nodes"`
+	MaxNodes           int32   `json:"max_nodes"`
+	MaxRunning         int32   `json:"max_running"`
+}
+
+func tenantOf(t *latticev1.TenantInfo) tenantView {
+	return tenantView{Name: t.GetName(), FairShareTarget: t.GetFairShareTarget(), UsageShare: t.GetUsageShare(),
+		UsageNodeSeconds: t.GetUsageNodeSeconds(), RunningAllocations: t.GetRunningAllocations(),
+		RunningNodes: t.GetRunningNodes(), MaxNodes: t.GetMaxNodes(), MaxRunning: t.GetMaxRunning()}
+}
