@@ -1,0 +1,144 @@
+package solver
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/latticehpc/lattice/topology"
+)
+
+// A class is the set of nodes that pass one job shape's hard constraints
+// (GPU type, GPUs per node, features). Jobs with the same constraints share
+// a class, and with it their counts, free pools and release timelines, so
+// the work per job does not grow with the node count. Most HPC queues have a
+// handful of classes; the unconstrained class is the common one.
+type class struct {
+	gpuType     string
+	gpus        int
+	constraints []string
+
+	elig []bool // by node: passes the constraints
+
+	// At cycle start, for scoring and explanations.
+	outConstraint int   // nodes that fail the constraints
+	outState      int   // eligible but not Ready
+	outOwnership  int   // eligible, Ready, another vCluster's and not lendable now
+	eligAll       []int // by conformance group: eligible nodes in any state
+	eligReady     []int // by conformance group: eligible Ready own nodes and borrowable ones
+	initFree      []int // by conformance group: eligible nodes free at cycle start
+	initBorrow    int   // eligible borrowable nodes at cycle start
+	ownReady      int   // eligible own Ready nodes, free or busy
+	largestFree   int   // largest conformance group among initFree (f9)
+	freeCap       topology.Capacity
+	usableCap     topology.Capacity // free or busy-but-Ready nodes per group (f4 fallback)
+	multiFp       bool              // eligible nodes carry more than one fingerprint
+
+	// Now, kept in step with every decision of the cycle.
+	own, borrow []pool  // by cell (dragonfly group × conformance group)
+	ownFree     int     // own free nodes with no reservation
+	borrowFree  int     // borrowable free nodes not taken
+	holes       []int64 // sorted: reservation starts of own free reserved nodes
+
+	// Release timelines, created on first use.
+	tlAny *timeline
+	tlFp  []*timeline // by conformance group (sensitive vClusters)
+}
+
+// pool holds one cell's free nodes of one class.
+type pool struct {
+	free  []int32 // node order; entries taken or reserved since are skipped
+	n     int     // live entries in free
+	holes []hole  // own pools: free nodes with a later reservation, by (res, node)
+}
+
+// hole is a node that is free now but reserved from res on: a job that
+// starts now may use it only if it ends by res.
+type hole struct {
+	res  int64
+	node int32
+}
+
+func cmpHole(a, b hole) int {
+	switch {
+	case a.res != b.res:
+		if a.res < b.res {
+			return -1
+		}
+		return 1
+	default:
+		return int(a.node - b.node)
+	}
+}
+
+// holesFrom is the index of the first hole whose reservation starts at or
+// after e (the holes a job ending at e may use start there).
+func holesFrom(h []hole, e int64) int {
+	i, _ := slices.BinarySearchFunc(h, e, func(a hole, e int64) int {
+		if a.res < e {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// startsFrom is the index of the first value >= e in a sorted slice.
+func startsFrom(h []int64, e int64) int {
+	i, _ := slices.BinarySearchFunc(h, e, func(a, e int64) int {
+		if a < e {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// passes reports whether node x meets the class's hard constraints.
+func (c *class) passes(n *Node) bool {
+	if c.gpuType != "" && !strings.EqualFold(n.GPUType, c.gpuType) {
+		return false
+	}
+	if n.GPUs < c.gpus {
+		return false
+	}
+	for _, f := range c.constraints {
+		if !slices.Contains(n.Features, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// usableOwn is the number of own nodes a job ending at e could start on now.
+func (c *class) usableOwn(e int64) int {
+	return c.ownFree + len(c.holes) - startsFrom(c.holes, e)
+}
+
+// cellOwn is usableOwn for one cell.
+func (c *class) cellOwn(ci int, e int64) int {
+	p := &c.own[ci]
+	return p.n + len(p.holes) - holesFrom(p.holes, e)
+}
+
+// largestFp is the largest conformance group among counts.
+func largestFp(counts []int) int {
+	m := 0
+	for _, v := range counts {
+		m = max(m, v)
+	}
+	return m
+}
+
+// compact drops dead entries once they outnumber the live ones.
+func (p *pool) compact(live func(int32) bool) {
+	if len(p.free) <= 2*p.n+16 {
+		return
+	}
+	out := p.free[:0]
+	for _, x := range p.free {
+		if live(x) {
+			out = append(out, x)
+		}
+	}
+	p.free = out
+}

@@ -1,0 +1,546 @@
+package solver
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/topology"
+)
+
+// never is the avail of a node that takes no new work within any plan.
+const never = math.MaxInt64
+
+// addSat adds two non-negative offsets without overflowing past never-1.
+func addSat(a, b int64) int64 {
+	if a > never-1-b {
+		return never - 1
+	}
+	return a + b
+}
+
+// Solve runs one scheduling cycle: GreedyTopologyAwareBackfill over the
+// input's pending jobs. See docs/solver.md for the algorithm.
+//
+//  1. Score every pending job with the cost function (f1..f9 against
+//     in.Weights) and sort: score descending, then eligible time (earliest
+//     first), then id.
+//  2. In that order, a job starts now when the nodes it may use — own idle
+//     nodes first, nodes of lending vClusters only when its own cannot hold
+//     it — pass its hard constraints, hold at least NodesMin of them, fit the
+//     power headroom and its tenant's quota room, and delay no reservation
+//     already made. Nodes are picked in the fewest dragonfly groups with
+//     best fit, preferring one conformance group (required in a sensitive
+//     vCluster).
+//  3. The first ReservationDepth jobs that cannot start for lack of nodes get
+//     a reservation: the earliest time the release timeline (running work,
+//     this cycle's starts and earlier reservations) gives them NodesMin own
+//     nodes, and which nodes. Later jobs start now only around those.
+//  4. Every job gets an explanation: rank, score and factors, the reason it
+//     waits, its expected start and per-filter node counts.
+//
+// Solve is pure and deterministic: the same Input gives the same Plan, bit
+// for bit. It does not modify in. Slices inside the Plan may share backing
+// arrays: treat the Plan as read-only.
+func Solve(in *Input) *Plan {
+	if in == nil {
+		return &Plan{}
+	}
+	s := newState(in)
+	s.scoreAll()
+	s.plan()
+	return s.out
+}
+
+// job is the solver's view of one pending job.
+type job struct {
+	j        *Job
+	cls      *class
+	min, max int
+	wall     int64 // walltime in ns, > 0
+	wait     int64 // ns since eligible (ties in the order: longest first)
+	score    float64
+	f        [model.NumFactors]float64
+}
+
+// quota is a tenant's remaining room this cycle; < 0 = unlimited.
+type quota struct {
+	nodes, running int
+}
+
+type state struct {
+	in        *Input
+	nodes     []Node
+	sensitive bool
+	weights   model.Weights
+
+	// Dense indexes by node.
+	group, fp, cell []int32
+	own, ready      []bool
+	borrowable      []bool  // another vCluster's free Ready node we may borrow
+	taken           []bool  // started on this cycle
+	avail           []int64 // own nodes: offset from Now when free of all decisions; never = not in the timeline
+	firstRes        []int64 // own free nodes: start of their first reservation; never = none
+	delta           []int64 // watts added by starting work on the node
+
+	nGroups, nFps  int
+	groupsInSystem int
+	cellGroup      []int32
+	cellFp         []int32
+	groupCells     []int32 // cells of group g are groupCells[g]..groupCells[g+1]
+
+	classes    []*class
+	classByKey map[string]*class
+	plainCls   *class
+	timelines  []*timeline
+
+	jobs  []job
+	order []int32
+
+	quotas   map[string]*quota
+	headroom int64 // < 0 = unlimited
+
+	// Scratch, reused across jobs.
+	gu      []int
+	quotaG  []int
+	cellUse []bool
+	takes   []topology.Take
+	picker  topology.Picker
+	chosen  []int32
+	tmp     []int32
+	keyBuf  []byte
+	names   []string
+
+	out *Plan
+}
+
+func newState(in *Input) *state {
+	n := len(in.Nodes)
+	s := &state{
+		in:         in,
+		nodes:      in.Nodes,
+		sensitive:  in.Type == model.TypeSensitive,
+		group:      make([]int32, n),
+		fp:         make([]int32, n),
+		cell:       make([]int32, n),
+		own:        make([]bool, n),
+		ready:      make([]bool, n),
+		borrowable: make([]bool, n),
+		taken:      make([]bool, n),
+		avail:      make([]int64, n),
+		firstRes:   make([]int64, n),
+		delta:      make([]int64, n),
+		classByKey: make(map[string]*class),
+		quotas:     make(map[string]*quota),
+		headroom:   in.PowerHeadroomWatts,
+	}
+	for i, w := range in.Weights {
+		if !math.IsNaN(w) {
+			s.weights[i] = w
+		}
+	}
+	if s.headroom < 0 {
+		s.headroom = -1
+	}
+
+	// Dense group and fingerprint indexes, in sorted order of the values.
+	groupNums := make([]int, 0, 64)
+	fps := make([]string, 0, 8)
+	for i := range in.Nodes {
+		groupNums = append(groupNums, in.Nodes[i].Group)
+		fps = append(fps, in.Nodes[i].Fingerprint)
+	}
+	slices.Sort(groupNums)
+	groupNums = slices.Compact(groupNums)
+	slices.Sort(fps)
+	fps = slices.Compact(fps)
+	s.nGroups, s.nFps = len(groupNums), len(fps)
+	s.groupsInSystem = in.Groups
+	if s.groupsInSystem <= 0 {
+		s.groupsInSystem = s.nGroups
+	}
+	cellIdx := make(map[[2]int32]int32) // lookups only
+	type gf struct{ g, f int32 }
+	cells := make([]gf, 0, s.nGroups)
+	for i := range in.Nodes {
+		nd := &in.Nodes[i]
+		g, _ := slices.BinarySearch(groupNums, nd.Group)
+		f, _ := slices.BinarySearch(fps, nd.Fingerprint)
+		s.group[i], s.fp[i] = int32(g), int32(f)
+		if _, ok := cellIdx[[2]int32{int32(g), int32(f)}]; !ok {
+			cellIdx[[2]int32{int32(g), int32(f)}] = -1
+			cells = append(cells, gf{int32(g), int32(f)})
+		}
+	}
+	slices.SortFunc(cells, func(a, b gf) int {
+		if a.g != b.g {
+			return int(a.g - b.g)
+		}
+		return int(a.f - b.f)
+	})
+	s.cellGroup = make([]int32, len(cells))
+	s.cellFp = make([]int32, len(cells))
+	s.groupCells = make([]int32, s.nGroups+1)
+	for ci, c := range cells {
+		cellIdx[[2]int32{c.g, c.f}] = int32(ci)
+		s.cellGroup[ci], s.cellFp[ci] = c.g, c.f
+		s.groupCells[c.g+1] = int32(ci + 1)
+	}
+	for g := 1; g <= s.nGroups; g++ {
+		s.groupCells[g] = max(s.groupCells[g], s.groupCells[g-1])
+	}
+	for i := range in.Nodes {
+		s.cell[i] = cellIdx[[2]int32{s.group[i], s.fp[i]}]
+	}
+
+	// Node states and the release timeline's starting point.
+	for i := range in.Nodes {
+		nd := &in.Nodes[i]
+		s.firstRes[i] = never
+		s.avail[i] = never
+		s.ready[i] = nd.State == model.NodeReady
+		s.own[i] = nd.Own
+		s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
+		switch {
+		case nd.Own && s.ready[i] && nd.Allocation == 0:
+			s.avail[i] = 0
+		case nd.Own && s.ready[i] && !nd.FreeAt.IsZero():
+			s.avail[i] = max(0, int64(nd.FreeAt.Sub(in.Now)))
+			if s.avail[i] >= never-1 {
+				s.avail[i] = never
+			}
+		case !nd.Own && s.ready[i] && nd.Allocation == 0:
+			s.borrowable[i] = true
+		}
+	}
+	s.gu = make([]int, s.nGroups)
+	s.quotaG = make([]int, s.nGroups)
+	s.cellUse = make([]bool, len(cells))
+	s.out = &Plan{}
+	return s
+}
+
+// classFor returns the class of a job's constraints, creating it on first use.
+func (s *state) classFor(j *Job) *class {
+	if j.GPUType == "" && j.GPUsPerNode <= 0 && len(j.Constraints) == 0 {
+		if s.plainCls == nil {
+			s.plainCls = s.newClass("", 0, nil)
+		}
+		return s.plainCls
+	}
+	cons := j.Constraints
+	if !slices.IsSorted(cons) || len(slices.Compact(slices.Clone(cons))) != len(cons) {
+		cons = slices.Compact(slices.Sorted(slices.Values(cons)))
+	}
+	b := s.keyBuf[:0]
+	b = append(b, strings.ToLower(j.GPUType)...)
+	b = append(b, 0)
+	b = append(b, byte(j.GPUsPerNode), byte(j.GPUsPerNode>>8), byte(j.GPUsPerNode>>16), byte(j.GPUsPerNode>>24))
+	for _, c := range cons {
+		b = append(b, 0)
+		b = append(b, c...)
+	}
+	s.keyBuf = b
+	if c, ok := s.classByKey[string(b)]; ok {
+		return c
+	}
+	c := s.newClass(j.GPUType, j.GPUsPerNode, slices.Clone(cons))
+	s.classByKey[string(b)] = c
+	return c
+}
+
+// newClass builds a class's counts and pools from the cycle-start state.
+func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
+	n := len(s.nodes)
+	c := &class{
+		gpuType: gpuType, gpus: gpus, constraints: cons,
+		elig:      make([]bool, n),
+		eligAll:   make([]int, s.nFps),
+		eligReady: make([]int, s.nFps),
+		initFree:  make([]int, s.nFps),
+		own:       make([]pool, len(s.cellGroup)),
+		borrow:    make([]pool, len(s.cellGroup)),
+	}
+	freeG := make([]int, s.nGroups)
+	usableG := make([]int, s.nGroups)
+	firstFp := int32(-1)
+	for i := range s.nodes {
+		x := int32(i)
+		nd := &s.nodes[i]
+		if !c.passes(nd) {
+			c.outConstraint++
+			continue
+		}
+		c.elig[i] = true
+		f, g, ci := s.fp[i], s.group[i], s.cell[i]
+		if firstFp < 0 {
+			firstFp = f
+		} else if f != firstFp {
+			c.multiFp = true
+		}
+		c.eligAll[f]++
+		switch {
+		case !s.ready[i]:
+			c.outState++
+		case s.own[i]:
+			c.eligReady[f]++
+			c.ownReady++
+			usableG[g]++
+			if nd.Allocation == 0 {
+				c.own[ci].free = append(c.own[ci].free, x)
+				c.own[ci].n++
+				c.ownFree++
+				c.initFree[f]++
+				freeG[g]++
+			}
+		case s.borrowable[i]:
+			c.eligReady[f]++
+			c.borrow[ci].free = append(c.borrow[ci].free, x)
+			c.borrow[ci].n++
+			c.borrowFree++
+			c.initBorrow++
+			c.initFree[f]++
+			freeG[g]++
+			usableG[g]++
+		default:
+			c.outOwnership++
+		}
+	}
+	c.largestFree = largestFp(c.initFree)
+	c.freeCap = topology.NewCapacity(freeG)
+	c.usableCap = topology.NewCapacity(usableG)
+	c.tlFp = make([]*timeline, s.nFps)
+	s.classes = append(s.classes, c)
+	return c
+}
+
+// scoreAll computes every job's factors and score and sorts the queue.
+func (s *state) scoreAll() {
+	in := s.in
+	s.jobs = make([]job, len(in.Pending))
+	// f6: queued node-hours against the node-hours running work still holds.
+	var queued, running float64
+	for i := range in.Pending {
+		j := &in.Pending[i]
+		queued += float64(max(1, j.NodesMin)) * jobWall(j).Hours()
+	}
+	for _, r := range in.Running {
+		if rem := r.End.Sub(in.Now); rem > 0 && r.Nodes > 0 {
+			running += float64(r.Nodes) * rem.Hours()
+		}
+	}
+	backlog := fBacklog(queued, running)
+	energy := fEnergy(in.EnergyPrice)
+
+	for i := range in.Pending {
+		j := &in.Pending[i]
+		jb := &s.jobs[i]
+		jb.j = j
+		jb.cls = s.classFor(j)
+		jb.min = max(1, j.NodesMin)
+		jb.max = max(jb.min, j.NodesMax)
+		jb.wall = int64(jobWall(j))
+		elig := j.EligibleTime
+		if elig.IsZero() {
+			elig = j.SubmitTime
+		}
+		if !elig.IsZero() {
+			jb.wait = int64(in.Now.Sub(elig))
+		}
+		f := &jb.f
+		f[0] = fPriority(j.PriorityClass)
+		f[1] = fWait(time.Duration(jb.wait))
+		f[2] = NeutralFairShare
+		if t, ok := in.Tenants[j.Tenant]; ok {
+			f[2] = fFairShare(t.FairShareTarget, t.UsageShare)
+		}
+		k := jb.cls.freeCap.GroupsNeeded(jb.min)
+		if k < 0 {
+			k = jb.cls.usableCap.GroupsNeeded(jb.min)
+		}
+		f[3] = fTopology(k, s.groupsInSystem)
+		f[4] = fDataReady(j.HotDataFraction)
+		f[5] = backlog
+		f[6] = energy
+		f[7] = fCheckpoint(j.Checkpoint, j.CheckpointMinutes)
+		f[8] = fConformance(jb.cls.largestFree, jb.min)
+		jb.score = score(&s.weights, f)
+	}
+	s.order = make([]int32, len(s.jobs))
+	for i := range s.order {
+		s.order[i] = int32(i)
+	}
+	slices.SortFunc(s.order, func(a, b int32) int {
+		ja, jb := &s.jobs[a], &s.jobs[b]
+		switch {
+		case ja.score != jb.score:
+			if ja.score > jb.score {
+				return -1
+			}
+			return 1
+		case ja.wait != jb.wait:
+			if ja.wait > jb.wait {
+				return -1
+			}
+			return 1
+		case ja.j.ID != jb.j.ID:
+			if ja.j.ID < jb.j.ID {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+}
+
+// jobWall is a job's walltime; a missing one counts as the longest allowed.
+func jobWall(j *Job) time.Duration {
+	if j.Walltime <= 0 {
+		return model.MaxWalltime
+	}
+	return j.Walltime
+}
+
+func (s *state) quotaOf(tenant string) *quota {
+	if q, ok := s.quotas[tenant]; ok {
+		return q
+	}
+	q := &quota{nodes: -1, running: -1}
+	if t, ok := s.in.Tenants[tenant]; ok {
+		q.nodes, q.running = max(-1, t.NodesLeft), max(-1, t.RunningLeft)
+	}
+	s.quotas[tenant] = q
+	return q
+}
+
+// plan walks the sorted queue and decides every job.
+func (s *state) plan() {
+	in := s.in
+	s.out.Explanations = make([]Explanation, len(s.order))
+	depth := in.ReservationDepth
+	reserved := 0
+	waiting := false // a higher-ranked job waits for nodes
+	for rank, ji := range s.order {
+		jb := &s.jobs[ji]
+		j, c := jb.j, jb.cls
+		ex := &s.out.Explanations[rank]
+		ex.JobID = j.ID
+		ex.Position = rank + 1
+		ex.Score = jb.score
+		ex.Factors = jb.f
+		ex.Weights = s.weights
+		ex.Filtered = FilterCounts{
+			Constraint: c.outConstraint,
+			State:      c.outState,
+			Ownership:  c.outOwnership,
+		}
+		e := jb.wall
+		usable := c.usableOwn(e) + c.borrowFree
+		ex.Filtered.Busy = c.ownReady + c.initBorrow - usable
+
+		eligAll, eligReady, initFree := sum(c.eligAll), sum(c.eligReady), sum(c.initFree)
+		if s.sensitive {
+			eligAll, eligReady, initFree = largestFp(c.eligAll), largestFp(c.eligReady), largestFp(c.initFree)
+		}
+		q := s.quotaOf(j.Tenant)
+		switch {
+		case j.Hold != "":
+			ex.Reason = j.Hold
+			continue
+		case eligAll < jb.min:
+			ex.Reason = model.ReasonBadConstraints
+			continue
+		case eligReady < jb.min:
+			ex.Reason = model.ReasonNodesDrained
+			continue
+		case q.running == 0:
+			ex.Reason = model.ReasonQuotaMaxRunning
+			continue
+		case q.nodes >= 0 && q.nodes < jb.min:
+			ex.Reason = model.ReasonQuotaMaxNodes
+			continue
+		}
+
+		switch res, nBorrow := s.tryStart(jb, q); res {
+		case startOK:
+			st := Start{JobID: j.ID, Backfilled: waiting, Score: jb.score}
+			slices.Sort(s.chosen)
+			st.Nodes = s.nameList(s.chosen)
+			if nBorrow > 0 {
+				s.tmp = s.tmp[:0]
+				for _, x := range s.chosen {
+					if !s.own[x] {
+						s.tmp = append(s.tmp, x)
+					}
+				}
+				st.Borrowed = s.nameList(s.tmp)
+			}
+			s.commitStart(s.chosen, e)
+			if s.headroom >= 0 {
+				for _, x := range s.chosen {
+					s.headroom -= s.delta[x]
+				}
+			}
+			if q.nodes >= 0 {
+				q.nodes -= len(s.chosen)
+			}
+			if q.running > 0 {
+				q.running--
+			}
+			s.out.Starts = append(s.out.Starts, st)
+			ex.ExpectedStart = in.Now
+			ex.Nodes = st.Nodes
+			continue
+		case startPower:
+			ex.Reason = model.ReasonPowerBudget
+			ex.Filtered.Power = usable // every usable node is held back by power
+			continue
+		}
+
+		// It waits for nodes.
+		waiting = true
+		ex.Reason = model.ReasonResources
+		if initFree >= jb.min {
+			ex.Reason = model.ReasonPriority
+		}
+		tl, key := s.earliest(c, jb.min)
+		if tl == nil {
+			continue // its own nodes can never hold it: no reservation
+		}
+		ex.ExpectedStart = in.Now.Add(time.Duration(key))
+		if depth == 0 || (depth > 0 && reserved >= depth) {
+			continue
+		}
+		reserved++
+		s.reserve(tl, key, jb.min, e)
+		slices.Sort(s.chosen)
+		r := Reservation{JobID: j.ID, Start: ex.ExpectedStart, Nodes: s.nameList(s.chosen)}
+		s.out.Reservations = append(s.out.Reservations, r)
+		ex.Nodes = r.Nodes
+	}
+}
+
+func sum(v []int) int {
+	t := 0
+	for _, x := range v {
+		t += x
+	}
+	return t
+}
+
+// nameList returns the names of nodes xs, carved from a shared arena.
+func (s *state) nameList(xs []int32) []string {
+	if len(xs) == 0 {
+		return nil
+	}
+	if cap(s.names)-len(s.names) < len(xs) {
+		s.names = make([]string, 0, max(4096, len(xs)))
+	}
+	start := len(s.names)
+	for _, x := range xs {
+		s.names = append(s.names, s.nodes[x].Name)
+	}
+	return s.names[start:len(s.names):len(s.names)]
+}
