@@ -94,8 +94,8 @@ func TestGoldenPlacements(t *testing.T) {
 		wants []want
 	}{
 		{
-			name: "best fit group keeps the big group whole",
-			in:   func() *Input { return input(groups(10, 4, 6), jobN(1, 4)) },
+			name:  "best fit group keeps the big group whole",
+			in:    func() *Input { return input(groups(10, 4, 6), jobN(1, 4)) },
 			wants: []want{{id: 1, nodes: []string{"g1n00", "g1n01", "g1n02", "g1n03"}}},
 		},
 		{
@@ -107,8 +107,8 @@ func TestGoldenPlacements(t *testing.T) {
 			},
 		},
 		{
-			name: "fewest groups: largest whole, remainder best fit",
-			in:   func() *Input { return input(groups(4, 2, 3, 6), jobN(1, 9)) },
+			name:  "fewest groups: largest whole, remainder best fit",
+			in:    func() *Input { return input(groups(4, 2, 3, 6), jobN(1, 9)) },
 			wants: []want{{id: 1, nodes: []string{"g2n00", "g2n01", "g2n02", "g3n00", "g3n01", "g3n02", "g3n03", "g3n04", "g3n05"}}},
 		},
 		{
