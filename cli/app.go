@@ -152,6 +152,8 @@ func (r *runner) app() *cli.App {
 func prepare(c *cli.Command) {
 	for _, f := range globalFlags() {
 		if !hasFlag(c.Flags, f.Names()) {
+			// Accepted everywhere, listed once in `latticectl --help`.
+			f.(*cli.StringFlag).Hidden = true
 			c.Flags = append(c.Flags, f)
 		}
 	}
