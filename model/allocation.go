@@ -201,6 +201,25 @@ const (
 	DefaultTenant    = "default"
 )
 
+// ApplyDefaults fills what a request may leave out: the tenant, the node
+// maximum (= minimum), the walltime, the checkpoint mode; it normalises
+// constraints. The vCluster default is the quorum's to fill.
+func (r *Request) ApplyDefaults() {
+	if r.Tenant == "" {
+		r.Tenant = DefaultTenant
+	}
+	if r.NodesMax == 0 {
+		r.NodesMax = r.NodesMin
+	}
+	if r.Walltime == 0 {
+		r.Walltime = DefaultWalltime
+	}
+	if r.Checkpoint == "" {
+		r.Checkpoint = CheckpointNone
+	}
+	r.Constraints = NormalizeFeatures(slices.Clone(r.Constraints))
+}
+
 // Validate checks a request. It does not know the cluster: whether the
 // vCluster exists or the nodes are enough is for the quorum to say.
 func (r *Request) Validate() error {

@@ -1,7 +1,9 @@
 package model
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -160,4 +162,62 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// CompressHostlist writes node names the way Slurm does: runs of names that
+// differ only in a trailing zero-padded number become prefix[a-b,c]. Order
+// is kept for names that do not compress.
+func CompressHostlist(names []string) string {
+	type entry struct {
+		prefix string
+		width  int
+		nums   []int
+	}
+	var out []string
+	var cur *entry
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		if len(cur.nums) == 1 {
+			out = append(out, fmt.Sprintf("%s%0*d", cur.prefix, cur.width, cur.nums[0]))
+		} else {
+			var parts []string
+			for i := 0; i < len(cur.nums); {
+				j := i
+				for j+1 < len(cur.nums) && cur.nums[j+1] == cur.nums[j]+1 {
+					j++
+				}
+				if j == i {
+					parts = append(parts, fmt.Sprintf("%0*d", cur.width, cur.nums[i]))
+				} else {
+					parts = append(parts, fmt.Sprintf("%0*d-%0*d", cur.width, cur.nums[i], cur.width, cur.nums[j]))
+				}
+				i = j + 1
+			}
+			out = append(out, cur.prefix+"["+strings.Join(parts, ",")+"]")
+		}
+		cur = nil
+	}
+	for _, name := range names {
+		i := len(name)
+		for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+			i--
+		}
+		if i == len(name) || len(name)-i > 9 {
+			flush()
+			out = append(out, name)
+			continue
+		}
+		prefix, digits := name[:i], name[i:]
+		n, _ := strconv.Atoi(digits)
+		if cur != nil && cur.prefix == prefix && cur.width == len(digits) && n > cur.nums[len(cur.nums)-1] {
+			cur.nums = append(cur.nums, n)
+			continue
+		}
+		flush()
+		cur = &entry{prefix: prefix, width: len(digits), nums: []int{n}}
+	}
+	flush()
+	return strings.Join(out, ",")
 }

@@ -18,7 +18,7 @@ const FairShareHalfLife = 7 * 24 * time.Hour
 // apply runs one command against the state. It is deterministic: a function
 // of the state and the command only.
 func (s *State) apply(c Command) *Result {
-	h := c.header()
+	h := c.CommandHeader()
 	if h.RequestID != "" {
 		if prev, ok := s.requests[h.RequestID]; ok {
 			return prev
@@ -212,19 +212,7 @@ func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
 			r.VCluster = vcs[0].Name
 		}
 	}
-	if r.Tenant == "" {
-		r.Tenant = model.DefaultTenant
-	}
-	if r.NodesMax == 0 {
-		r.NodesMax = r.NodesMin
-	}
-	if r.Walltime == 0 {
-		r.Walltime = model.DefaultWalltime
-	}
-	if r.Checkpoint == "" {
-		r.Checkpoint = model.CheckpointNone
-	}
-	r.Constraints = model.NormalizeFeatures(slices.Clone(r.Constraints))
+	r.ApplyDefaults()
 	if err := r.Validate(); err != nil {
 		return r, reject(CodeInvalid, "", "%v", err)
 	}
@@ -797,7 +785,10 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 		if nc.Health == model.NodeDown && nc.Allocation != 0 {
 			// The node is lost: its allocation fails; its other nodes are freed
 			// and their agents are told to stop it.
-			if a := s.allocs[nc.Allocation]; a != nil && a.State.Active() {
+			if a := s.allocs[nc.Allocation]; a != nil && a.State == model.StateStaging {
+				// Nothing ran yet: back to the queue.
+				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StatePending, Reason: model.ReasonNodeFailure}, c.Time)
+			} else if a != nil && a.State.Active() {
 				ac := a.Clone()
 				s.finish(ac, model.StateFailed, model.ReasonNodeFailure, nil, c.Time)
 				s.putAlloc(ac)

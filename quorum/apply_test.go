@@ -37,7 +37,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) apply(c Command) *Result {
 	f.t.Helper()
 	f.now = f.now.Add(time.Second)
-	c.header().Time = f.now
+	c.CommandHeader().Time = f.now
 	// Go through the codec, as Raft would.
 	data, err := Encode(c)
 	if err != nil {

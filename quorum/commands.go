@@ -55,12 +55,13 @@ type Header struct {
 	Time      time.Time `json:"time"`
 }
 
-func (h *Header) header() *Header { return h }
+// CommandHeader returns the header to stamp or read.
+func (h *Header) CommandHeader() *Header { return h }
 
 // Command is any command payload.
 type Command interface {
 	Type() CommandType
-	header() *Header
+	CommandHeader() *Header
 }
 
 // SubmitItem is one allocation of a submission. AfterItems names earlier

@@ -160,3 +160,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() {}
+
+// WriteBackup writes a consistent snapshot stream of the current state to w.
+// It holds the read lock only to copy references.
+func (f *FSM) WriteBackup(w io.Writer) error {
+	f.mu.RLock()
+	im := f.state.image()
+	f.mu.RUnlock()
+	return im.write(w)
+}

@@ -222,7 +222,7 @@ func (q *Quorum) Barrier(timeout time.Duration) error {
 // Propose submits a command through Raft and returns its result. The
 // command's header time must be set by the caller (the leader mints it).
 func (q *Quorum) Propose(ctx context.Context, c Command) (*Result, error) {
-	if c.header().Time.IsZero() {
+	if c.CommandHeader().Time.IsZero() {
 		return nil, fmt.Errorf("quorum: %s proposed without a time", c.Type())
 	}
 	if q.raft.State() != raft.Leader {

@@ -1,0 +1,432 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// Launch is everything needed to start one allocation's entrypoint.
+type Launch struct {
+	AllocID    uint64
+	DisplayID  string
+	ArrayJobID uint64
+	ArrayIndex int
+	Name       string
+	Tenant     string
+	VCluster   string
+	Command    []string // run through sh -c
+	Script     string   // batch script contents
+	Env        []string
+	WorkDir    string
+	Nodes      []string
+	Walltime   time.Duration
+	Grace      time.Duration
+	Stdout     string // output file pattern; empty = the data dir's log file
+	Stderr     string
+	Checkpoint model.CheckpointMode
+}
+
+// Exit is how an allocation ended on this agent.
+type Exit struct {
+	AllocID  uint64
+	State    model.AllocState // COMPLETED, FAILED or CANCELLED
+	Reason   string
+	ExitCode *int
+	Message  string
+}
+
+// Runner starts entrypoints as real processes, each in its own process
+// group, and stops them: SIGTERM to the group, a grace period, then SIGKILL.
+// Output goes to files; logs can be read back by allocation id.
+type Runner struct {
+	dir    string // data dir of the agent
+	onExit func(Exit)
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	running map[uint64]*process
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+type process struct {
+	cmd      *exec.Cmd
+	pgid     int
+	launch   Launch
+	stopOnce sync.Once
+	// why is set once, before signalling, to the reason the agent stopped it.
+	why   string
+	done  chan struct{}
+	timer *time.Timer
+}
+
+// LogPaths records where an allocation's output went.
+type LogPaths struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// NewRunner returns a runner keeping logs and scripts under dir.
+func NewRunner(dir string, log *slog.Logger, onExit func(Exit)) (*Runner, error) {
+	for _, sub := range []string{"logs", "scripts"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("agent data dir: %w", err)
+		}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{dir: dir, onExit: onExit, log: log, running: map[uint64]*process{}}, nil
+}
+
+// Env builds the environment of an allocation: the agent's own, the
+// request's, then Lattice's and Slurm's variables.
+func Env(l Launch, base []string) []string {
+	env := append([]string(nil), base...)
+	env = append(env, l.Env...)
+	id := strconv.FormatUint(l.AllocID, 10)
+	nodelist := strings.Join(l.Nodes, ",")
+	env = append(env,
+		"LATTICE_ALLOC_ID="+id,
+		"LATTICE_ALLOC_NAME="+l.Name,
+		"LATTICE_NODELIST="+nodelist,
+		"LATTICE_NUM_NODES="+strconv.Itoa(len(l.Nodes)),
+		"LATTICE_VCLUSTER="+l.VCluster,
+		"LATTICE_TENANT="+l.Tenant,
+		"SLURM_JOB_ID="+id,
+		"SLURM_JOBID="+id,
+		"SLURM_JOB_NAME="+l.Name,
+		"SLURM_JOB_NODELIST="+model.CompressHostlist(l.Nodes),
+		"SLURM_NODELIST="+model.CompressHostlist(l.Nodes),
+		"SLURM_NNODES="+strconv.Itoa(len(l.Nodes)),
+		"SLURM_JOB_NUM_NODES="+strconv.Itoa(len(l.Nodes)),
+		"SLURM_JOB_PARTITION="+l.VCluster,
+		"SLURM_JOB_ACCOUNT="+l.Tenant,
+	)
+	if l.ArrayJobID != 0 {
+		env = append(env,
+			"LATTICE_ARRAY_JOB_ID="+strconv.FormatUint(l.ArrayJobID, 10),
+			"LATTICE_ARRAY_TASK_ID="+strconv.Itoa(l.ArrayIndex),
+			"SLURM_ARRAY_JOB_ID="+strconv.FormatUint(l.ArrayJobID, 10),
+			"SLURM_ARRAY_TASK_ID="+strconv.Itoa(l.ArrayIndex),
+		)
+	}
+	if len(l.Nodes) > 0 {
+		env = append(env, "SLURMD_NODENAME="+l.Nodes[0], "LATTICE_NODENAME="+l.Nodes[0])
+	}
+	return env
+}
+
+// ExpandPattern expands Slurm's filename patterns: %j job id, %A array job
+// id, %a array index, %x job name, %N first node, %u user, %% a percent sign.
+func ExpandPattern(p string, l Launch) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] != '%' || i+1 == len(p) {
+			b.WriteByte(p[i])
+			continue
+		}
+		i++
+		switch p[i] {
+		case 'j':
+			b.WriteString(strconv.FormatUint(l.AllocID, 10))
+		case 'A':
+			if l.ArrayJobID != 0 {
+				b.WriteString(strconv.FormatUint(l.ArrayJobID, 10))
+			} else {
+				b.WriteString(strconv.FormatUint(l.AllocID, 10))
+			}
+		case 'a':
+			b.WriteString(strconv.Itoa(l.ArrayIndex))
+		case 'x':
+			b.WriteString(l.Name)
+		case 'N':
+			if len(l.Nodes) > 0 {
+				b.WriteString(l.Nodes[0])
+			}
+		case 'u':
+			b.WriteString(l.Tenant)
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String()
+}
+
+func (r *Runner) logPaths(l Launch) LogPaths {
+	resolve := func(pattern, suffix string) string {
+		if pattern == "" {
+			return filepath.Join(r.dir, "logs", strconv.FormatUint(l.AllocID, 10)+suffix)
+		}
+		p := ExpandPattern(pattern, l)
+		if !filepath.IsAbs(p) && l.WorkDir != "" {
+			p = filepath.Join(l.WorkDir, p)
+		}
+		return p
+	}
+	lp := LogPaths{Stdout: resolve(l.Stdout, ".out")}
+	if l.Stderr == "" && l.Stdout != "" {
+		lp.Stderr = lp.Stdout // Slurm: without --error, stderr goes with stdout
+	} else {
+		lp.Stderr = resolve(l.Stderr, ".err")
+	}
+	return lp
+}
+
+// Paths returns where an allocation's output is, if this agent ran it.
+func (r *Runner) Paths(id uint64) (LogPaths, bool) {
+	b, err := os.ReadFile(filepath.Join(r.dir, "logs", strconv.FormatUint(id, 10)+".json"))
+	if err != nil {
+		return LogPaths{}, false
+	}
+	var lp LogPaths
+	if json.Unmarshal(b, &lp) != nil {
+		return LogPaths{}, false
+	}
+	return lp, true
+}
+
+// Start launches an allocation. An error means nothing was started.
+func (r *Runner) Start(l Launch) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errors.New("agent is shutting down")
+	}
+	if _, dup := r.running[l.AllocID]; dup {
+		return nil
+	}
+	if l.WorkDir != "" {
+		if st, err := os.Stat(l.WorkDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
+		}
+	}
+	lp := r.logPaths(l)
+	meta, _ := json.Marshal(lp)
+	if err := os.WriteFile(filepath.Join(r.dir, "logs", strconv.FormatUint(l.AllocID, 10)+".json"), meta, 0o644); err != nil {
+		return fmt.Errorf("record log paths: %w", err)
+	}
+	stdout, err := openLog(lp.Stdout)
+	if err != nil {
+		return err
+	}
+	stderr := stdout
+	if lp.Stderr != lp.Stdout {
+		if stderr, err = openLog(lp.Stderr); err != nil {
+			stdout.Close()
+			return err
+		}
+	}
+	var cmd *exec.Cmd
+	switch {
+	case l.Script != "":
+		path := filepath.Join(r.dir, "scripts", strconv.FormatUint(l.AllocID, 10)+".sh")
+		if err := os.WriteFile(path, []byte(l.Script), 0o700); err != nil {
+			closeLogs(stdout, stderr)
+			return fmt.Errorf("write script: %w", err)
+		}
+		if strings.HasPrefix(l.Script, "#!") {
+			cmd = exec.Command(path)
+		} else {
+			cmd = exec.Command("/bin/sh", path)
+		}
+	case len(l.Command) == 1:
+		cmd = exec.Command("/bin/sh", "-c", l.Command[0])
+	case len(l.Command) > 1:
+		cmd = exec.Command("/bin/sh", "-c", shellJoin(l.Command))
+	default:
+		closeLogs(stdout, stderr)
+		return errors.New("allocation has neither a command nor a script")
+	}
+	cmd.Dir = l.WorkDir
+	cmd.Env = Env(l, os.Environ())
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeLogs(stdout, stderr)
+		return fmt.Errorf("start entrypoint: %w", err)
+	}
+	closeLogs(stdout, stderr) // the child holds its own descriptors
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, done: make(chan struct{})}
+	r.running[l.AllocID] = p
+	if l.Walltime > 0 {
+		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
+	}
+	r.wg.Add(1)
+	go r.wait(p)
+	r.log.Info("allocation started", "alloc", l.AllocID, "pid", p.pgid, "nodes", len(l.Nodes))
+	return nil
+}
+
+func openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("output dir for %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open output %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func closeLogs(a, b *os.File) {
+	a.Close()
+	if b != a {
+		b.Close()
+	}
+}
+
+// shellJoin quotes argv for sh -c.
+func shellJoin(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			parts[i] = a
+		} else {
+			parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func (r *Runner) wait(p *process) {
+	defer r.wg.Done()
+	err := p.cmd.Wait()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	// Whatever the entrypoint left behind in its group goes with it.
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	close(p.done)
+	r.mu.Lock()
+	delete(r.running, p.launch.AllocID)
+	why := p.why
+	r.mu.Unlock()
+
+	ex := Exit{AllocID: p.launch.AllocID}
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			} else {
+				code = ee.ExitCode()
+			}
+		} else {
+			code = -1
+			ex.Message = err.Error()
+		}
+	}
+	ex.ExitCode = &code
+	switch {
+	case why == model.ReasonCancelled:
+		ex.State, ex.Reason = model.StateCancelled, model.ReasonCancelled
+	case why != "":
+		ex.State, ex.Reason = model.StateFailed, why
+	case code == 0:
+		ex.State = model.StateCompleted
+	default:
+		ex.State, ex.Reason = model.StateFailed, model.ReasonNonZeroExit
+	}
+	r.log.Info("allocation ended", "alloc", ex.AllocID, "state", ex.State, "reason", ex.Reason, "exit_code", code)
+	if r.onExit != nil {
+		r.onExit(ex)
+	}
+}
+
+// Stop stops a running allocation: SIGTERM to its process group, then
+// SIGKILL after grace. It returns false when the allocation is not running.
+func (r *Runner) Stop(id uint64, reason string, grace time.Duration) bool {
+	r.mu.Lock()
+	p := r.running[id]
+	r.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	r.stop(p, reason, grace)
+	return true
+}
+
+func (r *Runner) stop(p *process, reason string, grace time.Duration) {
+	p.stopOnce.Do(func() {
+		r.mu.Lock()
+		p.why = reason
+		r.mu.Unlock()
+		r.log.Info("stopping allocation", "alloc", p.launch.AllocID, "reason", reason, "grace", grace)
+		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+		go func() {
+			select {
+			case <-p.done:
+			case <-time.After(grace):
+				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+			}
+		}()
+	})
+}
+
+// Signal sends sig to a running allocation's process group (checkpoint requests).
+func (r *Runner) Signal(id uint64, sig syscall.Signal) bool {
+	r.mu.Lock()
+	p := r.running[id]
+	r.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	return syscall.Kill(-p.pgid, sig) == nil
+}
+
+// Running lists the allocations running now, in id order.
+func (r *Runner) Running() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]uint64, 0, len(r.running))
+	for id := range r.running {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// IsRunning reports whether id runs here now.
+func (r *Runner) IsRunning(id uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[id] != nil
+}
+
+// Shutdown stops everything (SIGTERM, grace, SIGKILL) and waits for it.
+func (r *Runner) Shutdown(grace time.Duration) {
+	r.mu.Lock()
+	r.closed = true
+	procs := make([]*process, 0, len(r.running))
+	for _, p := range r.running {
+		procs = append(procs, p)
+	}
+	r.mu.Unlock()
+	for _, p := range procs {
+		r.stop(p, model.ReasonNodeFailure, grace)
+	}
+	r.wg.Wait()
+}

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/latticehpc/lattice/agent"
+	"github.com/latticehpc/lattice/conformance"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/server"
+)
+
+// usageError marks bad flags or values: exit code 2.
+type usageError struct{ error }
+
+func exitCode(err error) int {
+	var ue usageError
+	var fe *model.FieldError
+	if errors.As(err, &ue) || errors.As(err, &fe) {
+		return 2
+	}
+	return 1
+}
+
+func env(name string) []string { return []string{"LATTICE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))} }
+
+func str(name, value, usage string) *cli.StringFlag {
+	return &cli.StringFlag{Name: name, Value: value, Usage: usage, EnvVars: env(name)}
+}
+
+func dur(name string, value time.Duration, usage string) *cli.DurationFlag {
+	return &cli.DurationFlag{Name: name, Value: value, Usage: usage, EnvVars: env(name)}
+}
+
+func app() *cli.App {
+	return &cli.App{
+		Name:  "latticed",
+		Usage: "the Lattice scheduler daemon: quorum member, node agent, or both in one process for development",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("log-level")},
+		},
+		Before: func(c *cli.Context) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+				return usageError{&model.FieldError{Field: "log-level", Value: c.String("log-level"), Allowed: "debug, info, warn or error"}}
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			return nil
+		},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand()},
+		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func vclusterDefs(names []string) []model.VCluster {
+	out := make([]model.VCluster, len(names))
+	for i, n := range names {
+		out[i] = server.DefaultVCluster(n)
+	}
+	return out
+}
+
+// --- dev --------------------------------------------------------------------------
+
+func devCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "dev",
+		Usage: "run everything in one process: a one-member quorum, the schedulers and a simulated cluster running real processes",
+		Flags: []cli.Flag{
+			str("data-dir", ".lattice/dev", "where Raft state, snapshots and job output live (survives restarts)"),
+			&cli.IntFlag{Name: "nodes", Value: 64, Usage: "simulated nodes", EnvVars: env("nodes")},
+			&cli.IntFlag{Name: "groups", Value: 4, Usage: "dragonfly groups the nodes are spread over", EnvVars: env("groups")},
+			str("vclusters", "hpc-batch,ml-training,interactive", "vClusters as NAME[:NODES],... (nodes split in that order; evenly without counts)"),
+			str("api", "127.0.0.1:7070", "gRPC API address"),
+			str("metrics", "127.0.0.1:9090", "Prometheus /metrics address (empty = off)"),
+			str("node-watts", "100:400", "IDLE:BUSY watts of each simulated node"),
+			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
+			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
+			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
+		},
+		Action: runDev,
+	}
+}
+
+func runDev(c *cli.Context) error {
+	n, groups := c.Int("nodes"), c.Int("groups")
+	if n < 1 || n > 100000 {
+		return usageError{&model.FieldError{Field: "nodes", Value: fmt.Sprint(n), Allowed: "1..100000"}}
+	}
+	if groups < 1 || groups > n {
+		return usageError{&model.FieldError{Field: "groups", Value: fmt.Sprint(groups), Allowed: fmt.Sprintf("1..%d (at most one group per node)", n)}}
+	}
+	names, counts, err := agent.ParseVClusterSplit(c.String("vclusters"))
+	if err != nil {
+		return usageError{err}
+	}
+	for _, name := range names {
+		if v := server.DefaultVCluster(name); v.Validate() != nil {
+			return usageError{v.Validate()}
+		}
+	}
+	idle, busy, err := model.ParseWatts(c.String("node-watts"))
+	if err != nil {
+		return usageError{err}
+	}
+	budget, err := model.ParseKilowatts("power-budget-kw", fmt.Sprint(c.Float64("power-budget-kw")))
+	if err != nil {
+		return usageError{err}
+	}
+	groupSize := (n + groups - 1) / groups
+	fp := conformance.Fingerprint("sim-driver-1", "sim-nic-1", "sim-bios-1", "")
+	nodes, err := agent.SimulatedNodes("node", n, groupSize, names, counts, idle, busy, fp)
+	if err != nil {
+		return usageError{err}
+	}
+	dataDir, err := filepath.Abs(c.String("data-dir"))
+	if err != nil {
+		return err
+	}
+	grace := c.Duration("grace")
+	srv, err := server.New(server.Config{
+		ID: "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
+		InMemRaft: true, VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
+		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Serve(); err != nil {
+		srv.Stop()
+		return err
+	}
+	ag, err := agent.New(agent.Config{
+		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
+		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace,
+	})
+	if err != nil {
+		srv.Stop()
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	agentCtx, stopAgent := context.WithCancel(context.Background())
+	agentDone := make(chan struct{})
+	go func() {
+		defer close(agentDone)
+		_ = ag.Run(agentCtx)
+	}()
+	shutdown := func() {
+		stopAgent()
+		<-agentDone
+		srv.Stop()
+	}
+	if err := waitReady(ctx, srv.APIAddr(), len(nodes)); err != nil {
+		shutdown()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "lattice dev ready: api=%s metrics=%s data=%s\n", srv.APIAddr(), orOff(srv.MetricsAddr()), dataDir)
+	if c.Bool("demo") {
+		if err := submitDemo(ctx, srv.APIAddr()); err != nil {
+			slog.Warn("demo workload", "err", err)
+		}
+	}
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "lattice dev: shutting down")
+	shutdown()
+	return nil
+}
+
+func orOff(s string) string {
+	if s == "" {
+		return "off"
+	}
+	return s
+}
+
+// --- server -------------------------------------------------------------------------
+
+func serverCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML file; its keys are these flags' names", EnvVars: env("config")},
+		altsrc.NewStringFlag(str("id", "", "unique member id (required)")),
+		altsrc.NewStringFlag(str("data-dir", "", "Raft log, stable store and snapshots (required)")),
+		altsrc.NewStringFlag(str("raft-addr", "127.0.0.1:7000", "address for Raft traffic between members")),
+		altsrc.NewStringFlag(str("api-addr", "127.0.0.1:7070", "gRPC API address")),
+		altsrc.NewStringFlag(str("metrics-addr", "127.0.0.1:9090", "Prometheus /metrics address (empty = off)")),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "bootstrap", Usage: "form a new cluster with this member (first member, first start only)", EnvVars: env("bootstrap")}),
+		altsrc.NewStringFlag(str("join", "", "API addresses of existing members to join through, comma-separated")),
+		altsrc.NewStringFlag(str("vclusters", "hpc-batch", "vClusters created when the cluster is new, comma-separated")),
+		altsrc.NewStringFlag(str("default-vcluster", "", "vCluster for submissions that name none (default: the first)")),
+		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget set when the cluster is new (0 = none)", EnvVars: env("power-budget-kw")}),
+		altsrc.NewDurationFlag(dur("degraded-after", 30*time.Second, "heartbeat silence before a node is Degraded")),
+		altsrc.NewDurationFlag(dur("down-after", 60*time.Second, "heartbeat silence before a node is Down (its work fails)")),
+		altsrc.NewDurationFlag(dur("liveness-grace", 0, "after winning leadership, wait this long before marking nodes (default: down-after)")),
+		altsrc.NewDurationFlag(dur("kill-grace", 30*time.Second, "SIGTERM to SIGKILL grace sent with cancellations")),
+		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations this long")),
+	}
+	return &cli.Command{
+		Name:   "server",
+		Usage:  "run one quorum member",
+		Flags:  flags,
+		Before: altsrc.InitInputSourceWithContext(flags, configSource),
+		Action: runServer,
+	}
+}
+
+// configSource reads --config when given.
+func configSource(c *cli.Context) (altsrc.InputSourceContext, error) {
+	if c.String("config") == "" {
+		return &altsrc.MapInputSource{}, nil
+	}
+	src, err := altsrc.NewYamlSourceFromFlagFunc("config")(c)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("config %s: %w", c.String("config"), err)}
+	}
+	return src, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func runServer(c *cli.Context) error {
+	if c.String("id") == "" {
+		return usageError{&model.FieldError{Field: "id", Allowed: "a unique member id (--id or LATTICE_ID)"}}
+	}
+	if c.String("data-dir") == "" {
+		return usageError{&model.FieldError{Field: "data-dir", Allowed: "a directory (--data-dir or LATTICE_DATA_DIR)"}}
+	}
+	if c.Bool("bootstrap") && c.String("join") != "" {
+		return usageError{&model.FieldError{Field: "bootstrap", Value: "with --join", Allowed: "--bootstrap for the first member or --join for later ones, not both"}}
+	}
+	budget, err := model.ParseKilowatts("power-budget-kw", fmt.Sprint(c.Float64("power-budget-kw")))
+	if err != nil {
+		return usageError{err}
+	}
+	vcs := splitList(c.String("vclusters"))
+	if len(vcs) == 0 {
+		return usageError{&model.FieldError{Field: "vclusters", Allowed: "one or more vCluster names"}}
+	}
+	for _, name := range vcs {
+		if v := server.DefaultVCluster(name); v.Validate() != nil {
+			return usageError{v.Validate()}
+		}
+	}
+	srv, err := server.New(server.Config{
+		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
+		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
+		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
+		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
+		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Serve(); err != nil {
+		srv.Stop()
+		return err
+	}
+	slog.Info("lattice server ready", "id", c.String("id"), "api", srv.APIAddr(), "raft", srv.Quorum().RaftAddr(), "metrics", orOff(srv.MetricsAddr()))
+	ctx, stop := signalContext()
+	defer stop()
+	<-ctx.Done()
+	slog.Info("lattice server shutting down")
+	srv.Stop()
+	return nil
+}
+
+// --- agent --------------------------------------------------------------------------
+
+func agentCommand() *cli.Command {
+	host, _ := os.Hostname()
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML file; its keys are these flags' names", EnvVars: env("config")},
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "server", Usage: "API addresses of quorum members, comma-separated (required)", EnvVars: []string{"LATTICE_SERVER"}}),
+		altsrc.NewStringFlag(str("id", host, "agent id")),
+		altsrc.NewStringFlag(str("data-dir", "", "where job output and scripts live (default: a temp dir per agent id)")),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "group-size", Value: 16, Usage: "simulated nodes per dragonfly group", EnvVars: env("group-size")}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "first-group", Usage: "dragonfly group of the first simulated node (or of this host)", EnvVars: env("first-group")}),
+		altsrc.NewStringFlag(str("vcluster", "hpc-batch", "home vCluster of the nodes; NAME[:N],... splits simulated nodes")),
+		altsrc.NewStringFlag(str("name", host, "node name (real mode) or name prefix (simulated: PREFIX0001...)")),
+		altsrc.NewStringFlag(str("node-watts", "100:400", "IDLE:BUSY watts per node")),
+		altsrc.NewStringFlag(str("gpu-type", "", "GPU model of the node(s)")),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "gpus", Usage: "GPUs per node", EnvVars: env("gpus")}),
+		altsrc.NewStringFlag(str("features", "", "node features, comma-separated")),
+		altsrc.NewStringFlag(str("driver-version", "", "GPU driver version (conformance fingerprint)")),
+		altsrc.NewStringFlag(str("nic-firmware", "", "NIC firmware version (conformance fingerprint)")),
+		altsrc.NewStringFlag(str("bios-firmware", "", "BIOS/BMC firmware version (conformance fingerprint)")),
+		altsrc.NewStringFlag(str("kernel-params", "", "kernel parameters (conformance fingerprint)")),
+		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
+		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
+	}
+	return &cli.Command{
+		Name:   "agent",
+		Usage:  "run a node agent (one node, or --simulate N nodes)",
+		Flags:  flags,
+		Before: altsrc.InitInputSourceWithContext(flags, configSource),
+		Action: runAgent,
+	}
+}
+
+func runAgent(c *cli.Context) error {
+	servers := splitList(c.String("server"))
+	if len(servers) == 0 {
+		return usageError{&model.FieldError{Field: "server", Allowed: "one or more API addresses (--server or LATTICE_SERVER)"}}
+	}
+	idle, busy, err := model.ParseWatts(c.String("node-watts"))
+	if err != nil {
+		return usageError{err}
+	}
+	fp := conformance.Fingerprint(c.String("driver-version"), c.String("nic-firmware"), c.String("bios-firmware"), c.String("kernel-params"))
+	names, counts, err := agent.ParseVClusterSplit(c.String("vcluster"))
+	if err != nil {
+		return usageError{err}
+	}
+	var nodes []model.Node
+	if n := c.Int("simulate"); n > 0 {
+		nodes, err = agent.SimulatedNodes(c.String("name"), n, c.Int("group-size"), names, counts, idle, busy, fp)
+		if err != nil {
+			return usageError{err}
+		}
+	} else if c.Int("simulate") < 0 {
+		return usageError{&model.FieldError{Field: "simulate", Value: fmt.Sprint(c.Int("simulate")), Allowed: "a node count >= 0"}}
+	} else {
+		nodes = []model.Node{{Name: c.String("name"), HomeVCluster: names[0], IdleWatts: idle, BusyWatts: busy, Fingerprint: fp}}
+	}
+	for i := range nodes {
+		nodes[i].Group += c.Int("first-group")
+		nodes[i].GPUType, nodes[i].GPUs = c.String("gpu-type"), c.Int("gpus")
+		if f := splitList(c.String("features")); len(f) > 0 {
+			nodes[i].Features = model.NormalizeFeatures(append(nodes[i].Features, f...))
+		}
+		if err := model.ValidateNode(&nodes[i]); err != nil {
+			return usageError{err}
+		}
+	}
+	dataDir := c.String("data-dir")
+	if dataDir == "" {
+		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
+	}
+	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
+		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace")})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	slog.Info("lattice agent starting", "id", c.String("id"), "nodes", len(nodes), "servers", servers)
+	return ag.Run(ctx)
+}

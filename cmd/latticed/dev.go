@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+// waitReady waits until the API answers and every simulated node is Ready.
+func waitReady(ctx context.Context, addr string, nodes int) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := latticev1.NewNodeServiceClient(conn)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := client.List(cctx, &latticev1.ListNodesRequest{States: []string{string(model.NodeReady)}})
+		cancel()
+		if err == nil && len(resp.Nodes) >= nodes {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the dev cluster did not become ready within 60s")
+}
+
+// submitDemo submits a small sample workload so a newcomer sees jobs run.
+func submitDemo(ctx context.Context, addr string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := latticev1.NewAllocationServiceClient(conn)
+	wd, _ := os.Getwd()
+	demo := []*latticev1.AllocationRequest{
+		{Name: "hello", NodesMin: 1, WalltimeSeconds: 300, Command: []string{"echo hello from $LATTICE_NODELIST; sleep 5"}},
+		{Name: "two-nodes", NodesMin: 2, WalltimeSeconds: 300, Command: []string{"echo $SLURM_NNODES nodes: $SLURM_JOB_NODELIST; sleep 20"}},
+		{Name: "wide", NodesMin: 16, WalltimeSeconds: 600, Command: []string{"echo 16-node job on $SLURM_JOB_NODELIST; sleep 30"}},
+		{Name: "sweep", NodesMin: 1, WalltimeSeconds: 300, Array: &latticev1.ArraySpec{Start: 0, End: 7, Step: 1, MaxConcurrent: 4},
+			Command: []string{"echo task $SLURM_ARRAY_TASK_ID; sleep 10"}},
+		{Name: "training", Vcluster: "ml-training", NodesMin: 4, WalltimeSeconds: 900, PriorityClass: 5, Checkpoint: "signal",
+			Command: []string{"echo training on $LATTICE_NUM_NODES nodes; sleep 45"}},
+		{Name: "fails", NodesMin: 1, WalltimeSeconds: 60, Command: []string{"echo about to fail >&2; exit 3"}},
+	}
+	var ids []string
+	for _, r := range demo {
+		r.Tenant, r.WorkDir = "demo", wd
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := client.Submit(cctx, &latticev1.SubmitRequest{Request: r})
+		cancel()
+		if err != nil {
+			// A vCluster named in the demo may not exist with custom --vclusters.
+			r.Vcluster = ""
+			cctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+			resp, err = client.Submit(cctx, &latticev1.SubmitRequest{Request: r})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("submit %s: %w", r.Name, err)
+			}
+		}
+		ids = append(ids, fmt.Sprintf("%s=%s", r.Name, resp.DisplayId))
+	}
+	fmt.Fprintf(os.Stderr, "lattice dev: demo submitted %v\n", ids)
+	fmt.Fprintln(os.Stderr, "lattice dev: in another shell try: go run ./cmd/latticectl status; go run ./cmd/latticectl nodes; go run ./cmd/latticectl logs ID")
+	return nil
+}

@@ -1,0 +1,383 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/solver"
+	"github.com/latticehpc/lattice/vcluster"
+)
+
+type adminService struct {
+	latticev1.UnimplementedAdminServiceServer
+	s *Server
+}
+
+const selfOnlyKey = "x-lattice-self-only"
+
+// QuorumStatus reports the Raft configuration and each member's role, asking
+// every other member directly (an unreachable one shows as such).
+func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStatusRequest) (*latticev1.QuorumStatusResponse, error) {
+	s := a.s
+	leaderID, _ := s.q.Leader()
+	var version uint64
+	members := map[string]quorum.Member{}
+	s.view(func(st *quorum.State) {
+		version = st.Version
+		for _, m := range st.Members() {
+			members[m.ID] = m
+		}
+	})
+	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: s.q.State(), Healthy: true}
+	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
+		AppliedIndex: s.q.AppliedIndex(), StateVersion: version}
+	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {
+		resp.Members = []*latticev1.QuorumMember{self}
+		return resp, nil
+	}
+	servers, err := s.q.Servers()
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	resp.Members = make([]*latticev1.QuorumMember, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		m := &latticev1.QuorumMember{Id: srv.ID, RaftAddr: srv.RaftAddr, ApiAddr: members[srv.ID].APIAddr, Voter: srv.Voter}
+		resp.Members[i] = m
+		if srv.ID == s.cfg.ID {
+			self.Voter = srv.Voter
+			resp.Members[i] = self
+			continue
+		}
+		if m.ApiAddr == "" {
+			m.Role = "unreachable"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.Role, m.Healthy = "unreachable", false
+			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, selfOnlyKey, "1"), 700*time.Millisecond)
+			defer cancel()
+			conn, err := grpc.NewClient(m.ApiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			r, err := latticev1.NewAdminServiceClient(conn).QuorumStatus(cctx, &latticev1.QuorumStatusRequest{})
+			if err != nil || len(r.Members) == 0 {
+				return
+			}
+			m.Role, m.Healthy = r.Members[0].Role, true
+		}()
+	}
+	wg.Wait()
+	return resp, nil
+}
+
+func (a *adminService) QuorumJoin(ctx context.Context, req *latticev1.QuorumJoinRequest) (*latticev1.QuorumJoinResponse, error) {
+	if req.Id == "" || req.RaftAddr == "" {
+		return nil, invalid("invalid join: allowed an id and a raft address")
+	}
+	s := a.s
+	servers, err := s.q.Servers()
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	present := false
+	for _, srv := range servers {
+		if srv.ID == req.Id && srv.RaftAddr == req.RaftAddr {
+			present = true
+		}
+	}
+	if !present {
+		add := s.q.AddVoter
+		if req.Nonvoter {
+			add = s.q.AddNonvoter
+		}
+		if err := add(req.Id, req.RaftAddr, 10*time.Second); err != nil {
+			return nil, rpcError(err)
+		}
+		s.log.Info("member joined", "id", req.Id, "raft_addr", req.RaftAddr)
+	}
+	if req.ApiAddr != "" {
+		if _, err := s.propose(ctx, &quorum.SetMember{Member: quorum.Member{ID: req.Id, RaftAddr: req.RaftAddr, APIAddr: req.ApiAddr}}); err != nil {
+			return nil, rpcError(err)
+		}
+	}
+	return &latticev1.QuorumJoinResponse{}, nil
+}
+
+func (a *adminService) QuorumRemove(ctx context.Context, req *latticev1.QuorumRemoveRequest) (*latticev1.QuorumRemoveResponse, error) {
+	if req.Id == "" {
+		return nil, invalid("invalid id: allowed a member id")
+	}
+	servers, err := a.s.q.Servers()
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	found := false
+	for _, srv := range servers {
+		found = found || srv.ID == req.Id
+	}
+	if !found {
+		return nil, notFound("no quorum member %q", req.Id)
+	}
+	if err := a.s.q.RemoveServer(req.Id, 10*time.Second); err != nil {
+		return nil, rpcError(err)
+	}
+	if _, err := a.s.propose(ctx, &quorum.RemoveMember{ID: req.Id}); err != nil {
+		return nil, rpcError(err)
+	}
+	return &latticev1.QuorumRemoveResponse{}, nil
+}
+
+func (a *adminService) QuorumTransferLeadership(_ context.Context, req *latticev1.QuorumTransferRequest) (*latticev1.QuorumTransferResponse, error) {
+	if err := a.s.q.TransferLeadership(req.Id); err != nil {
+		if strings.Contains(err.Error(), "no quorum member") {
+			return nil, notFound("%v", err)
+		}
+		return nil, rpcError(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if id, _ := a.s.q.Leader(); id != "" && id != a.s.cfg.ID {
+			return &latticev1.QuorumTransferResponse{NewLeaderId: id}, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	id, _ := a.s.q.Leader()
+	return &latticev1.QuorumTransferResponse{NewLeaderId: id}, nil
+}
+
+// Backup streams a consistent snapshot of committed state with its checksum.
+func (a *adminService) Backup(_ *latticev1.BackupRequest, stream latticev1.AdminService_BackupServer) error {
+	if !a.s.q.IsLeader() {
+		return status.Error(codes.FailedPrecondition, "backups are taken from the leader; ask it (latticectl tries every --server)")
+	}
+	if err := a.s.q.Barrier(5 * time.Second); err != nil {
+		return rpcError(err)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(a.s.fsm.WriteBackup(pw)) }()
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := pr.Read(buf)
+		if n > 0 {
+			if serr := stream.Send(&latticev1.BackupChunk{Data: append([]byte(nil), buf[:n]...)}); serr != nil {
+				pr.CloseWithError(serr)
+				return serr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return status.Errorf(codes.Internal, "backup: %v", err)
+		}
+	}
+}
+
+func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *latticev1.VClusterInfo {
+	info := &latticev1.VClusterInfo{
+		Name: v.Name, Type: string(v.Type), WeightsProfile: v.WeightsProfile,
+		CycleMs: v.CycleInterval.Milliseconds(), MinIntervalMs: v.MinInterval.Milliseconds(),
+		ReservationDepth: int32(v.ReservationDepth), AllowLending: v.AllowLending, AllowBorrowing: v.AllowBorrowing,
+		PowerCapWatts: v.PowerCapWatts,
+	}
+	for i, w := range v.Weights {
+		info.Weights = append(info.Weights, &latticev1.Weight{Factor: fmt.Sprintf("f%d", i+1), Value: w})
+	}
+	u := st.VClusterUsage(v.Name)
+	lent, borrowed := 0, 0
+	for _, o := range st.VClusters() {
+		lent += st.Borrowed(v.Name, o.Name)
+		borrowed += st.Borrowed(o.Name, v.Name)
+	}
+	running := 0
+	for _, al := range st.Active() {
+		if al.VCluster == v.Name {
+			running++
+		}
+	}
+	info.Usage = &latticev1.VClusterUsage{
+		HomeNodes: int32(st.HomeNodes(v.Name)), CurrentNodes: int32(u.Busy + u.Free + u.Down),
+		BusyNodes: int32(u.Busy), IdleNodes: int32(u.Free), LentNodes: int32(lent), BorrowedNodes: int32(borrowed),
+		Pending: int32(st.PendingCount(v.Name)), Running: int32(running), PowerWatts: st.VClusterDrawWatts(v.Name),
+	}
+	return info
+}
+
+func (a *adminService) ListVClusters(context.Context, *latticev1.ListVClustersRequest) (*latticev1.ListVClustersResponse, error) {
+	resp := &latticev1.ListVClustersResponse{}
+	a.s.view(func(st *quorum.State) {
+		for _, v := range st.VClusters() {
+			resp.Vclusters = append(resp.Vclusters, a.vclusterInfo(st, v))
+		}
+	})
+	if l := a.s.currentLeader(); l != nil {
+		for _, info := range resp.Vclusters {
+			if ts, secs := a.s.metrics.lastCycle(info.Name); !ts.IsZero() {
+				info.LastCycleUnixMs, info.LastCycleSeconds = ts.UnixMilli(), secs
+			}
+		}
+	}
+	return resp, nil
+}
+
+// SetVCluster changes (or, with create, adds) a vCluster's settings.
+func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClusterRequest) (*latticev1.VClusterInfo, error) {
+	var vc model.VCluster
+	var exists bool
+	var known string
+	a.s.view(func(st *quorum.State) {
+		if v := st.VCluster(req.Name); v != nil {
+			vc, exists = *v, true
+		}
+		var names []string
+		for _, v := range st.VClusters() {
+			names = append(names, v.Name)
+		}
+		known = strings.Join(names, ", ")
+	})
+	switch {
+	case !exists && !req.Create:
+		return nil, notFound("vcluster %q not found; known: %s", req.Name, known)
+	case !exists:
+		t := model.TypeForName(req.Name)
+		if req.Type != "" {
+			pt, err := model.ParseVClusterType(req.Type)
+			if err != nil {
+				return nil, rpcError(err)
+			}
+			t = pt
+		}
+		vc = newVCluster(req.Name, t)
+	}
+	if req.WeightsProfile != "" {
+		w, ok := solver.Profile(req.WeightsProfile)
+		if !ok {
+			return nil, invalid("invalid weights-profile %q: allowed %s", req.WeightsProfile, strings.Join(solver.ProfileNames(), ", "))
+		}
+		vc.WeightsProfile, vc.Weights = req.WeightsProfile, w
+	}
+	for _, w := range req.Weights {
+		var i int
+		if _, err := fmt.Sscanf(w.Factor, "f%d", &i); err != nil || i < 1 || i > model.NumFactors || fmt.Sprintf("f%d", i) != w.Factor {
+			return nil, invalid("invalid weight factor %q: allowed f1..f9", w.Factor)
+		}
+		vc.Weights[i-1] = w.Value
+		vc.WeightsProfile = "custom"
+	}
+	if req.CycleMs != 0 {
+		vc.CycleInterval = time.Duration(req.CycleMs) * time.Millisecond
+	}
+	if req.SetReservationDepth {
+		vc.ReservationDepth = int(req.ReservationDepth)
+	}
+	if req.SetLending {
+		vc.AllowLending = req.AllowLending
+	}
+	if req.SetBorrowing {
+		vc.AllowBorrowing = req.AllowBorrowing
+	}
+	if req.SetPowerCap {
+		vc.PowerCapWatts = req.PowerCapWatts
+	}
+	r, err := a.s.propose(ctx, &quorum.SetVCluster{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: vc})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if r.Rejection != nil {
+		return nil, rejectionError(r.Rejection)
+	}
+	var info *latticev1.VClusterInfo
+	a.s.view(func(st *quorum.State) {
+		if v := st.VCluster(req.Name); v != nil {
+			info = a.vclusterInfo(st, v)
+		}
+	})
+	return info, nil
+}
+
+func (a *adminService) power() *latticev1.PowerStatus {
+	out := &latticev1.PowerStatus{}
+	a.s.view(func(st *quorum.State) {
+		out.BudgetWatts, out.EstimatedWatts = st.PowerBudgetWatts, st.DrawWatts()
+		for _, v := range st.VClusters() {
+			out.Vclusters = append(out.Vclusters, &latticev1.PowerUse{Vcluster: v.Name, BudgetWatts: v.PowerCapWatts, EstimatedWatts: st.VClusterDrawWatts(v.Name)})
+		}
+	})
+	return out
+}
+
+func (a *adminService) GetPower(context.Context, *latticev1.GetPowerRequest) (*latticev1.PowerStatus, error) {
+	return a.power(), nil
+}
+
+func (a *adminService) SetPowerBudget(ctx context.Context, req *latticev1.SetPowerBudgetRequest) (*latticev1.PowerStatus, error) {
+	r, err := a.s.propose(ctx, &quorum.SetPowerBudget{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: req.Vcluster, Watts: req.BudgetWatts})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if r.Rejection != nil {
+		return nil, rejectionError(r.Rejection)
+	}
+	return a.power(), nil
+}
+
+func (a *adminService) ListTenants(context.Context, *latticev1.ListTenantsRequest) (*latticev1.ListTenantsResponse, error) {
+	now := a.s.cfg.Clock()
+	resp := &latticev1.ListTenantsResponse{}
+	a.s.view(func(st *quorum.State) {
+		seen := map[string]bool{}
+		var total float64
+		for _, t := range st.Tenants() {
+			seen[t.Name] = true
+			u := vcluster.DecayedUsage(t, now, quorum.FairShareHalfLife)
+			total += u
+			run := st.TenantRunning(t.Name)
+			resp.Tenants = append(resp.Tenants, &latticev1.TenantInfo{Name: t.Name, MaxNodes: int32(t.MaxNodes), MaxRunning: int32(t.MaxRunning),
+				FairShareTarget: t.FairShareTarget, UsageNodeSeconds: u, RunningAllocations: int32(run.Allocations), RunningNodes: int32(run.Nodes)})
+		}
+		// Tenants running work without a record yet.
+		for _, al := range st.Active() {
+			if !seen[al.Tenant] {
+				seen[al.Tenant] = true
+				run := st.TenantRunning(al.Tenant)
+				resp.Tenants = append(resp.Tenants, &latticev1.TenantInfo{Name: al.Tenant, RunningAllocations: int32(run.Allocations), RunningNodes: int32(run.Nodes)})
+			}
+		}
+		for _, t := range resp.Tenants {
+			if total > 0 {
+				t.UsageShare = t.UsageNodeSeconds / total
+			}
+		}
+	})
+	return resp, nil
+}
+
+func (a *adminService) SetTenant(ctx context.Context, req *latticev1.SetTenantRequest) (*latticev1.TenantInfo, error) {
+	t := model.Tenant{Name: req.Name, MaxNodes: int(req.MaxNodes), MaxRunning: int(req.MaxRunning), FairShareTarget: req.FairShareTarget}
+	r, err := a.s.propose(ctx, &quorum.SetTenant{Header: quorum.Header{RequestID: req.ClientRequestId}, Tenant: t})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if r.Rejection != nil {
+		return nil, rejectionError(r.Rejection)
+	}
+	return &latticev1.TenantInfo{Name: t.Name, MaxNodes: req.MaxNodes, MaxRunning: req.MaxRunning, FairShareTarget: t.FairShareTarget}, nil
+}

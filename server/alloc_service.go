@@ -1,0 +1,377 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/vcluster"
+)
+
+type allocService struct {
+	latticev1.UnimplementedAllocationServiceServer
+	s *Server
+}
+
+func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest) (*latticev1.SubmitResponse, error) {
+	r := requestFromProto(req.Request)
+	check := r
+	check.ApplyDefaults()
+	if err := check.Validate(); err != nil {
+		return nil, rpcError(err)
+	}
+	res, err := a.s.propose(ctx, &quorum.Submit{
+		Header: quorum.Header{RequestID: req.ClientRequestId},
+		Items:  []quorum.SubmitItem{{Request: r}},
+	})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if res.Rejection != nil {
+		return nil, rejectionError(res.Rejection)
+	}
+	a.s.metrics.submitted.Add(float64(len(res.IDs)))
+	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10)}, nil
+}
+
+// resolveIDs turns user ids into allocations: "12" is allocation 12 — or,
+// when 12 starts an array, all its tasks when expandArrays — and "12_3" is
+// task 3 of array 12.
+func resolveIDs(st *quorum.State, id string, expandArrays bool) ([]*model.Allocation, error) {
+	id = strings.TrimSpace(id)
+	if base, idx, ok := strings.Cut(id, "_"); ok {
+		arr, err1 := strconv.ParseUint(base, 10, 64)
+		i, err2 := strconv.Atoi(idx)
+		if err1 != nil || err2 != nil {
+			return nil, invalid("invalid id %q: allowed ID or ARRAYID_INDEX", id)
+		}
+		t := st.LookupArrayTask(arr, i)
+		if t == nil {
+			return nil, notFound("allocation %s not found", id)
+		}
+		return []*model.Allocation{t}, nil
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return nil, invalid("invalid id %q: allowed ID or ARRAYID_INDEX", id)
+	}
+	a := st.Allocation(n)
+	if a == nil {
+		return nil, notFound("allocation %s not found", id)
+	}
+	if !expandArrays || a.ArrayJobID != n || a.Array == nil {
+		return []*model.Allocation{a}, nil
+	}
+	var out []*model.Allocation
+	for pos := range a.Array.Indexes() {
+		if t := st.Allocation(n + uint64(pos)); t != nil && t.ArrayJobID == n {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
+	l := a.s.currentLeader()
+	if l == nil {
+		return nil
+	}
+	loop := l.loop(al.VCluster)
+	if loop == nil {
+		return nil
+	}
+	e, _ := loop.Explanations.Get(al.ID)
+	return e
+}
+
+func (a *allocService) withExplanation(al *model.Allocation) *latticev1.Allocation {
+	p := allocToProto(al)
+	if al.State == model.StatePending {
+		if e := a.explanation(al); e != nil {
+			p.Explanation = explanationToProto(al.DisplayID(), al.State, e)
+			if al.Reason == model.ReasonWaitingForScheduling || al.Reason == "" {
+				p.Reason = e.Reason
+				if p.Reason == "" {
+					p.Reason = model.ReasonWaitingForScheduling
+				}
+			}
+		}
+	}
+	return p
+}
+
+func (a *allocService) Get(_ context.Context, req *latticev1.GetAllocationRequest) (*latticev1.Allocation, error) {
+	var al *model.Allocation
+	var err error
+	a.s.view(func(st *quorum.State) {
+		var found []*model.Allocation
+		found, err = resolveIDs(st, req.Id, false)
+		if err == nil {
+			al = found[0]
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a.withExplanation(al), nil
+}
+
+func (a *allocService) List(_ context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
+	states := map[model.AllocState]bool{}
+	for _, s := range req.States {
+		st, err := model.ParseAllocState(s)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		states[st] = true
+	}
+	var cutoff time.Time
+	if req.TerminalWindowSeconds > 0 {
+		cutoff = a.s.cfg.Clock().Add(-time.Duration(req.TerminalWindowSeconds) * time.Second)
+	}
+	var list []*model.Allocation
+	var err error
+	a.s.view(func(st *quorum.State) {
+		if len(req.Ids) > 0 {
+			seen := map[uint64]bool{}
+			for _, id := range req.Ids {
+				found, ferr := resolveIDs(st, id, true)
+				if ferr != nil {
+					if status.Code(ferr) == codes.NotFound {
+						continue
+					}
+					err = ferr
+					return
+				}
+				for _, f := range found {
+					if !seen[f.ID] {
+						seen[f.ID] = true
+						list = append(list, f)
+					}
+				}
+			}
+			slices.SortFunc(list, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+		} else {
+			list = st.Allocations()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &latticev1.ListAllocationsResponse{}
+	for _, al := range list {
+		if len(states) > 0 && !states[al.State] {
+			continue
+		}
+		if req.Vcluster != "" && al.VCluster != req.Vcluster {
+			continue
+		}
+		if req.Tenant != "" && al.Tenant != req.Tenant {
+			continue
+		}
+		if !cutoff.IsZero() && al.State.Terminal() && al.EndTime.Before(cutoff) {
+			continue
+		}
+		resp.Allocations = append(resp.Allocations, a.withExplanation(al))
+	}
+	return resp, nil
+}
+
+func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest) (*latticev1.CancelResponse, error) {
+	if len(req.Ids) == 0 {
+		return nil, invalid("invalid ids: allowed one or more allocation ids")
+	}
+	resp := &latticev1.CancelResponse{Results: make([]*latticev1.CancelResult, len(req.Ids))}
+	owner := map[uint64][]int{} // allocation -> indexes of req.Ids it came from
+	var ids []uint64
+	a.s.view(func(st *quorum.State) {
+		for i, id := range req.Ids {
+			resp.Results[i] = &latticev1.CancelResult{Id: id}
+			found, err := resolveIDs(st, id, true)
+			if err != nil {
+				resp.Results[i].Error = status.Convert(err).Message()
+				continue
+			}
+			for _, f := range found {
+				if len(owner[f.ID]) == 0 {
+					ids = append(ids, f.ID)
+				}
+				owner[f.ID] = append(owner[f.ID], i)
+			}
+		}
+	})
+	if len(ids) == 0 {
+		return resp, nil
+	}
+	r, err := a.s.propose(ctx, &quorum.Cancel{Header: quorum.Header{RequestID: req.ClientRequestId}, IDs: ids})
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if r.Rejection != nil {
+		return nil, rejectionError(r.Rejection)
+	}
+	for _, it := range r.Items {
+		for _, i := range owner[it.ID] {
+			res := resp.Results[i]
+			if it.Committed {
+				res.Cancelled, res.Error = true, ""
+			} else if !res.Cancelled && it.Rejection != nil {
+				res.Error = it.Rejection.Message
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (a *allocService) Explain(_ context.Context, req *latticev1.ExplainRequest) (*latticev1.Explanation, error) {
+	var al *model.Allocation
+	var err error
+	a.s.view(func(st *quorum.State) {
+		var found []*model.Allocation
+		if found, err = resolveIDs(st, req.Id, false); err == nil {
+			al = found[0]
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e := a.explanation(al); e != nil && al.State == model.StatePending {
+		return explanationToProto(al.DisplayID(), al.State, e), nil
+	}
+	out := &latticev1.Explanation{Id: al.DisplayID(), State: string(al.State), Reason: al.Reason, Nodes: al.Nodes}
+	switch {
+	case al.State == model.StatePending && al.EligibleTime.IsZero():
+		out.Message = "waits for its dependencies"
+	case al.State == model.StatePending:
+		out.Reason = model.ReasonWaitingForScheduling
+		out.Message = "not yet considered by its vCluster's scheduler; it runs every few seconds"
+	case al.State.Active():
+		out.Message = "runs on " + model.CompressHostlist(al.Nodes)
+	default:
+		out.Message = "ended " + string(al.State)
+	}
+	return out, nil
+}
+
+// Logs streams an allocation's output from the agent that ran it.
+func (a *allocService) Logs(req *latticev1.LogsRequest, stream latticev1.AllocationService_LogsServer) error {
+	ctx := stream.Context()
+	l := a.s.currentLeader()
+	if l == nil {
+		if forwarded(ctx) {
+			return status.Error(codes.Unavailable, "no quorum leader right now; retry")
+		}
+		return a.proxyLogs(req, stream)
+	}
+	offset := req.Offset
+	for {
+		var al *model.Allocation
+		var err error
+		changed := a.s.fsm.Changed()
+		a.s.view(func(st *quorum.State) {
+			var found []*model.Allocation
+			if found, err = resolveIDs(st, req.Id, false); err == nil {
+				al = found[0]
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if len(al.Nodes) == 0 || al.State == model.StatePending || al.State == model.StateSuspended {
+			if al.State.Terminal() || !req.Follow {
+				return stream.Send(&latticev1.LogChunk{Offset: offset, Eof: al.State.Terminal()})
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-changed:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		data, err := l.disp.readLog(ctx, al.Nodes[0], &latticev1.LogRequest{
+			AllocationId: al.ID, Stderr: req.Stderr, Offset: offset, MaxBytes: 256 << 10})
+		if err != nil {
+			return err
+		}
+		if data.NotFound {
+			if al.State.Terminal() {
+				return status.Errorf(codes.NotFound, "no output recorded for allocation %s", req.Id)
+			}
+			data.Eof = false // staging: the agent has not started it yet
+		} else if data.Error != "" {
+			return status.Errorf(codes.Internal, "read output of %s: %s", req.Id, data.Error)
+		}
+		offset = data.Offset
+		ended := data.Eof && al.State.Terminal()
+		if len(data.Data) > 0 || ended {
+			if err := stream.Send(&latticev1.LogChunk{Data: data.Data, Offset: offset, Eof: ended}); err != nil {
+				return err
+			}
+		}
+		if ended {
+			return nil
+		}
+		if len(data.Data) == 256<<10 {
+			continue // more to read now
+		}
+		if !req.Follow {
+			if len(data.Data) == 0 {
+				return stream.Send(&latticev1.LogChunk{Offset: offset})
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// proxyLogs relays a Logs stream from the leader (agents talk to the leader).
+func (a *allocService) proxyLogs(req *latticev1.LogsRequest, stream latticev1.AllocationService_LogsServer) error {
+	id, _ := a.s.q.Leader()
+	var addr string
+	a.s.view(func(st *quorum.State) {
+		if m, ok := st.Member(id); ok {
+			addr = m.APIAddr
+		}
+	})
+	if addr == "" {
+		return status.Error(codes.Unavailable, "no quorum leader right now; retry")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
+	}
+	defer conn.Close()
+	up, err := latticev1.NewAllocationServiceClient(conn).Logs(forwardContext(stream.Context()), req)
+	if err != nil {
+		return err
+	}
+	for {
+		chunk, err := up.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(chunk); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"time"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/solver"
+	"github.com/latticehpc/lattice/vcluster"
+)
+
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// requestFromProto converts a submitted request. It does not validate.
+func requestFromProto(p *latticev1.AllocationRequest) model.Request {
+	if p == nil {
+		return model.Request{}
+	}
+	r := model.Request{
+		Name: p.Name, Tenant: p.Tenant, Project: p.Project, VCluster: p.Vcluster,
+		Command: p.Command, Script: p.Script, WorkDir: p.WorkDir, Env: p.Env,
+		NodesMin: int(p.NodesMin), NodesMax: int(p.NodesMax),
+		Walltime:      time.Duration(p.WalltimeSeconds) * time.Second,
+		PriorityClass: int(p.PriorityClass), Checkpoint: model.CheckpointMode(p.Checkpoint),
+		CheckpointMinutes: p.CheckpointMinutes, Constraints: p.Constraints,
+		GPUType: p.GpuType, GPUsPerNode: int(p.GpusPerNode), Stdout: p.Stdout, Stderr: p.Stderr,
+	}
+	if p.HotDataFraction > 0 {
+		f := p.HotDataFraction
+		r.HotDataFraction = &f
+	}
+	for _, d := range p.DependsOn {
+		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids})
+	}
+	if a := p.Array; a != nil {
+		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
+		if r.Array.Step == 0 {
+			r.Array.Step = 1
+		}
+	}
+	return r
+}
+
+func requestToProto(r *model.Request) *latticev1.AllocationRequest {
+	p := &latticev1.AllocationRequest{
+		Name: r.Name, Tenant: r.Tenant, Project: r.Project, Vcluster: r.VCluster,
+		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Env: r.Env,
+		NodesMin: int32(r.NodesMin), NodesMax: int32(r.NodesMax),
+		WalltimeSeconds: int64(r.Walltime / time.Second), PriorityClass: int32(r.PriorityClass),
+		Checkpoint: string(r.Checkpoint), CheckpointMinutes: r.CheckpointMinutes,
+		Constraints: r.Constraints, GpuType: r.GPUType, GpusPerNode: int32(r.GPUsPerNode),
+		Stdout: r.Stdout, Stderr: r.Stderr, HotDataFraction: -1,
+	}
+	if r.HotDataFraction != nil {
+		p.HotDataFraction = *r.HotDataFraction
+	}
+	for _, d := range r.DependsOn {
+		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs})
+	}
+	if a := r.Array; a != nil {
+		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
+	}
+	return p
+}
+
+func allocToProto(a *model.Allocation) *latticev1.Allocation {
+	p := &latticev1.Allocation{
+		Id: a.ID, DisplayId: a.DisplayID(), Request: requestToProto(&a.Request),
+		State: string(a.State), Reason: a.Reason, Nodes: a.Nodes,
+		SubmitTimeUnixMs: unixMS(a.SubmitTime), EligibleTimeUnixMs: unixMS(a.EligibleTime),
+		StartTimeUnixMs: unixMS(a.StartTime), EndTimeUnixMs: unixMS(a.EndTime),
+		ArrayJobId: a.ArrayJobID, ArrayIndex: int32(a.ArrayIndex), DagId: a.DAGID,
+		RequeueCount: int32(a.RequeueCount), CheckpointCount: int32(a.CheckpointCount),
+	}
+	if a.ExitCode != nil {
+		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)
+	}
+	for _, h := range a.History {
+		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
+	}
+	return p
+}
+
+func nodeToProto(n *model.Node, displayAlloc string, lastSeen time.Time) *latticev1.Node {
+	return &latticev1.Node{
+		Name: n.Name, State: string(n.State), HomeVcluster: n.HomeVCluster, CurrentVcluster: n.CurrentVCluster,
+		Group: int32(n.Group), Fingerprint: n.Fingerprint, Allocation: n.Allocation, AllocationDisplayId: displayAlloc,
+		PowerWatts: int32(n.Watts()), GpuType: n.GPUType, Gpus: int32(n.GPUs), Features: n.Features,
+		IdleWatts: int32(n.IdleWatts), BusyWatts: int32(n.BusyWatts), StateReason: n.StateReason, Agent: n.Agent,
+		LastHeartbeatUnixMs: unixMS(lastSeen),
+	}
+}
+
+func explanationToProto(id string, state model.AllocState, e *vcluster.Explanation) *latticev1.Explanation {
+	p := &latticev1.Explanation{
+		Id: id, State: string(state), Reason: e.Reason, Score: e.Score,
+		ExpectedStartUnixMs: unixMS(e.ExpectedStart), Message: e.Message,
+		ComputedUnixMs: unixMS(e.Computed), WeightsProfile: e.Profile, QueuePosition: int32(e.Position),
+		Nodes: e.Nodes,
+	}
+	for i := range model.NumFactors {
+		info := solver.Factors[i]
+		p.Factors = append(p.Factors, &latticev1.FactorScore{
+			Name: info.Name, Title: info.Title, Value: e.Factors[i], Weight: e.Weights[i],
+			Contribution: e.Factors[i] * e.Weights[i],
+		})
+	}
+	f := e.Filtered
+	for _, fc := range []struct {
+		name string
+		n    int
+	}{{"constraint", f.Constraint}, {"state", f.State}, {"ownership", f.Ownership}, {"busy", f.Busy}, {"power", f.Power}} {
+		p.Filtered = append(p.Filtered, &latticev1.FilterCount{Filter: fc.name, Removed: int32(fc.n)})
+	}
+	return p
+}

@@ -1,0 +1,384 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+)
+
+// agentConn is one connected agent's stream, as the leader sees it.
+type agentConn struct {
+	id    string
+	out   chan *latticev1.ServerMessage
+	done  chan struct{}
+	nodes []string
+
+	mu         sync.Mutex
+	sent       map[uint64]bool // assignments delivered
+	cancelSent map[uint64]bool
+	reported   map[uint64]bool // allocations the agent reported ended
+	logWaiters map[uint64]chan *latticev1.LogData
+	closed     bool
+}
+
+func (c *agentConn) send(m *latticev1.ServerMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	select {
+	case c.out <- m:
+		return true
+	default:
+		return false // the agent is not keeping up; the next pass retries
+	}
+}
+
+func (c *agentConn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.done)
+	}
+}
+
+// reportIn is one agent report waiting to be committed.
+type reportIn struct {
+	conn   *agentConn
+	report *latticev1.AllocationReport
+}
+
+// dispatcher streams committed assignments and cancellations to agents and
+// commits their reports in batches.
+type dispatcher struct {
+	l       *leaderState
+	mu      sync.Mutex
+	conns   map[string]*agentConn // by agent id
+	byNode  map[string]*agentConn
+	reports chan reportIn
+	logSeq  uint64
+	kick    chan struct{}
+}
+
+func newDispatcher(l *leaderState) *dispatcher {
+	return &dispatcher{l: l, conns: map[string]*agentConn{}, byNode: map[string]*agentConn{},
+		reports: make(chan reportIn, 8192), kick: make(chan struct{}, 1)}
+}
+
+func (d *dispatcher) attach(c *agentConn) {
+	d.mu.Lock()
+	if old := d.conns[c.id]; old != nil {
+		old.close()
+		for _, n := range old.nodes {
+			if d.byNode[n] == old {
+				delete(d.byNode, n)
+			}
+		}
+	}
+	d.conns[c.id] = c
+	for _, n := range c.nodes {
+		d.byNode[n] = c
+	}
+	d.mu.Unlock()
+	d.poke()
+}
+
+func (d *dispatcher) detach(c *agentConn) {
+	c.close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.conns[c.id] == c {
+		delete(d.conns, c.id)
+	}
+	for _, n := range c.nodes {
+		if d.byNode[n] == c {
+			delete(d.byNode, n)
+		}
+	}
+}
+
+func (d *dispatcher) connFor(node string) *agentConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byNode[node]
+}
+
+func (d *dispatcher) closeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.close()
+	}
+}
+
+func (d *dispatcher) poke() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run delivers work whenever committed state changes (and every second, to
+// retry what could not be sent).
+func (d *dispatcher) run(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		changed := d.l.s.fsm.Changed()
+		d.pass()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-d.kick:
+		case <-tick.C:
+		}
+	}
+}
+
+type delivery struct {
+	conn *agentConn
+	msg  *latticev1.ServerMessage
+	id   uint64
+	kind int // 0 assign, 1 cancel
+}
+
+// pass compares committed state with what each agent was told.
+func (d *dispatcher) pass() {
+	grace := int64(d.l.s.cfg.KillGrace / time.Second)
+	var out []delivery
+	d.mu.Lock()
+	conns := make([]*agentConn, 0, len(d.conns))
+	for _, c := range d.conns {
+		conns = append(conns, c)
+	}
+	d.mu.Unlock()
+	d.l.s.view(func(st *quorum.State) {
+		for _, a := range st.Staging() {
+			if len(a.Nodes) == 0 {
+				continue
+			}
+			c := d.connFor(a.Nodes[0])
+			if c == nil || c.wasSent(a.ID) {
+				continue
+			}
+			out = append(out, delivery{conn: c, id: a.ID, msg: &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Assign{
+				Assign: &latticev1.Assignment{Allocation: allocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: grace}}}})
+		}
+		for _, a := range st.Cancelling() {
+			if len(a.Nodes) == 0 {
+				continue
+			}
+			c := d.connFor(a.Nodes[0])
+			if c == nil || c.wasCancelSent(a.ID) {
+				continue
+			}
+			out = append(out, delivery{conn: c, id: a.ID, kind: 1, msg: cancelMsg(a.ID, model.ReasonCancelled, grace)})
+		}
+		// Work an agent runs that the quorum ended without its report (a node
+		// failure elsewhere, a requeue): tell it to stop.
+		for _, c := range conns {
+			for _, id := range c.sentIDs() {
+				a := st.Allocation(id)
+				switch {
+				case a == nil || a.State.Terminal() || a.State == model.StatePending || a.State == model.StateSuspended:
+					if !c.hasReported(id) && !c.wasCancelSent(id) {
+						reason := model.ReasonCancelled
+						if a != nil && a.Reason != "" {
+							reason = a.Reason
+						}
+						out = append(out, delivery{conn: c, id: id, kind: 1, msg: cancelMsg(id, reason, grace)})
+					}
+					c.forget(id)
+				}
+			}
+		}
+	})
+	for _, dv := range out {
+		if !dv.conn.send(dv.msg) {
+			continue
+		}
+		dv.conn.mark(dv.id, dv.kind)
+		if dv.kind == 0 {
+			d.l.s.metrics.dispatched.Inc()
+		}
+	}
+}
+
+func cancelMsg(id uint64, reason string, grace int64) *latticev1.ServerMessage {
+	return &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Cancel{
+		Cancel: &latticev1.CancelAllocation{AllocationId: id, Reason: reason, GraceSeconds: grace}}}
+}
+
+func (c *agentConn) wasSent(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent[id]
+}
+
+func (c *agentConn) wasCancelSent(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cancelSent[id]
+}
+
+func (c *agentConn) hasReported(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reported[id]
+}
+
+func (c *agentConn) mark(id uint64, kind int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kind == 0 {
+		c.sent[id] = true
+	} else {
+		c.cancelSent[id] = true
+	}
+}
+
+func (c *agentConn) forget(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sent, id)
+	delete(c.reported, id)
+}
+
+func (c *agentConn) sentIDs() []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]uint64, 0, len(c.sent))
+	for id := range c.sent {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Report batching: agents' reports from every connection are committed
+// together, one Raft entry per batch, then acknowledged.
+const (
+	maxReportBatch  = 512
+	reportBatchWait = 2 * time.Millisecond
+)
+
+func (d *dispatcher) batchReports(ctx context.Context) {
+	for {
+		var batch []reportIn
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-d.reports:
+			batch = append(batch, r)
+		}
+		deadline := time.NewTimer(reportBatchWait)
+	fill:
+		for len(batch) < maxReportBatch {
+			select {
+			case r := <-d.reports:
+				batch = append(batch, r)
+			case <-deadline.C:
+				break fill
+			}
+		}
+		deadline.Stop()
+		d.commitReports(ctx, batch)
+	}
+}
+
+func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
+	cmd := &quorum.UpdateAllocs{}
+	keep := batch[:0]
+	for _, in := range batch {
+		st, err := model.ParseAllocState(in.report.State)
+		if err != nil {
+			d.l.s.log.Warn("agent reported an unknown state", "agent", in.conn.id, "alloc", in.report.AllocationId, "state", in.report.State)
+			in.conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: in.report.Seq}}})
+			continue
+		}
+		u := quorum.AllocUpdate{AllocID: in.report.AllocationId, State: st, Reason: in.report.Reason}
+		if in.report.HasExitCode {
+			code := int(in.report.ExitCode)
+			u.ExitCode = &code
+		}
+		cmd.Updates = append(cmd.Updates, u)
+		keep = append(keep, in)
+	}
+	if len(cmd.Updates) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	r, err := d.l.s.propose(pctx, cmd)
+	cancel()
+	if err != nil {
+		// Not acknowledged: the agent sends them again to the next leader.
+		d.l.s.log.Warn("commit agent reports", "count", len(cmd.Updates), "err", err)
+		return
+	}
+	for i, in := range keep {
+		if i < len(r.Items) && r.Items[i].Rejection != nil {
+			d.l.s.log.Debug("agent report not applied", "alloc", in.report.AllocationId, "state", in.report.State, "why", r.Items[i].Rejection.Message)
+		}
+		if st, _ := model.ParseAllocState(in.report.State); st.Terminal() {
+			in.conn.mu.Lock()
+			in.conn.reported[in.report.AllocationId] = true
+			in.conn.mu.Unlock()
+		}
+		in.conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: in.report.Seq}}})
+	}
+}
+
+// readLog asks the agent of node for a piece of an allocation's output.
+func (d *dispatcher) readLog(ctx context.Context, node string, req *latticev1.LogRequest) (*latticev1.LogData, error) {
+	c := d.connFor(node)
+	if c == nil {
+		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is not connected; its output cannot be read now", node)
+	}
+	d.mu.Lock()
+	d.logSeq++
+	req.RequestId = d.logSeq
+	d.mu.Unlock()
+	ch := make(chan *latticev1.LogData, 1)
+	c.mu.Lock()
+	c.logWaiters[req.RequestId] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.logWaiters, req.RequestId)
+		c.mu.Unlock()
+	}()
+	if !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_LogRequest{LogRequest: req}}) {
+		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is busy; retry", node)
+	}
+	select {
+	case data := <-ch:
+		return data, nil
+	case <-c.done:
+		return nil, status.Errorf(codes.Unavailable, "the agent of node %s disconnected", node)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		return nil, status.Errorf(codes.DeadlineExceeded, "the agent of node %s did not answer", node)
+	}
+}
+
+func (c *agentConn) deliverLog(data *latticev1.LogData) {
+	c.mu.Lock()
+	ch := c.logWaiters[data.RequestId]
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- data:
+		default:
+		}
+	}
+}

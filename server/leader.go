@@ -1,0 +1,315 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/solver"
+	"github.com/latticehpc/lattice/vcluster"
+)
+
+// leaderState holds the leader-only loops: one scheduler per vCluster, the
+// dispatcher (assignments and cancellations to agents, agent reports to the
+// log), node liveness and retention. It lives from a won election (after a
+// barrier) until leadership is lost.
+type leaderState struct {
+	s      *Server
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	since  time.Time
+
+	mu    sync.Mutex
+	loops map[string]*loopHandle
+
+	disp *dispatcher
+	live *liveness
+}
+
+type loopHandle struct {
+	loop   *vcluster.Loop
+	cancel context.CancelFunc
+}
+
+func (s *Server) startLeading(parent context.Context) {
+	s.mu.Lock()
+	if s.leader != nil {
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(parent)
+	l := &leaderState{s: s, ctx: ctx, cancel: cancel, since: time.Now(), loops: map[string]*loopHandle{}}
+	l.disp = newDispatcher(l)
+	l.live = newLiveness(l)
+	s.leader = l
+	s.mu.Unlock()
+
+	s.log.Info("leading: starting scheduler loops, dispatcher and liveness")
+	l.ensureConfig()
+	l.run(l.disp.run)
+	l.run(l.disp.batchReports)
+	l.run(l.live.run)
+	l.run(l.manageLoops)
+	l.run(l.prune)
+}
+
+func (s *Server) stopLeading() {
+	s.mu.Lock()
+	l := s.leader
+	s.leader = nil
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.cancel()
+	l.disp.closeAll()
+	done := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		s.log.Warn("leader loops still stopping after 1s")
+	}
+}
+
+func (l *leaderState) run(fn func(ctx context.Context)) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		fn(l.ctx)
+	}()
+}
+
+// ensureConfig writes what a fresh cluster needs: this member's addresses,
+// the initial vClusters, the default vCluster and power budget.
+func (l *leaderState) ensureConfig() {
+	s := l.s
+	var haveMember bool
+	var vcCount int
+	var defaultVC string
+	var budget int64
+	s.view(func(st *quorum.State) {
+		m, ok := st.Member(s.cfg.ID)
+		haveMember = ok && m.APIAddr == s.APIAddr() && m.RaftAddr == s.q.RaftAddr()
+		vcCount = len(st.VClusters())
+		defaultVC = st.DefaultVCluster
+		budget = st.PowerBudgetWatts
+	})
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	if !haveMember {
+		_, err := s.propose(ctx, &quorum.SetMember{Member: quorum.Member{ID: s.cfg.ID, RaftAddr: s.q.RaftAddr(), APIAddr: s.APIAddr()}})
+		if err != nil {
+			s.log.Warn("publish member addresses", "err", err)
+		}
+	}
+	if vcCount == 0 {
+		for _, vc := range s.cfg.VClusters {
+			if r, err := s.propose(ctx, &quorum.SetVCluster{VCluster: vc}); err != nil || r.Rejection != nil {
+				s.log.Error("create vcluster", "vcluster", vc.Name, "err", err, "rejection", r)
+			}
+		}
+	}
+	if s.cfg.DefaultVCluster != "" && defaultVC != s.cfg.DefaultVCluster && vcCount == 0 {
+		_, _ = s.propose(ctx, &quorum.SetDefaults{DefaultVCluster: s.cfg.DefaultVCluster})
+	}
+	if s.cfg.PowerBudgetWatts > 0 && budget == 0 {
+		if r, err := s.propose(ctx, &quorum.SetPowerBudget{Watts: s.cfg.PowerBudgetWatts}); err != nil || r.Rejection != nil {
+			s.log.Warn("set power budget", "err", err, "rejection", r)
+		}
+	}
+}
+
+// manageLoops keeps one scheduler loop per vCluster in state.
+func (l *leaderState) manageLoops(ctx context.Context) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		var names []string
+		l.s.view(func(st *quorum.State) {
+			for _, v := range st.VClusters() {
+				names = append(names, v.Name)
+			}
+		})
+		l.mu.Lock()
+		for _, name := range names {
+			if l.loops[name] != nil {
+				continue
+			}
+			lctx, cancel := context.WithCancel(ctx)
+			loop := &vcluster.Loop{
+				Name: name, State: l.s, Proposer: l.s, Planner: solver.Solve,
+				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.metrics.observeCycle,
+			}
+			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				loop.Run(lctx)
+			}()
+			loop.Wake()
+		}
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (l *leaderState) loop(name string) *vcluster.Loop {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h := l.loops[name]; h != nil {
+		return h.loop
+	}
+	return nil
+}
+
+func (l *leaderState) wakeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.loops {
+		h.loop.Wake()
+	}
+}
+
+// onApply wakes the loops that care about a committed command.
+func (l *leaderState) onApply(c quorum.Command, r *quorum.Result) {
+	switch c.(type) {
+	case *quorum.Submit, *quorum.UpdateAllocs, *quorum.Cancel, *quorum.SetNodeState,
+		*quorum.RegisterNodes, *quorum.SetVCluster, *quorum.SetTenant, *quorum.SetPowerBudget:
+		l.wakeAll()
+	}
+}
+
+// prune drops ended allocations older than the retention period.
+func (l *leaderState) prune(ctx context.Context) {
+	tick := time.NewTicker(10 * time.Minute)
+	defer tick.Stop()
+	for {
+		before := l.s.cfg.Clock().Add(-l.s.cfg.Retention)
+		var any bool
+		l.s.view(func(st *quorum.State) {
+			for _, a := range st.Allocations() {
+				if a.State.Terminal() && a.EndTime.Before(before) {
+					any = true
+					return
+				}
+			}
+		})
+		if any {
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			r, err := l.s.propose(pctx, &quorum.Prune{Before: before})
+			cancel()
+			if err == nil {
+				l.s.log.Info("pruned ended allocations", "count", len(r.IDs), "before", before)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Snapshot implements vcluster.StateReader over committed state.
+func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint64, bool) {
+	var snap *vcluster.Snapshot
+	var version uint64
+	s.view(func(st *quorum.State) {
+		vc := st.VCluster(name)
+		if vc == nil {
+			return
+		}
+		version = st.Version
+		snap = &vcluster.Snapshot{
+			Now:         now,
+			VCluster:    vc,
+			Lenders:     map[string]bool{},
+			Nodes:       st.Nodes(),
+			Allocations: map[uint64]*model.Allocation{},
+			Pending:     st.Pending(name),
+			Tenants:     map[string]*model.Tenant{},
+			TenantLoad:  map[string]vcluster.TenantLoad{},
+			Groups:      st.Groups(),
+			EnergyPrice: -1,
+		}
+		for _, v := range st.VClusters() {
+			if v.AllowLending {
+				snap.Lenders[v.Name] = true
+			}
+		}
+		for _, a := range st.Active() {
+			snap.Allocations[a.ID] = a
+		}
+		for _, t := range st.Tenants() {
+			snap.Tenants[t.Name] = t
+			run := st.TenantRunning(t.Name)
+			snap.TenantLoad[t.Name] = vcluster.TenantLoad{Nodes: run.Nodes, Running: run.Allocations}
+		}
+		snap.PowerHeadroomWatts = -1
+		if b := st.PowerBudgetWatts; b > 0 {
+			snap.PowerHeadroomWatts = max(0, b-st.DrawWatts())
+		}
+		if c := vc.PowerCapWatts; c > 0 {
+			h := max(0, c-st.VClusterDrawWatts(name))
+			if snap.PowerHeadroomWatts < 0 || h < snap.PowerHeadroomWatts {
+				snap.PowerHeadroomWatts = h
+			}
+		}
+	})
+	return snap, version, snap != nil
+}
+
+// AssignBatch implements vcluster.Proposer: one Raft entry per cycle.
+func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.Assignment) ([]vcluster.Outcome, error) {
+	cmd := &quorum.AssignBatch{VCluster: vc, Items: make([]quorum.AssignItem, len(items))}
+	for i, it := range items {
+		cmd.Items[i] = quorum.AssignItem{AllocID: it.AllocID, Nodes: it.Nodes, Version: it.Version}
+	}
+	r, err := s.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rejection != nil {
+		return nil, r.Rejection
+	}
+	out := make([]vcluster.Outcome, len(r.Items))
+	for i, it := range r.Items {
+		out[i] = vcluster.Outcome{AllocID: it.ID, Committed: it.Committed}
+		if it.Rejection != nil {
+			out[i].Reason, out[i].Message = it.Rejection.Reason, it.Rejection.Message
+			s.metrics.assignRejected.WithLabelValues(string(it.Rejection.Code)).Inc()
+		}
+	}
+	return out, nil
+}
+
+// newVCluster returns a vCluster of type t with that type's defaults.
+func newVCluster(name string, t model.VClusterType) model.VCluster {
+	profile := solver.ProfileForType(t)
+	w, _ := solver.Profile(profile)
+	vc := model.VCluster{
+		Name: name, Type: t, WeightsProfile: profile, Weights: w,
+		CycleInterval: model.DefaultCycleInterval, MinInterval: model.DefaultMinInterval,
+		ReservationDepth: model.DefaultReservationDepth,
+	}
+	switch t {
+	case model.TypeSensitive:
+		// Sensitive nodes are never lent and sensitive work never borrows.
+	case model.TypeService:
+		vc.AllowBorrowing = true
+	default:
+		vc.AllowLending, vc.AllowBorrowing = true, true
+	}
+	return vc
+}

@@ -1,0 +1,340 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+)
+
+// Config configures one quorum member's server.
+type Config struct {
+	ID          string
+	DataDir     string
+	RaftAddr    string // Raft traffic; ignored with InMemRaft
+	APIAddr     string // gRPC
+	MetricsAddr string // Prometheus /metrics; empty = off
+	// Bootstrap forms a new cluster when the data dir has no Raft state.
+	Bootstrap bool
+	// Join lists API addresses of existing members to ask for membership.
+	Join []string
+	// InMemRaft uses an in-process Raft transport (single-member dev mode).
+	InMemRaft bool
+	// VClusters are created when the quorum has none (first start).
+	VClusters []model.VCluster
+	// DefaultVCluster takes submissions that name none.
+	DefaultVCluster string
+	// PowerBudgetWatts is set at first start when > 0.
+	PowerBudgetWatts int64
+
+	// Liveness: a node is Degraded after DegradedAfter without a heartbeat,
+	// Down after DownAfter; after winning leadership no node is marked for
+	// LivenessGrace.
+	DegradedAfter time.Duration
+	DownAfter     time.Duration
+	LivenessGrace time.Duration
+	// KillGrace is the SIGTERM→SIGKILL grace sent with cancellations.
+	KillGrace time.Duration
+	// Retention keeps ended allocations this long (default 7 days).
+	Retention time.Duration
+
+	Logger *slog.Logger
+	// Clock mints command times on the leader (default time.Now().UTC()).
+	Clock func() time.Time
+	// RaftNoSync skips log fsync (tests and benchmarks only).
+	RaftNoSync bool
+}
+
+func (c *Config) defaults() error {
+	if c.ID == "" {
+		return &model.FieldError{Field: "id", Allowed: "a unique member id"}
+	}
+	if c.DataDir == "" {
+		return &model.FieldError{Field: "data-dir", Allowed: "a directory for Raft state"}
+	}
+	if c.APIAddr == "" {
+		c.APIAddr = "127.0.0.1:7070"
+	}
+	if c.DegradedAfter <= 0 {
+		c.DegradedAfter = 30 * time.Second
+	}
+	if c.DownAfter <= 0 {
+		c.DownAfter = 60 * time.Second
+	}
+	if c.DownAfter < c.DegradedAfter {
+		return &model.FieldError{Field: "down-after", Value: c.DownAfter.String(), Allowed: "a duration >= degraded-after"}
+	}
+	if c.LivenessGrace <= 0 {
+		c.LivenessGrace = c.DownAfter
+	}
+	if c.KillGrace <= 0 {
+		c.KillGrace = 30 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = func() time.Time { return time.Now().UTC() }
+	}
+	if len(c.VClusters) == 0 {
+		c.VClusters = []model.VCluster{DefaultVCluster(string(model.TypeHPCBatch))}
+	}
+	return nil
+}
+
+// Server is one quorum member with its API. The member holding leadership
+// also runs the leader-only loops.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	fsm     *quorum.FSM
+	q       *quorum.Quorum
+	grpc    *grpc.Server
+	apiLis  net.Listener
+	metrics *metrics
+	httpSrv *http.Server
+	fwd     *forwarder
+
+	leader *leaderState // nil unless leading; guarded by mu
+	mu     sync.RWMutex
+
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// New opens the member's Raft state and binds its listeners. Call Serve.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ID)}
+	s.metrics = newMetrics(prometheus.NewRegistry())
+	s.fsm = quorum.NewFSM()
+	s.fsm.OnApply = s.onApply
+	lis, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
+	}
+	s.apiLis = lis
+	q, err := quorum.Open(quorum.Config{
+		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
+		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync,
+	}, s.fsm)
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
+	s.q = q
+	s.metrics.registerQuorum(s)
+	s.fwd = newForwarder(s)
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(model.MaxScriptBytes+(1<<20)),
+		grpc.MaxSendMsgSize(64<<20),
+		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor, s.fwd.unary),
+	)
+	latticev1.RegisterAllocationServiceServer(s.grpc, &allocService{s: s})
+	latticev1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
+	latticev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
+	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
+	return s, nil
+}
+
+// APIAddr is the address the API listens on.
+func (s *Server) APIAddr() string { return s.apiLis.Addr().String() }
+
+// MetricsAddr is where /metrics is served ("" when off).
+func (s *Server) MetricsAddr() string {
+	if s.httpSrv == nil {
+		return ""
+	}
+	return s.httpSrv.Addr
+}
+
+// Quorum exposes the member's quorum (tests and tools).
+func (s *Server) Quorum() *quorum.Quorum { return s.q }
+
+// Registry is the Prometheus registry of this member.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Serve starts the API, metrics and the leadership watcher. It returns once
+// they run; Stop ends them.
+func (s *Server) Serve() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if s.cfg.MetricsAddr != "" {
+		lis, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("listen for metrics on %s: %w", s.cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		s.httpSrv = &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpc.Serve(s.apiLis); err != nil {
+			s.log.Error("api server", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.watchLeadership(ctx)
+	}()
+	if len(s.cfg.Join) > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.joinLoop(ctx)
+		}()
+	}
+	return nil
+}
+
+// Stop ends everything: leader loops, API, metrics, Raft.
+func (s *Server) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.stopLeading()
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(2 * time.Second):
+		s.grpc.Stop()
+	}
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	s.wg.Wait()
+	s.fwd.close()
+	if err := s.q.Shutdown(); err != nil {
+		s.log.Warn("raft shutdown", "err", err)
+	}
+}
+
+// watchLeadership starts the leader-only loops after winning an election
+// (and a barrier), and stops them when leadership is lost.
+func (s *Server) watchLeadership(ctx context.Context) {
+	ch := s.q.LeaderCh()
+	// A single member may already be leader before we listen.
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
+	leading := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case isLeader := <-ch:
+			if isLeader != leading {
+				leading = isLeader
+				s.leadershipChanged(ctx, isLeader)
+			}
+		case <-check.C:
+			if isLeader := s.q.IsLeader(); isLeader != leading {
+				leading = isLeader
+				s.leadershipChanged(ctx, isLeader)
+			}
+		}
+	}
+}
+
+func (s *Server) leadershipChanged(ctx context.Context, isLeader bool) {
+	s.metrics.isLeader.Set(boolFloat(isLeader))
+	if !isLeader {
+		s.log.Info("leadership lost")
+		s.stopLeading()
+		return
+	}
+	s.log.Info("leadership gained; waiting for the log barrier")
+	if err := s.q.Barrier(10 * time.Second); err != nil {
+		s.log.Warn("barrier after election failed", "err", err)
+		return
+	}
+	if !s.q.IsLeader() {
+		return
+	}
+	s.startLeading(ctx)
+}
+
+func (s *Server) currentLeader() *leaderState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.leader
+}
+
+// propose stamps the command's time and proposes it; only on the leader.
+func (s *Server) propose(ctx context.Context, c quorum.Command) (*quorum.Result, error) {
+	h := c.CommandHeader()
+	if h.Time.IsZero() {
+		h.Time = s.cfg.Clock()
+	}
+	start := time.Now()
+	r, err := s.q.Propose(ctx, c)
+	s.metrics.proposeSeconds.WithLabelValues(c.Type().String()).Observe(time.Since(start).Seconds())
+	return r, err
+}
+
+// view gives read access to committed state.
+func (s *Server) view(fn func(*quorum.State)) { s.q.View(fn) }
+
+func (s *Server) onApply(c quorum.Command, r *quorum.Result) {
+	s.metrics.applied.WithLabelValues(c.Type().String()).Inc()
+	if l := s.currentLeader(); l != nil {
+		l.onApply(c, r)
+	}
+}
+
+// DefaultVCluster returns a vCluster definition with the defaults of its
+// type, named name.
+func DefaultVCluster(name string) model.VCluster {
+	t := model.TypeForName(name)
+	return newVCluster(name, t)
+}
+
+// dataPath joins a path under the data dir.
+func (s *Server) dataPath(parts ...string) string {
+	return filepath.Join(append([]string{s.cfg.DataDir}, parts...)...)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,266 @@
+package vcluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/solver"
+)
+
+// StateReader gives a cycle its consistent snapshot of committed state and
+// the state version it was read at. ok is false when the vCluster is gone.
+type StateReader interface {
+	Snapshot(vcluster string, now time.Time) (s *Snapshot, version uint64, ok bool)
+}
+
+// Assignment is one proposed start.
+type Assignment struct {
+	AllocID uint64
+	Nodes   []string // may include nodes to borrow
+	Version uint64
+}
+
+// Outcome is the quorum's answer for one assignment.
+type Outcome struct {
+	AllocID   uint64
+	Committed bool
+	Reason    string // pending reason when it fits one
+	Message   string
+}
+
+// Proposer sends one cycle's batch to the quorum.
+type Proposer interface {
+	AssignBatch(ctx context.Context, vcluster string, items []Assignment) ([]Outcome, error)
+}
+
+// Planner is the scheduling algorithm: solver.Solve in production.
+type Planner func(*solver.Input) *solver.Plan
+
+// Explanation is the latest word of the scheduler on one allocation.
+type Explanation struct {
+	solver.Explanation
+	Computed time.Time
+	Profile  string
+	Message  string
+}
+
+// Explanations holds the latest explanation per allocation of a vCluster.
+// Safe for concurrent use.
+type Explanations struct {
+	mu sync.RWMutex
+	m  map[uint64]*Explanation
+}
+
+// Get returns the latest explanation of an allocation.
+func (e *Explanations) Get(id uint64) (*Explanation, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	x, ok := e.m[id]
+	return x, ok
+}
+
+func (e *Explanations) replace(m map[uint64]*Explanation) {
+	e.mu.Lock()
+	e.m = m
+	e.mu.Unlock()
+}
+
+// CycleStats describes one cycle, for metrics and logs.
+type CycleStats struct {
+	VCluster   string
+	Pending    int
+	Proposed   int
+	Committed  int
+	Rejected   int
+	Backfilled int
+	Duration   time.Duration // solver time
+	Total      time.Duration // whole cycle
+}
+
+// Loop is one vCluster's scheduler loop.
+type Loop struct {
+	Name     string
+	State    StateReader
+	Proposer Proposer
+	Planner  Planner
+	Clock    func() time.Time
+	Log      *slog.Logger
+	// OnCycle, when set, receives every cycle's stats.
+	OnCycle func(CycleStats)
+
+	Explanations Explanations
+
+	wake chan struct{}
+	once sync.Once
+}
+
+func (l *Loop) init() {
+	l.once.Do(func() {
+		l.wake = make(chan struct{}, 1)
+		if l.Log == nil {
+			l.Log = slog.Default()
+		}
+		if l.Clock == nil {
+			l.Clock = time.Now
+		}
+	})
+}
+
+// Wake asks for a cycle soon (a submission or a completion happened). The
+// loop still waits its minimum interval since the last cycle.
+func (l *Loop) Wake() {
+	l.init()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run cycles until ctx ends: every cycle interval, or earlier when woken,
+// but never more often than the minimum interval.
+func (l *Loop) Run(ctx context.Context) {
+	l.init()
+	var last time.Time
+	for {
+		interval, minInterval := l.intervals()
+		wait := interval
+		if !last.IsZero() {
+			wait = max(0, interval-time.Since(last))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		case <-l.wake:
+			timer.Stop()
+			if since := time.Since(last); since < minInterval {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(minInterval - since):
+				}
+			}
+		}
+		last = time.Now()
+		if err := l.Cycle(ctx); err != nil && ctx.Err() == nil {
+			l.Log.Warn("scheduling cycle failed", "vcluster", l.Name, "err", err)
+		}
+	}
+}
+
+func (l *Loop) intervals() (time.Duration, time.Duration) {
+	s, _, ok := l.State.Snapshot(l.Name, l.Clock())
+	interval, minInterval := model.DefaultCycleInterval, model.DefaultMinInterval
+	if ok && s.VCluster != nil {
+		if s.VCluster.CycleInterval > 0 {
+			interval = s.VCluster.CycleInterval
+		}
+		if s.VCluster.MinInterval > 0 {
+			minInterval = s.VCluster.MinInterval
+		}
+	}
+	return interval, min(minInterval, interval)
+}
+
+// Cycle runs one scheduling cycle:
+//  1. read a consistent snapshot and its version;
+//  2. build the solver input (BuildInput) and plan;
+//  3. propose every start as one batch carrying the snapshot version;
+//  4. record explanations; rejected items simply stay pending and are
+//     planned again next cycle from fresher state.
+func (l *Loop) Cycle(ctx context.Context) error {
+	l.init()
+	began := time.Now()
+	now := l.Clock()
+	snap, version, ok := l.State.Snapshot(l.Name, now)
+	if !ok {
+		return fmt.Errorf("vcluster %s no longer exists", l.Name)
+	}
+	stats := CycleStats{VCluster: l.Name, Pending: len(snap.Pending)}
+	if len(snap.Pending) == 0 {
+		l.Explanations.replace(nil)
+		return nil
+	}
+	in := BuildInput(snap)
+	solveStart := time.Now()
+	plan := l.Planner(&in)
+	stats.Duration = time.Since(solveStart)
+
+	expl := make(map[uint64]*Explanation, len(plan.Explanations))
+	for _, e := range plan.Explanations {
+		x := &Explanation{Explanation: e, Computed: now, Profile: snap.VCluster.WeightsProfile}
+		x.Message = describe(&x.Explanation)
+		expl[e.JobID] = x
+	}
+	if len(plan.Starts) > 0 {
+		items := make([]Assignment, len(plan.Starts))
+		for i, st := range plan.Starts {
+			items[i] = Assignment{AllocID: st.JobID, Nodes: st.Nodes, Version: version}
+			if st.Backfilled {
+				stats.Backfilled++
+			}
+		}
+		stats.Proposed = len(items)
+		outcomes, err := l.Proposer.AssignBatch(ctx, l.Name, items)
+		if err != nil {
+			l.Explanations.replace(expl)
+			return fmt.Errorf("propose %d assignments: %w", len(items), err)
+		}
+		for _, o := range outcomes {
+			if o.Committed {
+				stats.Committed++
+				continue
+			}
+			stats.Rejected++
+			if x := expl[o.AllocID]; x != nil {
+				x.Reason = o.Reason
+				if x.Reason == "" {
+					x.Reason = model.ReasonResources
+				}
+				x.Message = "the quorum refused the planned start: " + o.Message + "; retried next cycle"
+			}
+			l.Log.Debug("assignment rejected", "vcluster", l.Name, "alloc", o.AllocID, "reason", o.Reason, "msg", o.Message)
+		}
+	}
+	l.Explanations.replace(expl)
+	stats.Total = time.Since(began)
+	if l.OnCycle != nil {
+		l.OnCycle(stats)
+	}
+	if stats.Proposed > 0 {
+		l.Log.Info("scheduling cycle", "vcluster", l.Name, "pending", stats.Pending, "started", stats.Committed,
+			"rejected", stats.Rejected, "backfilled", stats.Backfilled, "solve_ms", stats.Duration.Milliseconds())
+	}
+	return nil
+}
+
+// describe writes one sentence on why a job waits or where it starts.
+func describe(e *solver.Explanation) string {
+	switch e.Reason {
+	case "":
+		return fmt.Sprintf("starts on %d node(s)", len(e.Nodes))
+	case model.ReasonPriority:
+		return "higher-scored allocations hold the nodes it needs"
+	case model.ReasonResources:
+		return "not enough free nodes that satisfy its request"
+	case model.ReasonPowerBudget:
+		return "starting it would exceed the power budget"
+	case model.ReasonQuotaMaxNodes:
+		return "its tenant is at its node quota"
+	case model.ReasonQuotaMaxRunning:
+		return "its tenant is at its running-allocation quota"
+	case model.ReasonNodesDrained:
+		return "enough nodes exist but some are drained or down"
+	case model.ReasonBadConstraints:
+		return "no node of this vCluster can ever satisfy its constraints"
+	case ReasonArrayTaskLimit:
+		return "its array runs as many tasks as its %MAX allows"
+	}
+	return e.Reason
+}
