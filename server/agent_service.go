@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/agent"
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/agent"
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )

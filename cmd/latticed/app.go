@@ -33,7 +33,9 @@ func exitCode(err error) int {
 	return 1
 }
 
-func env(name string) []string { return []string{"LATTICE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))} }
+func env(name string) []string {
+	return []string{"LATTICE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+}
 
 func str(name, value, usage string) *cli.StringFlag {
 	return &cli.StringFlag{Name: name, Value: value, Usage: usage, EnvVars: env(name)}
