@@ -306,18 +306,25 @@ func (r *runner) explanationTable(w io.Writer, e *latticev1.Explanation) {
 	if m := e.GetMessage(); m != "" {
 		fmt.Fprintln(w, m)
 	}
-	kv(w, "Score", fmt.Sprintf("%.3f", e.GetScore()))
-	kv(w, "Weights profile", orDash(e.GetWeightsProfile()))
-	if p := e.GetQueuePosition(); p > 0 {
-		kv(w, "Queue position", p)
-	}
-	if ms := e.GetExpectedStartUnixMs(); ms != 0 {
-		kv(w, "Expected start", r.tableTime(ms))
-	} else {
-		kv(w, "Expected start", "unknown")
+	// Scores exist for allocations the scheduler considered while pending.
+	if len(e.GetFactors()) > 0 || model.AllocState(e.GetState()) == model.StatePending {
+		kv(w, "Score", fmt.Sprintf("%.3f", e.GetScore()))
+		kv(w, "Weights profile", orDash(e.GetWeightsProfile()))
+		if p := e.GetQueuePosition(); p > 0 {
+			kv(w, "Queue position", p)
+		}
+		if ms := e.GetExpectedStartUnixMs(); ms != 0 {
+			kv(w, "Expected start", r.tableTime(ms))
+		} else {
+			kv(w, "Expected start", "unknown")
+		}
 	}
 	if n := e.GetNodes(); len(n) > 0 {
-		kv(w, "Nodes", hostlist(n))
+		label := "Nodes"
+		if model.AllocState(e.GetState()) == model.StatePending {
+			label = "Planned nodes"
+		}
+		kv(w, label, hostlist(n))
 	}
 	if ms := e.GetComputedUnixMs(); ms != 0 {
 		kv(w, "Computed", r.tableTime(ms))

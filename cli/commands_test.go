@@ -158,7 +158,7 @@ func TestSubmitSendsTheRequest(t *testing.T) {
 	script := writeScript(t, "#!/bin/sh\n#SBATCH -N 2 -J sim -a 0-3 -o sim_%A_%a.out\n./sim\n")
 	r := run(t, servers(f.addr), "submit", script, "-p", "hpc-batch", "-d", "afterok:14_0")
 	mustCode(t, r, 0)
-	if r.stdout != "40\n" || !strings.Contains(r.stderr, "submitted array of 4 tasks 40_0…40_3") {
+	if r.stdout != "40\n" || !strings.Contains(r.stderr, "submitted array 40 (4 tasks 40_0…40_3)") {
 		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 	if len(f.submits) != 1 {

@@ -118,7 +118,7 @@ func (r *runner) nodesList(c *cli.Context) error {
 					watts(int64(v.PowerWatts)), gpus, orDash(strings.Join(v.Features, ",")),
 					fmt.Sprintf("%d/%dW", v.IdleWatts, v.BusyWatts), orDash(v.StateReason))
 			} else {
-				row(w, v.Name, v.State, v.HomeVCluster, v.CurrentVCluster, v.Group, orDash(truncate(v.Fingerprint, 12)), alloc, watts(int64(v.PowerWatts)))
+				row(w, v.Name, v.State, v.HomeVCluster, v.CurrentVCluster, v.Group, orDash(shortFingerprint(v.Fingerprint)), alloc, watts(int64(v.PowerWatts)))
 			}
 		}
 		return nil
@@ -199,6 +199,15 @@ func (r *runner) nodeChange(c *cli.Context, call func(context.Context, latticev1
 		return nil
 	}
 	return r.printNode(format, resp.GetNode())
+}
+
+// shortFingerprint is the first 12 characters of a fingerprint, like a
+// short git hash; wide and show print it whole.
+func shortFingerprint(f string) string {
+	if len(f) > 12 {
+		return f[:12]
+	}
+	return f
 }
 
 // watts prints a power figure: 850W, 12.5kW, 1.20MW.

@@ -215,12 +215,16 @@ func (r *runner) submit(c *cli.Context) error {
 	}
 	return r.emitAs(format, out, func(w io.Writer, _ bool) error {
 		fmt.Fprintln(w, display)
-		what := "allocation"
+		what := "allocation " + display
 		if req.Array != nil {
-			what = fmt.Sprintf("array of %d tasks %s_%d…%s_%d", len(resp.GetIds()), display, req.Array.Start, display, req.Array.End)
+			what = fmt.Sprintf("array %s (%d tasks %s_%d…%s_%d)", display, len(resp.GetIds()), display, req.Array.Start, display, req.Array.End)
 		}
-		fmt.Fprintf(r.Stderr, "submitted %s %s (%s nodes, walltime %s, tenant %s)\n", what, display,
-			nodeRange(req.NodesMin, req.NodesMax), model.FormatWalltime(req.Walltime), req.Tenant)
+		nodes := "nodes"
+		if req.NodesMax == 1 {
+			nodes = "node"
+		}
+		fmt.Fprintf(r.Stderr, "submitted %s: %s %s, walltime %s, tenant %s\n", what,
+			nodeRange(req.NodesMin, req.NodesMax), nodes, model.FormatWalltime(req.Walltime), req.Tenant)
 		return nil
 	})
 }
