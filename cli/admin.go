@@ -379,19 +379,28 @@ func (r *runner) quorumCommand() *cli.Command {
 				Usage:     "transfer leadership to member ID (or to any other member)",
 				ArgsUsage: "[ID]",
 				Action: func(c *cli.Context) error {
+					format, err := r.format(c)
+					if err != nil {
+						return err
+					}
 					if err := needArgs(c, 0, 1, "[ID]"); err != nil {
 						return err
 					}
 					var resp *latticev1.QuorumTransferResponse
-					err := r.admin(c, func(ctx context.Context, cl latticev1.AdminServiceClient) error {
+					if err := r.admin(c, func(ctx context.Context, cl latticev1.AdminServiceClient) error {
 						var err error
 						resp, err = cl.QuorumTransferLeadership(ctx, &latticev1.QuorumTransferRequest{Id: c.Args().First()})
 						return err
-					})
-					if err == nil {
-						fmt.Fprintln(r.Stdout, resp.GetNewLeaderId())
+					}); err != nil {
+						return err
 					}
-					return err
+					v := struct {
+						NewLeaderID string `json:"new_leader_id"`
+					}{resp.GetNewLeaderId()}
+					return r.emitAs(format, v, func(w io.Writer, _ bool) error {
+						fmt.Fprintln(w, v.NewLeaderID)
+						return nil
+					})
 				},
 			},
 			{Name: "backup", Usage: "write a consistent, checksummed backup from the leader to FILE", ArgsUsage: "FILE", Action: r.quorumBackup},

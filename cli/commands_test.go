@@ -505,6 +505,9 @@ func TestQuorum(t *testing.T) {
 	if r.stdout != "m2\n" {
 		t.Errorf("transfer %q", r.stdout)
 	}
+	if r = run(t, env, "quorum", "transfer", "m2", "-o", "json"); r.stdout != "{\n  \"new_leader_id\": \"m2\"\n}\n" {
+		t.Errorf("transfer -o json %q", r.stdout)
+	}
 
 	path := filepath.Join(t.TempDir(), "lattice.backup")
 	mustCode(t, run(t, env, "quorum", "backup", path), 0)
