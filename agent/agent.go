@@ -141,7 +141,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
 	}
-	for _, id := range a.runner.Running() {
+	// Tell the leader what this agent knows it runs — or ran, with a final
+	// report not yet acknowledged — so it fails only what was really lost.
+	for _, id := range a.knownIDs() {
 		hello.Running = append(hello.Running, &latticev1.RunningOnAgent{AllocationId: id})
 	}
 	if err := stream.Send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Hello{Hello: hello}}); err != nil {
@@ -222,6 +224,24 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		err = nil
 	}
 	return err
+}
+
+// knownIDs lists allocations running here or ended with an unacknowledged report.
+func (a *Agent) knownIDs() []uint64 {
+	ids := a.runner.Running()
+	a.mu.Lock()
+	for _, r := range a.pending {
+		ids = append(ids, r.AllocationId)
+	}
+	a.mu.Unlock()
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (a *Agent) heartbeat() *latticev1.AgentMessage {

@@ -58,6 +58,9 @@ type Config struct {
 	NoSync bool
 	// LockTimeout bounds the wait for the bolt file lock.
 	LockTimeout time.Duration
+	// RaftLogLevel is the level of hashicorp/raft's own log lines on
+	// stderr: trace, debug, info, warn (default), error or off.
+	RaftLogLevel string
 }
 
 func (c *Config) defaults() {
@@ -125,7 +128,11 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 256
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	level := hclog.LevelFromString(cfg.RaftLogLevel)
+	if level == hclog.NoLevel {
+		level = hclog.Warn
+	}
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr})
 	rc.NoSnapshotRestoreOnStart = false
 
 	store, err := raftboltdb.New(raftboltdb.Options{

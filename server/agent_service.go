@@ -65,6 +65,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 		return err
 	}
 	l.live.heard(names)
+	a.failLost(stream.Context(), names, hello.Running)
 	l.disp.attach(conn)
 	defer l.disp.detach(conn)
 	s.metrics.agents.Inc()
@@ -108,4 +109,37 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 			return stream.Context().Err()
 		}
 	}
+}
+
+// failLost ends allocations the quorum believes run on this agent's nodes
+// but the agent neither runs nor has a report for: the agent restarted and
+// their processes are gone.
+func (a *agentService) failLost(ctx context.Context, nodes []string, known []*latticev1.RunningOnAgent) {
+	mine := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		mine[n] = true
+	}
+	knownIDs := make(map[uint64]bool, len(known))
+	for _, k := range known {
+		knownIDs[k.AllocationId] = true
+	}
+	cmd := &quorum.UpdateAllocs{}
+	a.s.view(func(st *quorum.State) {
+		for _, al := range st.Active() {
+			if len(al.Nodes) == 0 || !mine[al.Nodes[0]] || knownIDs[al.ID] || al.State == model.StateStaging {
+				continue
+			}
+			cmd.Updates = append(cmd.Updates, quorum.AllocUpdate{AllocID: al.ID, State: model.StateFailed, Reason: model.ReasonNodeFailure})
+		}
+	})
+	if len(cmd.Updates) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := a.s.propose(pctx, cmd); err != nil {
+		a.s.log.Warn("fail allocations lost with an agent restart", "count", len(cmd.Updates), "err", err)
+		return
+	}
+	a.s.log.Info("allocations lost with an agent restart", "count", len(cmd.Updates))
 }

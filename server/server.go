@@ -57,6 +57,8 @@ type Config struct {
 	Clock func() time.Time
 	// RaftNoSync skips log fsync (tests and benchmarks only).
 	RaftNoSync bool
+	// RaftLogLevel is hashicorp/raft's own log level (default warn; "off").
+	RaftLogLevel string
 }
 
 func (c *Config) defaults() error {
@@ -138,7 +140,7 @@ func New(cfg Config) (*Server, error) {
 	s.apiLis = lis
 	q, err := quorum.Open(quorum.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
-		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync,
+		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()

@@ -139,7 +139,7 @@ func runDev(c *cli.Context) error {
 	grace := c.Duration("grace")
 	srv, err := server.New(server.Config{
 		ID: "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
-		InMemRaft: true, VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
+		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
 	})
 	if err != nil {
