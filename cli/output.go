@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
+
+	"github.com/latticehpc/lattice/model"
 )
 
 // emit prints v as JSON or YAML, or calls table for the table and wide
@@ -134,67 +134,8 @@ func elapsed(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", m, sec)
 }
 
-// hostlist compresses node names Slurm-style: n001,n002,n003,n007 →
-// n[001-003,007]. Names without a numeric suffix are listed as they are.
-func hostlist(names []string) string {
-	type key struct {
-		prefix string
-		width  int
-	}
-	type group struct {
-		key  key
-		nums []int
-	}
-	var groups []*group
-	index := map[key]*group{}
-	var plain []string
-	for _, n := range names {
-		i := len(n)
-		for i > 0 && n[i-1] >= '0' && n[i-1] <= '9' {
-			i--
-		}
-		if i == len(n) || len(n)-i > 9 {
-			plain = append(plain, n)
-			continue
-		}
-		num, _ := strconv.Atoi(n[i:])
-		k := key{n[:i], len(n) - i}
-		if n[i] != '0' || len(n)-i == 1 {
-			// no zero padding: numbers of different widths may share a range
-			k.width = 0
-		}
-		g := index[k]
-		if g == nil {
-			g = &group{key: k}
-			index[k] = g
-			groups = append(groups, g)
-		}
-		g.nums = append(g.nums, num)
-	}
-	var out []string
-	for _, g := range groups {
-		sort.Ints(g.nums)
-		var ranges []string
-		for i := 0; i < len(g.nums); {
-			j := i
-			for j+1 < len(g.nums) && g.nums[j+1] <= g.nums[j]+1 {
-				j++
-			}
-			a := fmt.Sprintf("%0*d", g.key.width, g.nums[i])
-			if g.nums[j] != g.nums[i] {
-				a += "-" + fmt.Sprintf("%0*d", g.key.width, g.nums[j])
-			}
-			ranges = append(ranges, a)
-			i = j + 1
-		}
-		if len(ranges) == 1 && !strings.Contains(ranges[0], "-") {
-			out = append(out, g.key.prefix+ranges[0])
-		} else {
-			out = append(out, g.key.prefix+"["+strings.Join(ranges, ",")+"]")
-		}
-	}
-	return strings.Join(append(out, plain...), ",")
-}
+// hostlist compresses node names Slurm-style (model.CompressHostlist).
+func hostlist(names []string) string { return model.CompressHostlist(names) }
 
 // truncate shortens s to n runes for narrow table columns.
 func truncate(s string, n int) string {

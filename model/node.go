@@ -164,60 +164,64 @@ func validName(s string) bool {
 	return true
 }
 
-// CompressHostlist writes node names the way Slurm does: runs of names that
-// differ only in a trailing zero-padded number become prefix[a-b,c]. Order
-// is kept for names that do not compress.
+// CompressHostlist writes node names the way Slurm does: n001,n002,n003,n007
+// becomes n[001-003,007]. Names sharing a prefix (and zero-padded width) are
+// merged and sorted; names without a numeric suffix follow as they are.
 func CompressHostlist(names []string) string {
-	type entry struct {
+	type key struct {
 		prefix string
 		width  int
-		nums   []int
 	}
-	var out []string
-	var cur *entry
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		if len(cur.nums) == 1 {
-			out = append(out, fmt.Sprintf("%s%0*d", cur.prefix, cur.width, cur.nums[0]))
-		} else {
-			var parts []string
-			for i := 0; i < len(cur.nums); {
-				j := i
-				for j+1 < len(cur.nums) && cur.nums[j+1] == cur.nums[j]+1 {
-					j++
-				}
-				if j == i {
-					parts = append(parts, fmt.Sprintf("%0*d", cur.width, cur.nums[i]))
-				} else {
-					parts = append(parts, fmt.Sprintf("%0*d-%0*d", cur.width, cur.nums[i], cur.width, cur.nums[j]))
-				}
-				i = j + 1
-			}
-			out = append(out, cur.prefix+"["+strings.Join(parts, ",")+"]")
-		}
-		cur = nil
+	type group struct {
+		key  key
+		nums []int
 	}
-	for _, name := range names {
-		i := len(name)
-		for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+	var groups []*group
+	index := map[key]*group{}
+	var plain []string
+	for _, n := range names {
+		i := len(n)
+		for i > 0 && n[i-1] >= '0' && n[i-1] <= '9' {
 			i--
 		}
-		if i == len(name) || len(name)-i > 9 {
-			flush()
-			out = append(out, name)
+		if i == len(n) || len(n)-i > 9 {
+			plain = append(plain, n)
 			continue
 		}
-		prefix, digits := name[:i], name[i:]
-		n, _ := strconv.Atoi(digits)
-		if cur != nil && cur.prefix == prefix && cur.width == len(digits) && n > cur.nums[len(cur.nums)-1] {
-			cur.nums = append(cur.nums, n)
-			continue
+		num, _ := strconv.Atoi(n[i:])
+		k := key{n[:i], len(n) - i}
+		if n[i] != '0' || len(n)-i == 1 {
+			k.width = 0 // not zero-padded: numbers of different widths share a range
 		}
-		flush()
-		cur = &entry{prefix: prefix, width: len(digits), nums: []int{n}}
+		g := index[k]
+		if g == nil {
+			g = &group{key: k}
+			index[k] = g
+			groups = append(groups, g)
+		}
+		g.nums = append(g.nums, num)
 	}
-	flush()
-	return strings.Join(out, ",")
+	var out []string
+	for _, g := range groups {
+		slices.Sort(g.nums)
+		var ranges []string
+		for i := 0; i < len(g.nums); {
+			j := i
+			for j+1 < len(g.nums) && g.nums[j+1] <= g.nums[j]+1 {
+				j++
+			}
+			r := fmt.Sprintf("%0*d", g.key.width, g.nums[i])
+			if g.nums[j] != g.nums[i] {
+				r += "-" + fmt.Sprintf("%0*d", g.key.width, g.nums[j])
+			}
+			ranges = append(ranges, r)
+			i = j + 1
+		}
+		if len(ranges) == 1 && !strings.Contains(ranges[0], "-") {
+			out = append(out, g.key.prefix+ranges[0])
+		} else {
+			out = append(out, g.key.prefix+"["+strings.Join(ranges, ",")+"]")
+		}
+	}
+	return strings.Join(append(out, plain...), ",")
 }

@@ -135,11 +135,14 @@ func TestCompressHostlist(t *testing.T) {
 		"node001,node003,node004":     "node[001,003-004]",
 		"a1":                          "a1",
 		"gpu01,gpu02,cpu07,login":     "gpu[01-02],cpu07,login",
-		"n9,n10":                      "n9,n10",
+		"n9,n10":                      "n[9-10]",
 		"":                            "",
 		"x-1,x-2,x-3,x-5,x-6,y":       "x-[1-3,5-6],y",
 		"nid00001,nid00002,nid00010":  "nid[00001-00002,00010]",
-		"node002,node001":             "node002,node001",
+		"node002,node001":             "node[001-002]",
+		"n001,n002,n003,n007":         "n[001-003,007]",
+		"gpu-10,gpu-9,gpu-11,cpu-1":   "gpu-[9-11],cpu-1",
+		"login,n01,n02":               "n[01-02],login",
 		"rack1-node01,rack1-node02,z": "rack1-node[01-02],z",
 	}
 	for in, want := range cases {
