@@ -1,20 +1,453 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+	"gopkg.in/yaml.v3"
+
+	"github.com/latticehpc/lattice/replay"
 )
 
-// replayCommand is `latticectl replay`. Owned by the replay work; the body
-// lands with the replay package.
+// replayCommand is `latticectl replay`: offline trace simulation, no server
+// needed (docs/replay.md).
 func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "simulate a workload trace offline with the real solver",
 		ArgsUsage: "TRACE",
-		Action: func(*cli.Context) error {
-			return errors.New("replay is being built")
+		Description: "Replays an SWF (.swf, .swf.gz) or JSON trace in virtual time under one or more policies\n" +
+			"and prints waits, bounded slowdown, utilization, fairness and topology metrics.\n" +
+			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative"},
+			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
+			&cli.IntFlag{Name: "group-size", Value: replay.DefaultGroupSize, Usage: "nodes per synthetic dragonfly group"},
+			&cli.StringFlag{Name: "weights-profile", Usage: "lattice: weights profile (default: the solver's balanced default)"},
+			&cli.GenericFlag{Name: "weight", Value: &repeated{}, Usage: "lattice: override one weight, `fN=W` (repeatable)"},
+			&cli.StringFlag{Name: "reservation-depth", Value: "1", Usage: "lattice: protected reservations: N, all or none"},
+			&cli.StringFlag{Name: "cycle", Value: "0", Usage: "schedule every `S` seconds (or a duration like 30s) instead of at every arrival and completion"},
+			&cli.BoolFlag{Name: "lenient", Usage: "skip malformed trace lines (counted) instead of failing"},
+			&cli.StringFlag{Name: "plot", Usage: "write PNG charts (queue, utilization, waits over time) into `DIR`"},
+			&cli.GenericFlag{Name: "sweep", Value: &repeated{}, Usage: "lattice: replay a grid, e.g. w3=0:0.5:0.1, profile=a,b, reservation-depth=1,2,all (repeat for a product)"},
+			&cli.Float64Flag{Name: "sweep-tolerance", Value: replay.DefaultSweepTolerance, Usage: "sweep: utilization a setting may lose against the best baseline and still win"},
+			&cli.BoolFlag{Name: "progress", Usage: "show a progress bar on stderr even when it is not a terminal"},
 		},
+		Action: runReplay,
+	}
+}
+
+// repeated is a repeatable string flag that, unlike cli.StringSliceFlag,
+// keeps commas inside a value ("--sweep profile=a,b").
+type repeated struct{ values []string }
+
+func (r *repeated) Set(v string) error { r.values = append(r.values, v); return nil }
+func (r *repeated) String() string {
+	if r == nil {
+		return ""
+	}
+	return strings.Join(r.values, " ")
+}
+
+func repeatedValues(c *cli.Context, name string) []string {
+	if r, ok := c.Generic(name).(*repeated); ok && r != nil {
+		return r.values
+	}
+	return nil
+}
+
+// replayRun is one replay to do: a name and a setting.
+type replayRun struct {
+	name string
+	cfg  replay.Config
+}
+
+func runReplay(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErrorf("usage: latticectl replay TRACE [flags] (see --help)")
+	}
+	format, err := OutputFormat(c)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := replayWriters(c)
+	base, policies, err := replayBase(c)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	var dims []replay.SweepDim
+	for _, s := range repeatedValues(c, "sweep") {
+		d, err := replay.ParseSweep(s)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		dims = append(dims, d)
+	}
+
+	tr, err := replay.ReadFile(c.Args().First(), replay.ReadOptions{Lenient: c.Bool("lenient")})
+	if err != nil {
+		var se *replay.SyntaxError
+		if errors.As(err, &se) {
+			return usageErrorf("%v (use --lenient to skip malformed lines)", err)
+		}
+		return err
+	}
+	tr = tr.First(c.Int("first"))
+	fmt.Fprintf(stderr, "replay %s: %d jobs on %d nodes", tr.Name, len(tr.Jobs), tr.Capacity)
+	if tr.Dropped > 0 {
+		fmt.Fprintf(stderr, ", %d dropped by the job model", tr.Dropped)
+	}
+	if tr.Skipped > 0 {
+		fmt.Fprintf(stderr, ", %d malformed lines skipped", tr.Skipped)
+	}
+	fmt.Fprintln(stderr)
+	base.Series = c.String("plot") != ""
+
+	var runs []replayRun
+	var baselines []string
+	if len(dims) > 0 {
+		grid, err := replay.Grid(base, dims)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		for _, p := range policies {
+			if p != replay.PolicyLattice {
+				baselines = append(baselines, p)
+			}
+		}
+		if len(baselines) == 0 {
+			baselines = []string{replay.PolicyEASY}
+		}
+		for _, s := range grid {
+			s.Config.Policy = replay.PolicyLattice
+			runs = append(runs, replayRun{name: s.Label, cfg: s.Config})
+		}
+	} else {
+		baselines = policies
+	}
+	for _, p := range baselines {
+		cfg := base
+		cfg.Policy = p
+		runs = append(runs, replayRun{name: p, cfg: cfg})
+	}
+
+	results, err := replayAll(tr, runs, progressWriter(c, stderr))
+	if err != nil {
+		return err
+	}
+	if dir := c.String("plot"); dir != "" {
+		named := make([]replay.Named, len(runs))
+		for i, r := range runs {
+			named[i] = replay.Named{Name: r.name, Result: results[i]}
+		}
+		files, err := replay.WritePlots(dir, named)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "plots: %s\n", strings.Join(files, ", "))
+	}
+	if len(dims) > 0 {
+		nSet := len(runs) - len(baselines)
+		return writeSweep(stdout, format, runs[:nSet], results[:nSet], results[nSet:], c.Float64("sweep-tolerance"))
+	}
+	ms := make([]replay.Metrics, len(results))
+	for i, r := range results {
+		ms[i] = r.Metrics
+	}
+	switch format {
+	case "json":
+		if len(ms) == 1 {
+			return replayJSON(stdout, ms[0])
+		}
+		return replayJSON(stdout, ms)
+	case "yaml":
+		if len(ms) == 1 {
+			return replayYAML(stdout, ms[0])
+		}
+		return replayYAML(stdout, ms)
+	}
+	return replayTable(stdout, ms)
+}
+
+// replayBase reads the flags shared by every run of one invocation.
+func replayBase(c *cli.Context) (replay.Config, []string, error) {
+	var cfg replay.Config
+	var policies []string
+	for p := range strings.SplitSeq(c.String("policy"), ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" {
+			continue
+		}
+		known := false
+		for _, k := range replay.Policies {
+			known = known || k == p
+		}
+		if !known {
+			return cfg, nil, fmt.Errorf("policy %q: allowed %s", p, strings.Join(replay.Policies, ", "))
+		}
+		policies = append(policies, p)
+	}
+	if len(policies) == 0 {
+		return cfg, nil, fmt.Errorf("--policy: allowed %s (comma-separated)", strings.Join(replay.Policies, ", "))
+	}
+	if c.Int("first") < 0 {
+		return cfg, nil, fmt.Errorf("--first %d: allowed N >= 0", c.Int("first"))
+	}
+	cfg.GroupSize = c.Int("group-size")
+	if cfg.GroupSize < 1 {
+		return cfg, nil, fmt.Errorf("--group-size %d: allowed G >= 1", cfg.GroupSize)
+	}
+	if p := c.String("weights-profile"); p != "" {
+		if _, err := replay.ProfileWeights(p); err != nil {
+			return cfg, nil, err
+		}
+		cfg.WeightsProfile = p
+	}
+	for _, w := range repeatedValues(c, "weight") {
+		d, err := replay.ParseSweep(w)
+		if err != nil || len(d.Values) != 1 || !strings.HasPrefix(d.Name, "w") {
+			return cfg, nil, fmt.Errorf("--weight %q: allowed fN=W with N in 1..9 and W in 0..1", w)
+		}
+		g, err := replay.Grid(cfg, []replay.SweepDim{d})
+		if err != nil {
+			return cfg, nil, err
+		}
+		cfg = g[0].Config
+	}
+	depth, err := replay.ParseReservationDepth(c.String("reservation-depth"))
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.ReservationDepth = depth
+	if cfg.Cycle, err = replay.ParseCycle(c.String("cycle")); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, policies, nil
+}
+
+func replayWriters(c *cli.Context) (stdout, stderr io.Writer) {
+	stdout, stderr = os.Stdout, os.Stderr
+	if c.App != nil && c.App.Writer != nil {
+		stdout = c.App.Writer
+	}
+	if c.App != nil && c.App.ErrWriter != nil {
+		stderr = c.App.ErrWriter
+	}
+	return stdout, stderr
+}
+
+// progressWriter is where the progress bar goes: stderr when it is a
+// terminal or --progress asks for it; nil for none.
+func progressWriter(c *cli.Context, stderr io.Writer) io.Writer {
+	if c.Bool("progress") {
+		return stderr
+	}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return stderr
+	}
+	return nil
+}
+
+// replayAll runs the replays on up to GOMAXPROCS cores, in order of runs.
+func replayAll(tr *replay.Trace, runs []replayRun, progress io.Writer) ([]*replay.Result, error) {
+	var bar *progressbar.ProgressBar
+	if progress != nil {
+		bar = progressbar.NewOptions64(int64(len(tr.Jobs))*int64(len(runs)),
+			progressbar.OptionSetWriter(progress),
+			progressbar.OptionSetDescription(fmt.Sprintf("replaying %d run(s)", len(runs))),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	results := make([]*replay.Result, len(runs))
+	errs := make([]error, len(runs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(runs)) {
+		wg.Go(func() {
+			for i := range next {
+				cfg := runs[i].cfg
+				if bar != nil {
+					last := 0
+					cfg.Progress = func(done, _ int) {
+						bar.Add(done - last)
+						last = done
+					}
+				}
+				results[i], errs[i] = replay.Run(tr, cfg)
+			}
+		})
+	}
+	for i := range runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if bar != nil {
+		bar.Finish()
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", runs[i].name, err)
+		}
+	}
+	return results, nil
+}
+
+// replayRows are the table's rows: label and value of one metric.
+var replayRows = []struct {
+	label string
+	value func(m replay.Metrics) string
+}{
+	{"jobs", func(m replay.Metrics) string { return strconv.Itoa(m.Jobs) }},
+	{"capacity (nodes)", func(m replay.Metrics) string { return strconv.Itoa(m.Capacity) }},
+	{"avg wait (s)", func(m replay.Metrics) string { return fmtF(m.AvgWait, 1) }},
+	{"p50 wait (s)", func(m replay.Metrics) string { return fmtF(m.P50Wait, 1) }},
+	{"p95 wait (s)", func(m replay.Metrics) string { return fmtF(m.P95Wait, 1) }},
+	{"max wait (s)", func(m replay.Metrics) string { return fmtF(m.MaxWait, 1) }},
+	{"avg bounded slowdown", func(m replay.Metrics) string { return fmtF(m.AvgBoundedSlowdown, 2) }},
+	{"utilization", func(m replay.Metrics) string { return fmtF(m.Utilization, 3) }},
+	{"makespan (s)", func(m replay.Metrics) string { return fmtF(m.Makespan, 0) }},
+	{"jain fairness", func(m replay.Metrics) string { return fmtF(m.JainFairness, 3) }},
+	{"multi-group jobs", func(m replay.Metrics) string { return fmtF(m.MultiGroupJobs, 3) }},
+	{"wall seconds", func(m replay.Metrics) string { return fmtF(m.WallSeconds, 2) }},
+}
+
+func fmtF(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+// replayTable prints the policies side by side, one metric per row.
+func replayTable(w io.Writer, ms []replay.Metrics) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	width := 0
+	for _, r := range replayRows {
+		width = max(width, len(r.label))
+	}
+	// Right-aligned numbers, left-aligned labels: pad the labels ourselves.
+	fmt.Fprintf(tw, "%-*s\t", width, "METRIC")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t", strings.ToUpper(m.Policy))
+	}
+	fmt.Fprintln(tw)
+	for _, r := range replayRows {
+		fmt.Fprintf(tw, "%-*s\t", width, r.label)
+		for _, m := range ms {
+			fmt.Fprintf(tw, "%s\t", r.value(m))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// sweepRow is one sweep setting in JSON and YAML.
+type sweepRow struct {
+	Setting string `json:"setting"`
+	replay.Metrics
+}
+
+// sweepReport is the sweep's JSON and YAML shape.
+type sweepReport struct {
+	Settings  []sweepRow       `json:"settings"`
+	Baselines []replay.Metrics `json:"baselines"`
+	// Best is the chosen setting (null when none keeps the utilization).
+	Best      *string `json:"best"`
+	Rule      string  `json:"rule"`
+	Tolerance float64 `json:"utilization_tolerance"`
+}
+
+func writeSweep(w io.Writer, format string, runs []replayRun, settings, baselines []*replay.Result, tol float64) error {
+	rep := sweepReport{Tolerance: tol,
+		Rule: "lowest avg_bounded_slowdown among settings with utilization >= best baseline utilization - tolerance"}
+	sm := make([]replay.Metrics, len(settings))
+	for i, r := range settings {
+		sm[i] = r.Metrics
+		rep.Settings = append(rep.Settings, sweepRow{Setting: runs[i].name, Metrics: r.Metrics})
+	}
+	for _, b := range baselines {
+		rep.Baselines = append(rep.Baselines, b.Metrics)
+	}
+	best := replay.Best(sm, rep.Baselines, tol)
+	if best >= 0 {
+		rep.Best = &runs[best].name
+	}
+	switch format {
+	case "json":
+		return replayJSON(w, rep)
+	case "yaml":
+		return replayYAML(w, rep)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tAVG_BSLD\tUTIL\tAVG_WAIT_S\tP95_WAIT_S\tJAIN\tMULTI_GROUP\t")
+	line := func(mark, name string, m replay.Metrics) {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", mark, name, fmtF(m.AvgBoundedSlowdown, 2), fmtF(m.Utilization, 3),
+			fmtF(m.AvgWait, 1), fmtF(m.P95Wait, 1), fmtF(m.JainFairness, 3), fmtF(m.MultiGroupJobs, 3))
+	}
+	for i, m := range sm {
+		mark := "  "
+		if i == best {
+			mark = "* "
+		}
+		line(mark, runs[i].name, m)
+	}
+	for _, b := range rep.Baselines {
+		line("  ", "baseline "+b.Policy, b)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if best < 0 {
+		_, err := fmt.Fprintf(w, "best: none — every setting loses more than %.3f utilization against the best baseline\n", tol)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "best: %s (avg bounded slowdown %.2f, utilization %.3f; rule: %s, tolerance %.3f)\n",
+		runs[best].name, sm[best].AvgBoundedSlowdown, sm[best].Utilization, rep.Rule, tol)
+	return err
+}
+
+func replayJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// replayYAML prints v with the keys of its JSON encoding, in block style.
+func replayYAML(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	setBlock(&n)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&n); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+func setBlock(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle
+	for _, c := range n.Content {
+		setBlock(c)
 	}
 }

@@ -19,7 +19,7 @@ const (
 )
 
 // Policies lists the known policies.
-var Policies = []string{PolicyFCFS, PolicyEASY, PolicyConservative}
+var Policies = []string{PolicyLattice, PolicyFCFS, PolicyEASY, PolicyConservative}
 
 // DefaultGroupSize is the size of a synthetic dragonfly group.
 const DefaultGroupSize = 32
@@ -82,6 +82,15 @@ type pool struct {
 	// groupFree counts free home nodes per group.
 	groupFree []int
 	free      int
+	// startedInPass counts jobs started since the last compaction.
+	startedInPass int
+	// sizeCount counts queued jobs by size; minSize is the smallest queued
+	// size (valid when the queue is not empty).
+	sizeCount []int32
+	minSize   int
+	// lenders are the pools whose idle nodes this one may use (lattice
+	// borrowing).
+	lenders []int
 }
 
 // scheduler is one policy.
@@ -164,7 +173,8 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 	poolOf := map[string]int{}
 	lo := 0
 	for i, spec := range specs {
-		p := pool{spec: spec, lo: lo, hi: lo + spec.Nodes, free: spec.Nodes, groupFree: make([]int, s.groups)}
+		p := pool{spec: spec, lo: lo, hi: lo + spec.Nodes, free: spec.Nodes, groupFree: make([]int, s.groups),
+			sizeCount: make([]int32, tr.Capacity+1)}
 		for n := p.lo; n < p.hi; n++ {
 			s.nodePool[n] = int32(i)
 			p.groupFree[n/s.groupSize]++
@@ -172,6 +182,15 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 		lo = p.hi
 		s.pools = append(s.pools, p)
 		poolOf[spec.Name] = i
+	}
+	if cfg.Policy == PolicyLattice {
+		for i := range s.pools {
+			for k := range s.pools {
+				if k != i && s.pools[i].spec.AllowBorrowing && s.pools[k].spec.AllowLending {
+					s.pools[i].lenders = append(s.pools[i].lenders, k)
+				}
+			}
+		}
 	}
 	s.jobs = make([]jobRun, len(tr.Jobs))
 	byID := make(map[uint64]int32, len(tr.Jobs))
@@ -209,6 +228,12 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 		s.policy = &easy{}
 	case PolicyConservative:
 		s.policy = &conservative{}
+	case PolicyLattice:
+		lp, err := newLattice(s)
+		if err != nil {
+			return nil, err
+		}
+		s.policy = lp
 	default:
 		return nil, fmt.Errorf("replay: unknown policy %q: allowed %v", cfg.Policy, Policies)
 	}
@@ -262,7 +287,9 @@ func (s *sim) run() error {
 			}
 		}
 		for p := range s.pools {
-			if len(s.pools[p].queue) == 0 {
+			if len(s.pools[p].queue) == 0 || s.pools[p].minSize > s.usableFree(p) {
+				// No queued job fits in the idle nodes it may use: no
+				// policy can start anything, so the decision is skipped.
 				continue
 			}
 			if err := s.policy.schedule(s, p); err != nil {
@@ -308,6 +335,10 @@ func (s *sim) enqueue(j int) {
 	r.eligible = max(s.now, s.tr.Jobs[j].Submit)
 	r.queued = true
 	p := &s.pools[r.pool]
+	size := s.tr.Jobs[j].Size
+	if p.sizeCount[size]++; len(p.queue) == 0 || size < p.minSize {
+		p.minSize = size
+	}
 	q := p.queue
 	// Jobs arrive in queue order except DAG successors released late.
 	if n := len(q); n == 0 || int(q[n-1]) < j {
@@ -318,10 +349,23 @@ func (s *sim) enqueue(j int) {
 	p.queue = slices.Insert(q, at, int32(j))
 }
 
-// compact drops started jobs from p's queue.
+// compact drops the jobs started in this pass from p's queue. Starts at the
+// front (fcfs, and most starts of the others) only move the slice's start.
 func (s *sim) compact(p int) {
 	pl := &s.pools[p]
-	pl.queue = slices.DeleteFunc(pl.queue, func(j int32) bool { return s.jobs[j].started })
+	if pl.startedInPass == 0 {
+		return
+	}
+	k := 0
+	for k < len(pl.queue) && s.jobs[pl.queue[k]].started {
+		k++
+	}
+	if k == pl.startedInPass {
+		pl.queue = pl.queue[k:]
+	} else {
+		pl.queue = slices.DeleteFunc(pl.queue, func(j int32) bool { return s.jobs[j].started })
+	}
+	pl.startedInPass = 0
 }
 
 // start runs job j on nodes (nil = the lowest-numbered free nodes of its
@@ -340,6 +384,10 @@ func (s *sim) start(j int, nodes []int32) {
 	}
 	if nodes == nil {
 		nodes = s.lowestFree(pl, job.Size)
+	}
+	pl.sizeCount[job.Size]--
+	for pl.minSize < len(pl.sizeCount)-1 && pl.sizeCount[pl.minSize] == 0 {
+		pl.minSize++
 	}
 	r.nodes = nodes
 	r.started = true
@@ -373,6 +421,7 @@ func (s *sim) start(j int, nodes []int32) {
 	r.groups = int16(min(groups, 1<<15-1))
 	s.busy += len(nodes)
 	pl.running = append(pl.running, int32(j))
+	pl.startedInPass++
 	s.completion.push(jobEnd{end: r.end, job: int32(j)})
 }
 
@@ -445,6 +494,15 @@ func (s *sim) finish(j int) {
 	if s.cfg.Progress != nil && s.done%4096 == 0 {
 		s.cfg.Progress(s.done, len(s.jobs))
 	}
+}
+
+// usableFree counts the idle nodes pool p may start work on.
+func (s *sim) usableFree(p int) int {
+	n := s.pools[p].free
+	for _, k := range s.pools[p].lenders {
+		n += s.pools[k].free
+	}
+	return n
 }
 
 func (s *sim) queued() int {

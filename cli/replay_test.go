@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runReplayCmd runs `replay ARGS...` in a minimal app with the global -o
+// flag and returns stdout, stderr and the error.
+func runReplayCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := &cli.App{
+		Name:           "latticectl",
+		Writer:         &out,
+		ErrWriter:      &errOut,
+		Flags:          []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}}},
+		Commands:       []*cli.Command{replayCommand()},
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	err := app.Run(append([]string{"latticectl"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+// tinySWF is four jobs on 4 nodes (job, submit, run, procs, req time, user).
+func tinySWF(t *testing.T, extra string) string {
+	t.Helper()
+	lines := []string{
+		"; MaxProcs: 4",
+		"1 0 -1 10 2 -1 -1 2 10 -1 1 1 -1 -1 -1 -1 -1 -1",
+		"2 1 -1 10 3 -1 -1 3 10 -1 1 2 -1 -1 -1 -1 -1 -1",
+		"3 2 -1 10 4 -1 -1 4 10 -1 1 1 -1 -1 -1 -1 -1 -1",
+		"4 3 -1 30 1 -1 -1 1 30 -1 1 2 -1 -1 -1 -1 -1 -1",
+	}
+	if extra != "" {
+		lines = append(lines, extra)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.swf")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReplayJSONShape(t *testing.T) {
+	trace := tinySWF(t, "")
+	out, stderr, err := runReplayCmd(t, "-o", "json", "replay", "--policy", "fcfs,easy", trace)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not a JSON array: %v\n%s", err, out)
+	}
+	keys := []string{"policy", "jobs", "capacity", "avg_wait_s", "p50_wait_s", "p95_wait_s", "max_wait_s",
+		"avg_bounded_slowdown", "utilization", "makespan_s", "jain_fairness", "multi_group_jobs", "wall_seconds"}
+	if len(got) != 2 || got[0]["policy"] != "fcfs" || got[1]["policy"] != "easy" {
+		t.Fatalf("got %v", got)
+	}
+	for _, k := range keys {
+		if _, ok := got[0][k]; !ok {
+			t.Errorf("key %q missing", k)
+		}
+	}
+	if len(got[0]) != len(keys) {
+		t.Errorf("%d keys, want %d: %v", len(got[0]), len(keys), got[0])
+	}
+	// The schedules of replay's baseline test: fcfs starts 0,10,20,30; easy 0,10,33,3.
+	if got[0]["avg_wait_s"].(float64) != (0+9+18+27)/4.0 || got[1]["avg_wait_s"].(float64) != (0+9+31+0)/4.0 {
+		t.Errorf("avg waits %v %v", got[0]["avg_wait_s"], got[1]["avg_wait_s"])
+	}
+
+	out, _, err = runReplayCmd(t, "-o", "json", "replay", "--policy", "easy", trace)
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("one policy: want one object, got %v %s", err, out)
+	}
+}
+
+func TestReplayTableAndPlots(t *testing.T) {
+	dir := t.TempDir()
+	out, stderr, err := runReplayCmd(t, "replay", "--policy", "fcfs,easy,conservative", "--plot", dir, tinySWF(t, ""))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "FCFS") || !strings.Contains(out, "CONSERVATIVE") || !strings.Contains(out, "avg bounded slowdown") {
+		t.Errorf("table:\n%s", out)
+	}
+	for _, f := range []string{"queue.png", "utilization.png", "wait.png", "wait_cdf.png"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", f, err)
+		}
+	}
+}
+
+func TestReplayMalformedTrace(t *testing.T) {
+	trace := tinySWF(t, "5 4 -1 oops 1 -1 -1 1 30 -1 1 2 -1 -1 -1 -1 -1 -1")
+	_, _, err := runReplayCmd(t, "replay", "--policy", "fcfs", trace)
+	if err == nil || !strings.Contains(err.Error(), "line 6") || ExitCode(err) != ExitUsage {
+		t.Fatalf("error %v (exit %d), want a usage error naming line 6", err, ExitCode(err))
+	}
+	_, stderr, err := runReplayCmd(t, "replay", "--policy", "fcfs", "--lenient", trace)
+	if err != nil || !strings.Contains(stderr, "1 malformed lines skipped") {
+		t.Fatalf("lenient: %v, stderr %q", err, stderr)
+	}
+}
+
+func TestReplayUsageErrors(t *testing.T) {
+	trace := tinySWF(t, "")
+	for _, args := range [][]string{
+		{"replay"},
+		{"replay", "--policy", "sjf", trace},
+		{"replay", "--reservation-depth", "-4", trace},
+		{"replay", "--weights-profile", "nope", trace},
+		{"replay", "--sweep", "w3=1:0:0.1", trace},
+		{"replay", "--cycle", "soon", trace},
+	} {
+		if _, _, err := runReplayCmd(t, args...); ExitCode(err) != ExitUsage {
+			t.Errorf("%v: error %v (exit %d), want exit %d", args, err, ExitCode(err), ExitUsage)
+		}
+	}
+}
+
+func TestReplaySweep(t *testing.T) {
+	out, stderr, err := runReplayCmd(t, "-o", "json", "replay", "--sweep", "reservation-depth=1,all", "--policy", "easy", tinySWF(t, ""))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep struct {
+		Settings []struct {
+			Setting string  `json:"setting"`
+			BSLD    float64 `json:"avg_bounded_slowdown"`
+		} `json:"settings"`
+		Baselines []struct {
+			Policy string `json:"policy"`
+		} `json:"baselines"`
+		Best *string `json:"best"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Settings) != 2 || rep.Settings[1].Setting != "reservation-depth=all" || len(rep.Baselines) != 1 || rep.Baselines[0].Policy != "easy" {
+		t.Errorf("sweep report %+v", rep)
+	}
+}
