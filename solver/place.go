@@ -1,6 +1,10 @@
 package solver
 
-import "github.com/latticehpc/lattice/topology"
+import (
+	"slices"
+
+	"github.com/latticehpc/lattice/topology"
+)
 
 type startResult int
 
@@ -331,29 +335,58 @@ func (s *state) compactPools(xs []int32) {
 	}
 }
 
-// timelineFor returns the release timeline of class c in conformance group
-// fp (-1 = any), building it from the current state on first use.
-func (s *state) timelineFor(c *class, fp int32) *timeline {
-	if fp < 0 && c.tlAny != nil {
-		return c.tlAny
+// buildTimelines builds, from the cycle-start state, the release timeline
+// of every class (per conformance group in a sensitive vCluster).
+func (s *state) buildTimelines() {
+	byAvail := make([]int32, 0, len(s.nodes))
+	for i := range s.nodes {
+		if s.own[i] && s.avail[i] != never {
+			byAvail = append(byAvail, int32(i))
+		}
 	}
-	if fp >= 0 && c.tlFp[fp] != nil {
-		return c.tlFp[fp]
+	slices.SortFunc(byAvail, func(a, b int32) int {
+		if s.avail[a] != s.avail[b] {
+			if s.avail[a] < s.avail[b] {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	for _, c := range s.classes {
+		if !s.sensitive {
+			c.tlAny = s.newTimeline(c, -1, byAvail)
+			continue
+		}
+		for f := range c.tlFp {
+			if c.eligAll[f] > 0 {
+				c.tlFp[f] = s.newTimeline(c, int32(f), byAvail)
+			}
+		}
 	}
+}
+
+// newTimeline builds the timeline of class c in conformance group fp (-1 =
+// any) from own nodes sorted by avail.
+func (s *state) newTimeline(c *class, fp int32, byAvail []int32) *timeline {
 	tl := &timeline{cls: c, fp: fp, lv: newLevels(), pos: make([]int32, len(s.nodes))}
 	for i := range tl.pos {
 		tl.pos[i] = -1
 	}
-	for i := range s.nodes {
-		if s.own[i] && s.avail[i] != never && c.elig[i] && (fp < 0 || s.fp[i] == fp) {
-			tl.put(int32(i), s.avail[i])
+	id, last := int32(-1), int64(-1)
+	for _, x := range byAvail {
+		if !c.elig[x] || (fp >= 0 && s.fp[x] != fp) {
+			continue
 		}
+		if id < 0 || s.avail[x] != last {
+			last = s.avail[x]
+			id = tl.lv.appendLevel(last)
+		}
+		tl.pos[x] = int32(len(tl.lv.lists[id]))
+		tl.lv.lists[id] = append(tl.lv.lists[id], x)
+		tl.lv.t[id].cnt++
 	}
-	if fp < 0 {
-		c.tlAny = tl
-	} else {
-		c.tlFp[fp] = tl
-	}
+	tl.lv.buildSorted()
 	s.timelines = append(s.timelines, tl)
 	return tl
 }
@@ -363,7 +396,7 @@ func (s *state) timelineFor(c *class, fp int32) *timeline {
 // decisions so far, or nil when its own nodes can never hold n.
 func (s *state) earliest(c *class, n int) (*timeline, int64) {
 	if !s.sensitive {
-		tl := s.timelineFor(c, -1)
+		tl := c.tlAny
 		if tl.lv.total() < n {
 			return nil, 0
 		}
@@ -375,7 +408,7 @@ func (s *state) earliest(c *class, n int) (*timeline, int64) {
 		if c.eligAll[f] < n {
 			continue
 		}
-		tl := s.timelineFor(c, int32(f))
+		tl := c.tlFp[f]
 		if tl.lv.total() < n {
 			continue
 		}
@@ -411,8 +444,15 @@ func (s *state) reserve(tl *timeline, key int64, n int, e int64) {
 }
 
 // pickFromLevel appends r nodes of list to s.chosen, in the fewest dragonfly
-// groups with best fit.
+// groups with best fit. On a long level that would cost a scan of the level
+// for each small reservation, it takes the level's last r nodes instead: a
+// reservation's exact nodes matter only until it starts (each cycle plans
+// afresh, and the start itself is placed by topology).
 func (s *state) pickFromLevel(list []int32, r int) {
+	if len(list) > 64 && len(list) > 4*r {
+		s.chosen = append(s.chosen, list[len(list)-r:]...)
+		return
+	}
 	clear(s.gu)
 	for _, x := range list {
 		s.gu[s.group[x]]++
@@ -436,7 +476,7 @@ func (s *state) commitReservation(xs []int32, start, end int64) {
 	// jobs that end by start.
 	s.tmp = s.tmp[:0]
 	for _, x := range xs {
-		if s.own[x] && s.avail[x] == 0 && !s.taken[x] && s.ready[x] && s.nodes[x].Allocation == 0 && s.firstRes[x] == never {
+		if s.avail[x] == 0 && s.firstRes[x] == never && !s.taken[x] && s.own[x] && s.ready[x] && s.idle0[x] {
 			s.tmp = append(s.tmp, x)
 		}
 	}

@@ -61,13 +61,15 @@ type job struct {
 	min, max int
 	wall     int64 // walltime in ns, > 0
 	wait     int64 // ns since eligible (ties in the order: longest first)
+	q        *quota
 	score    float64
 	f        [model.NumFactors]float64
 }
 
-// quota is a tenant's remaining room this cycle; < 0 = unlimited.
+// quota is a tenant's remaining room this cycle (< 0 = unlimited) and its f3.
 type quota struct {
 	nodes, running int
+	fairShare      float64
 }
 
 type state struct {
@@ -79,6 +81,8 @@ type state struct {
 	// Dense indexes by node.
 	group, fp, cell []int32
 	own, ready      []bool
+	idle0           []bool   // no allocation at cycle start
+	name            []string // node names, contiguous for cheap output
 	borrowable      []bool  // another vCluster's free Ready node we may borrow
 	taken           []bool  // started on this cycle
 	avail           []int64 // own nodes: offset from Now when free of all decisions; never = not in the timeline
@@ -128,6 +132,8 @@ func newState(in *Input) *state {
 		own:        make([]bool, n),
 		ready:      make([]bool, n),
 		borrowable: make([]bool, n),
+		idle0:      make([]bool, n),
+		name:       make([]string, n),
 		taken:      make([]bool, n),
 		avail:      make([]int64, n),
 		firstRes:   make([]int64, n),
@@ -161,38 +167,33 @@ func newState(in *Input) *state {
 	if s.groupsInSystem <= 0 {
 		s.groupsInSystem = s.nGroups
 	}
-	cellIdx := make(map[[2]int32]int32) // lookups only
-	type gf struct{ g, f int32 }
-	cells := make([]gf, 0, s.nGroups)
+	// Cells: (dragonfly group, conformance group) pairs present, in that order.
+	cellIdx := make([]int32, s.nGroups*s.nFps)
+	for i := range cellIdx {
+		cellIdx[i] = -1
+	}
 	for i := range in.Nodes {
 		nd := &in.Nodes[i]
 		g, _ := slices.BinarySearch(groupNums, nd.Group)
 		f, _ := slices.BinarySearch(fps, nd.Fingerprint)
 		s.group[i], s.fp[i] = int32(g), int32(f)
-		if _, ok := cellIdx[[2]int32{int32(g), int32(f)}]; !ok {
-			cellIdx[[2]int32{int32(g), int32(f)}] = -1
-			cells = append(cells, gf{int32(g), int32(f)})
-		}
+		cellIdx[g*s.nFps+f] = 0
 	}
-	slices.SortFunc(cells, func(a, b gf) int {
-		if a.g != b.g {
-			return int(a.g - b.g)
-		}
-		return int(a.f - b.f)
-	})
-	s.cellGroup = make([]int32, len(cells))
-	s.cellFp = make([]int32, len(cells))
+	nCells := 0
 	s.groupCells = make([]int32, s.nGroups+1)
-	for ci, c := range cells {
-		cellIdx[[2]int32{c.g, c.f}] = int32(ci)
-		s.cellGroup[ci], s.cellFp[ci] = c.g, c.f
-		s.groupCells[c.g+1] = int32(ci + 1)
-	}
-	for g := 1; g <= s.nGroups; g++ {
-		s.groupCells[g] = max(s.groupCells[g], s.groupCells[g-1])
+	for g := 0; g < s.nGroups; g++ {
+		for f := 0; f < s.nFps; f++ {
+			if k := g*s.nFps + f; cellIdx[k] == 0 {
+				cellIdx[k] = int32(nCells)
+				s.cellGroup = append(s.cellGroup, int32(g))
+				s.cellFp = append(s.cellFp, int32(f))
+				nCells++
+			}
+		}
+		s.groupCells[g+1] = int32(nCells)
 	}
 	for i := range in.Nodes {
-		s.cell[i] = cellIdx[[2]int32{s.group[i], s.fp[i]}]
+		s.cell[i] = cellIdx[int(s.group[i])*s.nFps+int(s.fp[i])]
 	}
 
 	// Node states and the release timeline's starting point.
@@ -201,6 +202,8 @@ func newState(in *Input) *state {
 		s.firstRes[i] = never
 		s.avail[i] = never
 		s.ready[i] = nd.State == model.NodeReady
+		s.idle0[i] = nd.Allocation == 0
+		s.name[i] = nd.Name
 		s.own[i] = nd.Own
 		s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
 		switch {
@@ -217,7 +220,7 @@ func newState(in *Input) *state {
 	}
 	s.gu = make([]int, s.nGroups)
 	s.quotaG = make([]int, s.nGroups)
-	s.cellUse = make([]bool, len(cells))
+	s.cellUse = make([]bool, nCells)
 	s.out = &Plan{}
 	return s
 }
@@ -352,10 +355,8 @@ func (s *state) scoreAll() {
 		f := &jb.f
 		f[0] = fPriority(j.PriorityClass)
 		f[1] = fWait(time.Duration(jb.wait))
-		f[2] = NeutralFairShare
-		if t, ok := in.Tenants[j.Tenant]; ok {
-			f[2] = fFairShare(t.FairShareTarget, t.UsageShare)
-		}
+		jb.q = s.quotaOf(j.Tenant)
+		f[2] = jb.q.fairShare
 		k := jb.cls.freeCap.GroupsNeeded(jb.min)
 		if k < 0 {
 			k = jb.cls.usableCap.GroupsNeeded(jb.min)
@@ -368,31 +369,41 @@ func (s *state) scoreAll() {
 		f[8] = fConformance(jb.cls.largestFree, jb.min)
 		jb.score = score(&s.weights, f)
 	}
-	s.order = make([]int32, len(s.jobs))
-	for i := range s.order {
-		s.order[i] = int32(i)
+	// Sort compact keys rather than the jobs: fewer cache misses.
+	type sortKey struct {
+		score float64
+		wait  int64
+		id    uint64
+		idx   int32
 	}
-	slices.SortFunc(s.order, func(a, b int32) int {
-		ja, jb := &s.jobs[a], &s.jobs[b]
+	keys := make([]sortKey, len(s.jobs))
+	for i := range s.jobs {
+		keys[i] = sortKey{s.jobs[i].score, s.jobs[i].wait, s.jobs[i].j.ID, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
 		switch {
-		case ja.score != jb.score:
-			if ja.score > jb.score {
+		case a.score != b.score:
+			if a.score > b.score {
 				return -1
 			}
 			return 1
-		case ja.wait != jb.wait:
-			if ja.wait > jb.wait {
+		case a.wait != b.wait:
+			if a.wait > b.wait {
 				return -1
 			}
 			return 1
-		case ja.j.ID != jb.j.ID:
-			if ja.j.ID < jb.j.ID {
+		case a.id != b.id:
+			if a.id < b.id {
 				return -1
 			}
 			return 1
 		}
-		return int(a - b)
+		return int(a.idx - b.idx)
 	})
+	s.order = make([]int32, len(keys))
+	for i, k := range keys {
+		s.order[i] = k.idx
+	}
 }
 
 // jobWall is a job's walltime; a missing one counts as the longest allowed.
@@ -407,9 +418,10 @@ func (s *state) quotaOf(tenant string) *quota {
 	if q, ok := s.quotas[tenant]; ok {
 		return q
 	}
-	q := &quota{nodes: -1, running: -1}
+	q := &quota{nodes: -1, running: -1, fairShare: NeutralFairShare}
 	if t, ok := s.in.Tenants[tenant]; ok {
 		q.nodes, q.running = max(-1, t.NodesLeft), max(-1, t.RunningLeft)
+		q.fairShare = fFairShare(t.FairShareTarget, t.UsageShare)
 	}
 	s.quotas[tenant] = q
 	return q
@@ -419,7 +431,13 @@ func (s *state) quotaOf(tenant string) *quota {
 func (s *state) plan() {
 	in := s.in
 	s.out.Explanations = make([]Explanation, len(s.order))
+	s.buildTimelines()
 	depth := in.ReservationDepth
+	if depth < 0 || depth > len(s.order) {
+		s.out.Reservations = make([]Reservation, 0, len(s.order))
+	} else {
+		s.out.Reservations = make([]Reservation, 0, depth)
+	}
 	reserved := 0
 	waiting := false // a higher-ranked job waits for nodes
 	for rank, ji := range s.order {
@@ -444,7 +462,7 @@ func (s *state) plan() {
 		if s.sensitive {
 			eligAll, eligReady, initFree = largestFp(c.eligAll), largestFp(c.eligReady), largestFp(c.initFree)
 		}
-		q := s.quotaOf(j.Tenant)
+		q := jb.q
 		switch {
 		case j.Hold != "":
 			ex.Reason = j.Hold
@@ -515,7 +533,6 @@ func (s *state) plan() {
 		}
 		reserved++
 		s.reserve(tl, key, jb.min, e)
-		slices.Sort(s.chosen)
 		r := Reservation{JobID: j.ID, Start: ex.ExpectedStart, Nodes: s.nameList(s.chosen)}
 		s.out.Reservations = append(s.out.Reservations, r)
 		ex.Nodes = r.Nodes
@@ -540,7 +557,7 @@ func (s *state) nameList(xs []int32) []string {
 	}
 	start := len(s.names)
 	for _, x := range xs {
-		s.names = append(s.names, s.nodes[x].Name)
+		s.names = append(s.names, s.name[x])
 	}
 	return s.names[start:len(s.names):len(s.names)]
 }

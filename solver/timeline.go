@@ -132,8 +132,22 @@ func (lv *levels) insert(x, id int32) int32 {
 	return x
 }
 
-// remove deletes the (empty) level at key.
-func (lv *levels) remove(key int64) { lv.root = lv.del(lv.root, key) }
+// remove deletes the (empty) level at key and recycles its id.
+func (lv *levels) remove(key int64) {
+	id := lv.find(key)
+	lv.root = lv.del(lv.root, key)
+	lv.free = append(lv.free, id)
+}
+
+// rekey moves the whole level id from key old to newKey, which has no level:
+// its node list (and so every node's position in it) stays as it is.
+func (lv *levels) rekey(id int32, old, newKey int64) {
+	cnt := lv.t[id].cnt
+	lv.add(old, -cnt)
+	lv.root = lv.del(lv.root, old)
+	lv.t[id] = tnode{key: newKey, cnt: cnt, sum: cnt, l: -1, r: -1, pri: lv.t[id].pri}
+	lv.root = lv.insert(lv.root, id)
+}
 
 func (lv *levels) del(x int32, key int64) int32 {
 	if x < 0 {
@@ -149,7 +163,6 @@ func (lv *levels) del(x int32, key int64) int32 {
 		lv.t[x].r = r
 	default:
 		if n.l < 0 || n.r < 0 {
-			lv.free = append(lv.free, x)
 			if n.l < 0 {
 				return n.r
 			}
@@ -226,71 +239,143 @@ func (lv *levels) pred(key int64) (int64, bool) {
 	return best, ok
 }
 
-// timeline is the release timeline of one class (and conformance group).
-type timeline struct {
-	cls *class
-	fp  int32 // conformance group, -1 = any
-	lv  levels
-	pos []int32 // by node: index in its level's list, -1 = not a member
+// appendLevel adds a level with a key above every existing one, without
+// linking it into the treap; buildSorted links them all at once.
+func (lv *levels) appendLevel(key int64) int32 {
+	id := int32(len(lv.t))
+	lv.t = append(lv.t, tnode{key: key, l: -1, r: -1, pri: lv.rand()})
+	lv.lists = append(lv.lists, nil)
+	return id
 }
 
-// put adds member node x at key.
-func (tl *timeline) put(x int32, key int64) {
-	id := tl.lv.level(key)
-	tl.pos[x] = int32(len(tl.lv.lists[id]))
-	tl.lv.lists[id] = append(tl.lv.lists[id], x)
-	tl.lv.add(key, 1)
+// buildSorted links levels appended in ascending key order into a treap in
+// O(levels) (the Cartesian tree of their priorities) and sets the sums.
+func (lv *levels) buildSorted() {
+	stack := make([]int32, 0, 64)
+	for i := range lv.t {
+		id := int32(i)
+		last := int32(-1)
+		for len(stack) > 0 && lv.t[stack[len(stack)-1]].pri < lv.t[id].pri {
+			last = stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+		}
+		lv.t[id].l = last
+		if len(stack) > 0 {
+			lv.t[stack[len(stack)-1]].r = id
+		}
+		stack = append(stack, id)
+	}
+	lv.root = -1
+	if len(stack) > 0 {
+		lv.root = stack[0]
+		lv.sumUp(lv.root)
+	}
+}
+
+func (lv *levels) sumUp(x int32) int32 {
+	if x < 0 {
+		return 0
+	}
+	n := &lv.t[x]
+	n.sum = n.cnt + lv.sumUp(n.l) + lv.sumUp(n.r)
+	return n.sum
+}
+
+// timeline is the release timeline of one class (and conformance group).
+type timeline struct {
+	cls  *class
+	fp   int32 // conformance group, -1 = any
+	lv   levels
+	pos  []int32 // by node: index in its level's list, -1 = not a member
+	pend []int32 // scratch for move
 }
 
 // move moves the member nodes among xs from their current avail (read from
-// avail) to key newKey. Runs of nodes with the same old avail cost one
-// level lookup.
+// avail) to key newKey. xs lists nodes level by level, as a reservation's
+// walk or a start collects them: a run of members with the same old avail
+// that is the whole level moves in O(log levels) by re-keying the level;
+// other runs move node by node.
 func (tl *timeline) move(xs []int32, avail []int64, newKey int64) {
-	moved := int32(0)
-	var runKey int64
-	runID, run := int32(-1), int32(0)
-	flush := func() {
-		if run == 0 {
-			return
-		}
-		tl.lv.add(runKey, -run)
-		if tl.lv.t[runID].cnt == 0 {
-			tl.lv.remove(runKey)
-		}
-		run = 0
-	}
-	for _, x := range xs {
-		if tl.pos[x] < 0 {
+	pend := tl.pend[:0]
+	for i := 0; i < len(xs); {
+		x := xs[i]
+		if tl.pos[x] < 0 || avail[x] == newKey {
+			i++
 			continue
 		}
 		old := avail[x]
-		if old == newKey {
-			continue
+		j, cnt := i, int32(0)
+		for ; j < len(xs); j++ {
+			y := xs[j]
+			if tl.pos[y] < 0 {
+				continue
+			}
+			if avail[y] != old {
+				break
+			}
+			cnt++
 		}
-		if runID < 0 || old != runKey {
-			flush()
-			runKey, runID = old, tl.lv.find(old)
+		id := tl.lv.find(old)
+		if cnt == tl.lv.t[id].cnt {
+			tl.moveLevel(id, old, newKey)
+		} else {
+			list := tl.lv.lists[id]
+			for k := i; k < j; k++ {
+				y := xs[k]
+				if tl.pos[y] < 0 {
+					continue
+				}
+				p := tl.pos[y]
+				last := list[len(list)-1]
+				list[p] = last
+				tl.pos[last] = p
+				list = list[:len(list)-1]
+				pend = append(pend, y)
+			}
+			tl.lv.lists[id] = list
+			tl.lv.add(old, -cnt)
 		}
-		list := tl.lv.lists[runID]
-		i := tl.pos[x]
-		last := list[len(list)-1]
-		list[i] = last
-		tl.pos[last] = i
-		tl.lv.lists[runID] = list[:len(list)-1]
-		run++
-		moved++
+		i = j
 	}
-	flush()
-	if moved == 0 {
+	if len(pend) > 0 {
+		id := tl.lv.level(newKey)
+		list := tl.lv.lists[id]
+		for _, y := range pend {
+			tl.pos[y] = int32(len(list))
+			list = append(list, y)
+		}
+		tl.lv.lists[id] = list
+		tl.lv.add(newKey, int32(len(pend)))
+	}
+	tl.pend = pend[:0]
+}
+
+// moveLevel moves every node of level id from old to newKey: a re-key when
+// newKey has no level, else a merge that copies the shorter list.
+func (tl *timeline) moveLevel(id int32, old, newKey int64) {
+	lv := &tl.lv
+	target := lv.find(newKey)
+	if target < 0 {
+		lv.rekey(id, old, newKey)
 		return
 	}
-	id := tl.lv.level(newKey)
-	for _, x := range xs {
-		if tl.pos[x] < 0 || avail[x] == newKey {
-			continue
+	src, dst := lv.lists[id], lv.lists[target]
+	cnt := lv.t[id].cnt
+	if len(src) > len(dst) {
+		// Keep the longer list in place; append the target's nodes to it.
+		for _, y := range dst {
+			tl.pos[y] = int32(len(src))
+			src = append(src, y)
 		}
-		tl.pos[x] = int32(len(tl.lv.lists[id]))
-		tl.lv.lists[id] = append(tl.lv.lists[id], x)
+		lv.lists[target], lv.lists[id] = src, dst[:0]
+	} else {
+		for _, y := range src {
+			tl.pos[y] = int32(len(dst))
+			dst = append(dst, y)
+		}
+		lv.lists[target], lv.lists[id] = dst, src[:0]
 	}
-	tl.lv.add(newKey, moved)
+	lv.add(newKey, cnt)
+	lv.add(old, -cnt)
+	lv.remove(old)
 }
