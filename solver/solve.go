@@ -83,11 +83,11 @@ type state struct {
 	own, ready      []bool
 	idle0           []bool   // no allocation at cycle start
 	name            []string // node names, contiguous for cheap output
-	borrowable      []bool  // another vCluster's free Ready node we may borrow
-	taken           []bool  // started on this cycle
-	avail           []int64 // own nodes: offset from Now when free of all decisions; never = not in the timeline
-	firstRes        []int64 // own free nodes: start of their first reservation; never = none
-	delta           []int64 // watts added by starting work on the node
+	borrowable      []bool   // another vCluster's free Ready node we may borrow
+	taken           []bool   // started on this cycle
+	avail           []int64  // own nodes: offset from Now when free of all decisions; never = not in the timeline
+	firstRes        []int64  // own free nodes: start of their first reservation; never = none
+	delta           []int64  // watts added by starting work on the node
 
 	nGroups, nFps  int
 	groupsInSystem int
