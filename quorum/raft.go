@@ -239,11 +239,12 @@ func (q *Quorum) Propose(ctx context.Context, c Command) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := q.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(dl), time.Millisecond)
+	// The timeout bounds only the wait to enqueue; once enqueued the entry
+	// commits or leadership is lost.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	f := q.raft.Apply(data, timeout)
+	f := q.raft.Apply(data, q.cfg.ApplyTimeout)
 	if err := q.mapErr(f.Error()); err != nil {
 		return nil, err
 	}

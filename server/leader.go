@@ -35,6 +35,13 @@ type loopHandle struct {
 }
 
 func (s *Server) startLeading(parent context.Context) {
+	// A backup staged by `latticectl quorum restore` is installed before
+	// anything else can touch the state.
+	if restored, err := s.q.ApplyPendingRestore(); err != nil {
+		s.log.Error("restoring the staged backup failed; the cluster keeps its state", "err", err)
+	} else if restored {
+		s.log.Info("restored the staged backup")
+	}
 	s.mu.Lock()
 	if s.leader != nil {
 		s.mu.Unlock()

@@ -340,3 +340,16 @@ func boolFloat(b bool) float64 {
 	}
 	return 0
 }
+
+// VerifyBackup checks a backup file (checksum, structure, invariants).
+func VerifyBackup(path string) error {
+	_, err := quorum.VerifyBackupFile(path)
+	return err
+}
+
+// StageRestore verifies a backup and stages it in a member's empty data dir;
+// the member installs it when it next bootstraps and leads.
+func StageRestore(path, dataDir string) error {
+	_, err := quorum.PrepareRestore(path, dataDir)
+	return err
+}

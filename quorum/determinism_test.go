@@ -1,0 +1,266 @@
+package quorum
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// TestNoClockOrRandomnessInQuorum fails the build when quorum code reads the
+// clock or uses randomness: Apply must be a function of state and command.
+func TestNoClockOrRandomnessInQuorum(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); p == "math/rand" || p == "math/rand/v2" || p == "crypto/rand" {
+				t.Errorf("%s imports %s: the FSM must be deterministic", name, p)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" && (sel.Sel.Name == "Now" || sel.Sel.Name == "Since" || sel.Sel.Name == "Until") {
+				t.Errorf("%s: time.%s reads the wall clock; mint times before Apply", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && (sel.Sel.Name == "Getenv" || sel.Sel.Name == "LookupEnv" || sel.Sel.Name == "Environ") {
+				t.Errorf("%s: os.%s reads the environment", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}
+
+// commandLog generates a long random but plausible command log, driving the
+// state through every command type (valid and invalid items alike).
+type commandLog struct {
+	rng    *rand.Rand
+	now    time.Time
+	shadow *State // applied alongside, to pick plausible targets
+}
+
+func (g *commandLog) pick(n int) int { return g.rng.Intn(n) }
+
+func (g *commandLog) next() Command {
+	g.now = g.now.Add(time.Duration(1+g.pick(5000)) * time.Millisecond)
+	h := Header{Time: g.now}
+	if g.pick(4) == 0 {
+		h.RequestID = fmt.Sprintf("req-%d", g.pick(400)) // some repeat: idempotency in play
+	}
+	s := g.shadow
+	nodes := s.Nodes()
+	var pending, active []*model.Allocation
+	for _, a := range s.Allocations() {
+		switch {
+		case a.State == model.StatePending:
+			pending = append(pending, a)
+		case a.State.Active():
+			active = append(active, a)
+		}
+	}
+	vcs := []string{"batch", "ml", "int"}
+	switch r := g.pick(100); {
+	case r < 3:
+		vc := vcs[g.pick(3)]
+		return &SetVCluster{Header: h, VCluster: model.VCluster{Name: vc, Type: model.TypeHPCBatch, ReservationDepth: 1,
+			AllowLending: g.pick(2) == 0, AllowBorrowing: g.pick(2) == 0, PowerCapWatts: int64(g.pick(3)) * 4000}}
+	case r < 6:
+		var ns []model.Node
+		for range 1 + g.pick(4) {
+			ns = append(ns, model.Node{Name: fmt.Sprintf("n%03d", g.pick(40)), HomeVCluster: vcs[g.pick(3)], Group: g.pick(4),
+				Fingerprint: fmt.Sprintf("fp%d", g.pick(2)), IdleWatts: 100, BusyWatts: 300 + g.pick(200), Features: []string{"ib"}})
+		}
+		return &RegisterNodes{Header: h, Agent: fmt.Sprintf("a%d", g.pick(3)), Nodes: ns}
+	case r < 30:
+		req := model.Request{VCluster: vcs[g.pick(3)], Tenant: fmt.Sprintf("t%d", g.pick(4)), Command: []string{"true"},
+			NodesMin: 1 + g.pick(4), Walltime: time.Duration(1+g.pick(120)) * time.Minute, PriorityClass: g.pick(11)}
+		if g.pick(8) == 0 {
+			req.Array = &model.ArraySpec{Start: 0, End: g.pick(6), Step: 1, MaxConcurrent: g.pick(3)}
+		}
+		if g.pick(5) == 0 && len(s.allocs) > 0 {
+			ids := s.allocIDs()
+			req.DependsOn = []model.Dependency{{Condition: []model.DependencyCondition{model.AfterOK, model.AfterAny, model.AfterNotOK, model.AfterStart}[g.pick(4)],
+				IDs: []uint64{ids[g.pick(len(ids))]}}}
+		}
+		items := []SubmitItem{{Request: req}}
+		dag := false
+		if g.pick(10) == 0 {
+			dag = true
+			items = append(items, SubmitItem{Request: req, AfterItems: []ItemDep{{Condition: model.AfterOK, Index: 0}}})
+			items[1].Request.Array = nil
+		}
+		return &Submit{Header: h, Items: items, DAG: dag}
+	case r < 55 && len(pending) > 0 && len(nodes) > 0:
+		cmd := &AssignBatch{Header: h, VCluster: vcs[g.pick(3)]}
+		for range 1 + g.pick(4) {
+			a := pending[g.pick(len(pending))]
+			var names []string
+			for range a.NodesMin {
+				names = append(names, nodes[g.pick(len(nodes))].Name)
+			}
+			version := s.Version
+			if g.pick(6) == 0 && version > 3 {
+				version -= uint64(g.pick(3))
+			}
+			cmd.Items = append(cmd.Items, AssignItem{AllocID: a.ID, Nodes: names, Version: version})
+			if g.pick(2) == 0 {
+				cmd.VCluster = a.VCluster
+			}
+		}
+		return cmd
+	case r < 80 && len(active) > 0:
+		cmd := &UpdateAllocs{Header: h}
+		for range 1 + g.pick(3) {
+			a := active[g.pick(len(active))]
+			st := []model.AllocState{model.StateRunning, model.StateCompleted, model.StateFailed, model.StateCheckpointing,
+				model.StateSuspended, model.StatePending, model.StateCancelled}[g.pick(7)]
+			u := AllocUpdate{AllocID: a.ID, State: st}
+			if st == model.StateFailed {
+				code := 1 + g.pick(3)
+				u.ExitCode, u.Reason = &code, model.ReasonNonZeroExit
+			}
+			cmd.Updates = append(cmd.Updates, u)
+		}
+		return cmd
+	case r < 85 && len(s.allocs) > 0:
+		ids := s.allocIDs()
+		return &Cancel{Header: h, IDs: []uint64{ids[g.pick(len(ids))], uint64(g.pick(500))}}
+	case r < 91 && len(nodes) > 0:
+		return &SetNodeState{Header: h, Nodes: []string{nodes[g.pick(len(nodes))].Name},
+			Action: []NodeAction{ActionDrain, ActionUndrain, ActionDegraded, ActionDown, ActionUp}[g.pick(5)], Reason: "r"}
+	case r < 93 && len(s.allocs) > 0:
+		ids := s.allocIDs()
+		return &Requeue{Header: h, IDs: []uint64{ids[g.pick(len(ids))]}}
+	case r < 95 && len(nodes) > 0:
+		return &Reclaim{Header: h, Nodes: []string{nodes[g.pick(len(nodes))].Name}}
+	case r < 96 && len(nodes) > 0:
+		return &ReturnNodes{Header: h, Nodes: []string{nodes[g.pick(len(nodes))].Name}}
+	case r < 97:
+		return &SetPowerBudget{Header: h, Watts: int64(g.pick(3)) * 10000}
+	case r < 98:
+		return &SetTenant{Header: h, Tenant: model.Tenant{Name: fmt.Sprintf("t%d", g.pick(4)), MaxNodes: g.pick(12), MaxRunning: g.pick(5), FairShareTarget: 0.25}}
+	case r < 99:
+		return &Prune{Header: h, Before: g.now.Add(-time.Duration(g.pick(60)) * time.Second)}
+	default:
+		return &SetMember{Header: h, Member: Member{ID: fmt.Sprintf("m%d", g.pick(3)), RaftAddr: "r", APIAddr: "a"}}
+	}
+}
+
+func snapshotBytes(t *testing.T, f *FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.(*fsmSnapshot).image.write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+type discardSink struct{ bytes.Buffer }
+
+func (discardSink) ID() string    { return "test" }
+func (discardSink) Cancel() error { return nil }
+func (discardSink) Close() error  { return nil }
+
+func TestDeterministicReplay(t *testing.T) {
+	const commands = 3000
+	seeds := []int64{1, 2, 3}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			g := &commandLog{rng: rand.New(rand.NewSource(seed)), now: t0, shadow: NewState()}
+			// Three vClusters and some nodes to start with.
+			var log [][]byte
+			for i := range commands {
+				c := g.next()
+				if i < 3 {
+					c = &SetVCluster{Header: Header{Time: g.now}, VCluster: model.VCluster{Name: []string{"batch", "ml", "int"}[i], Type: model.TypeHPCBatch,
+						AllowLending: true, AllowBorrowing: true}}
+				}
+				data, err := Encode(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dc, _ := Decode(data)
+				g.shadow.apply(dc)
+				if i%100 == 0 {
+					if v := CheckInvariants(g.shadow); len(v) > 0 {
+						t.Fatalf("after command %d (%s): %s", i, c.Type(), strings.Join(v, "\n"))
+					}
+				}
+				log = append(log, data)
+			}
+			a, b, c := NewFSM(), NewFSM(), NewFSM()
+			mid := len(log) / 2
+			var midSnap discardSink
+			for i, data := range log {
+				l := &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data}
+				ra := a.Apply(l)
+				rb := b.Apply(l)
+				if fmt.Sprint(ra) != fmt.Sprint(rb) {
+					t.Fatalf("entry %d: results differ: %v vs %v", i+1, ra, rb)
+				}
+				if i+1 == mid {
+					snap, err := a.Snapshot()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := snap.Persist(&midSnap); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.Restore(io.NopCloser(&midSnap)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if i+1 > mid {
+					c.Apply(l)
+				}
+			}
+			sa, sb, sc := snapshotBytes(t, a), snapshotBytes(t, b), snapshotBytes(t, c)
+			if !bytes.Equal(sa, sb) {
+				t.Fatal("two FSMs fed the same log produced different snapshots")
+			}
+			if !bytes.Equal(sa, sc) {
+				t.Fatalf("an FSM restored from a mid-log snapshot diverged (%d vs %d bytes)", len(sa), len(sc))
+			}
+			var st *State
+			a.View(func(s *State) { st = s })
+			if v := CheckInvariants(st); len(v) > 0 {
+				t.Fatalf("final state: %s", strings.Join(v, "\n"))
+			}
+			if st.AllocationCount() < 50 || st.ActiveCount()+st.idx.terminal == 0 {
+				t.Fatalf("the log did not exercise much: %d allocations", st.AllocationCount())
+			}
+			t.Logf("seed %d: %d entries, version %d, %d allocations, %d nodes, snapshot %d bytes", seed, len(log), st.Version, st.AllocationCount(), st.NodeCount(), len(sa))
+		})
+	}
+}
