@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +38,7 @@ func startDev(t *testing.T, dir string, nodes int) *devStack {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := New(Config{
-		ID: "dev", DataDir: filepath.Join(dir, "quorum"), APIAddr: "127.0.0.1:0", InMemRaft: true, Logger: log, RaftLogLevel: "off",
+		ID: "dev", DataDir: filepath.Join(dir, "quorum"), APIAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", InMemRaft: true, Logger: log, RaftLogLevel: "off",
 		VClusters: []model.VCluster{DefaultVCluster("hpc-batch"), DefaultVCluster("ml-training")}, DefaultVCluster: "hpc-batch",
 		KillGrace: 2 * time.Second,
 	})
@@ -217,6 +219,21 @@ func TestDevStackEndToEnd(t *testing.T) {
 		b, err := d.allocs.Submit(context.Background(), req)
 		if err != nil || b.DisplayId != a.DisplayId {
 			t.Fatalf("retry gave %v, %v; first %s", b, err, a.DisplayId)
+		}
+	})
+
+	t.Run("metrics include raft and scheduler series", func(t *testing.T) {
+		resp, err := http.Get("http://" + d.srv.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{"lattice_raft_commitTime", "lattice_raft_boltdb_storeLogs", "lattice_scheduler_cycle_duration_seconds_bucket",
+			"lattice_quorum_commands_applied_total", `lattice_allocations{state="COMPLETED"}`, "lattice_dispatcher_agents_connected 1"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
 		}
 	})
 

@@ -131,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ID)}
 	s.metrics = newMetrics(prometheus.NewRegistry())
+	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
 	lis, err := net.Listen("tcp", cfg.APIAddr)
@@ -190,7 +191,8 @@ func (s *Server) Serve() error {
 			return fmt.Errorf("listen for metrics on %s: %w", s.cfg.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}))
+		gather := prometheus.Gatherers{s.metrics.reg, raftRegistry}
+		mux.Handle("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{Registry: s.metrics.reg}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 		s.httpSrv = &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		s.wg.Add(1)
