@@ -58,6 +58,8 @@ type Config struct {
 	NoSync bool
 	// LockTimeout bounds the wait for the bolt file lock.
 	LockTimeout time.Duration
+	// FaultInjection wraps the transport so tests can cut links (Partition).
+	FaultInjection bool
 	// RaftLogLevel is the level of hashicorp/raft's own log lines on
 	// stderr: trace, debug, info, warn (default), error or off.
 	RaftLogLevel string
@@ -104,6 +106,7 @@ type Quorum struct {
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
 	snapshots raft.SnapshotStore
+	faults    *FaultTransport
 	log       *slog.Logger
 }
 
@@ -175,6 +178,10 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 		}
 		q.transport, advertise = tr, tr.LocalAddr()
 	}
+	if cfg.FaultInjection {
+		q.faults = NewFaultTransport(q.transport)
+		q.transport = q.faults
+	}
 	if cfg.Bootstrap {
 		has, herr := raft.HasExistingState(store, store, q.snapshots)
 		if herr != nil {
@@ -194,6 +201,21 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	}
 	q.raft = r
 	return q, nil
+}
+
+// Partition cuts Raft traffic to and from the given members (empty heals).
+// It fails unless the member runs with fault injection.
+func (q *Quorum) Partition(ids []string) error {
+	if q.faults == nil {
+		return errors.New("fault injection is off on this member (start it with --fault-injection)")
+	}
+	q.faults.Block(ids)
+	return nil
+}
+
+// PartitionedFrom reports whether the link to member id is cut.
+func (q *Quorum) PartitionedFrom(id string) bool {
+	return q.faults != nil && q.faults.Blocked(id)
 }
 
 // FSM returns the member's state machine.

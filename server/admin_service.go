@@ -381,3 +381,12 @@ func (a *adminService) SetTenant(ctx context.Context, req *latticev1.SetTenantRe
 	}
 	return &latticev1.TenantInfo{Name: t.Name, MaxNodes: req.MaxNodes, MaxRunning: req.MaxRunning, FairShareTarget: t.FairShareTarget}, nil
 }
+
+// InjectFault cuts (or heals) this member's Raft links, for partition tests.
+func (a *adminService) InjectFault(_ context.Context, req *latticev1.InjectFaultRequest) (*latticev1.InjectFaultResponse, error) {
+	if err := a.s.q.Partition(req.BlockMemberIds); err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	a.s.log.Warn("fault injection: raft links cut", "members", req.BlockMemberIds)
+	return &latticev1.InjectFaultResponse{}, nil
+}

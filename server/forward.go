@@ -36,6 +36,7 @@ func newForwarder(s *Server) *forwarder {
 // localMethods are always answered by the member that received them.
 var localMethods = map[string]bool{
 	"/lattice.v1.AdminService/QuorumStatus": true,
+	"/lattice.v1.AdminService/InjectFault":  true,
 }
 
 // readMethods may be answered locally when no leader is known.
@@ -86,7 +87,7 @@ func forwardContext(ctx context.Context) context.Context {
 // leaderConn returns a client connection to the leader's API.
 func (f *forwarder) leaderConn() (*grpc.ClientConn, error) {
 	id, _ := f.s.q.Leader()
-	if id == "" {
+	if id == "" || f.s.q.PartitionedFrom(id) {
 		return nil, status.Error(codes.Unavailable, "no quorum leader right now; retry")
 	}
 	var addr string

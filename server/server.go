@@ -59,6 +59,8 @@ type Config struct {
 	RaftNoSync bool
 	// RaftLogLevel is hashicorp/raft's own log level (default warn; "off").
 	RaftLogLevel string
+	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
+	FaultInjection bool
 }
 
 func (c *Config) defaults() error {
@@ -142,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 	q, err := quorum.Open(quorum.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
+		FaultInjection: cfg.FaultInjection,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()

@@ -216,6 +216,8 @@ func serverCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("liveness-grace", 0, "after winning leadership, wait this long before marking nodes (default: down-after)")),
 		altsrc.NewDurationFlag(dur("kill-grace", 30*time.Second, "SIGTERM to SIGKILL grace sent with cancellations")),
 		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations this long")),
+		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
+		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	return &cli.Command{
 		Name:   "server",
@@ -277,6 +279,7 @@ func runServer(c *cli.Context) error {
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"),
+		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,86 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type InjectFaultRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	BlockMemberIds []string               `protobuf:"bytes,1,rep,name=block_member_ids,json=blockMemberIds,proto3" json:"block_member_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *InjectFaultRequest) Reset() {
+	*x = InjectFaultRequest{}
+	mi := &file_lattice_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InjectFaultRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InjectFaultRequest) ProtoMessage() {}
+
+func (x *InjectFaultRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InjectFaultRequest.ProtoReflect.Descriptor instead.
+func (*InjectFaultRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *InjectFaultRequest) GetBlockMemberIds() []string {
+	if x != nil {
+		return x.BlockMemberIds
+	}
+	return nil
+}
+
+type InjectFaultResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InjectFaultResponse) Reset() {
+	*x = InjectFaultResponse{}
+	mi := &file_lattice_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InjectFaultResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InjectFaultResponse) ProtoMessage() {}
+
+func (x *InjectFaultResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InjectFaultResponse.ProtoReflect.Descriptor instead.
+func (*InjectFaultResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
 type QuorumStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -29,7 +109,7 @@ type QuorumStatusRequest struct {
 
 func (x *QuorumStatusRequest) Reset() {
 	*x = QuorumStatusRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[0]
+	mi := &file_lattice_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -41,7 +121,7 @@ func (x *QuorumStatusRequest) String() string {
 func (*QuorumStatusRequest) ProtoMessage() {}
 
 func (x *QuorumStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[0]
+	mi := &file_lattice_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -54,7 +134,7 @@ func (x *QuorumStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumStatusRequest.ProtoReflect.Descriptor instead.
 func (*QuorumStatusRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 type QuorumMember struct {
@@ -71,7 +151,7 @@ type QuorumMember struct {
 
 func (x *QuorumMember) Reset() {
 	*x = QuorumMember{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[1]
+	mi := &file_lattice_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -83,7 +163,7 @@ func (x *QuorumMember) String() string {
 func (*QuorumMember) ProtoMessage() {}
 
 func (x *QuorumMember) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[1]
+	mi := &file_lattice_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -96,7 +176,7 @@ func (x *QuorumMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumMember.ProtoReflect.Descriptor instead.
 func (*QuorumMember) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *QuorumMember) GetId() string {
@@ -155,7 +235,7 @@ type QuorumStatusResponse struct {
 
 func (x *QuorumStatusResponse) Reset() {
 	*x = QuorumStatusResponse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[2]
+	mi := &file_lattice_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +247,7 @@ func (x *QuorumStatusResponse) String() string {
 func (*QuorumStatusResponse) ProtoMessage() {}
 
 func (x *QuorumStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[2]
+	mi := &file_lattice_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +260,7 @@ func (x *QuorumStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumStatusResponse.ProtoReflect.Descriptor instead.
 func (*QuorumStatusResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *QuorumStatusResponse) GetLeaderId() string {
@@ -237,7 +317,7 @@ type QuorumJoinRequest struct {
 
 func (x *QuorumJoinRequest) Reset() {
 	*x = QuorumJoinRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[3]
+	mi := &file_lattice_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +329,7 @@ func (x *QuorumJoinRequest) String() string {
 func (*QuorumJoinRequest) ProtoMessage() {}
 
 func (x *QuorumJoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[3]
+	mi := &file_lattice_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +342,7 @@ func (x *QuorumJoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumJoinRequest.ProtoReflect.Descriptor instead.
 func (*QuorumJoinRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *QuorumJoinRequest) GetId() string {
@@ -301,7 +381,7 @@ type QuorumJoinResponse struct {
 
 func (x *QuorumJoinResponse) Reset() {
 	*x = QuorumJoinResponse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[4]
+	mi := &file_lattice_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +393,7 @@ func (x *QuorumJoinResponse) String() string {
 func (*QuorumJoinResponse) ProtoMessage() {}
 
 func (x *QuorumJoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[4]
+	mi := &file_lattice_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +406,7 @@ func (x *QuorumJoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumJoinResponse.ProtoReflect.Descriptor instead.
 func (*QuorumJoinResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 type QuorumRemoveRequest struct {
@@ -338,7 +418,7 @@ type QuorumRemoveRequest struct {
 
 func (x *QuorumRemoveRequest) Reset() {
 	*x = QuorumRemoveRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[5]
+	mi := &file_lattice_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +430,7 @@ func (x *QuorumRemoveRequest) String() string {
 func (*QuorumRemoveRequest) ProtoMessage() {}
 
 func (x *QuorumRemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[5]
+	mi := &file_lattice_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +443,7 @@ func (x *QuorumRemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumRemoveRequest.ProtoReflect.Descriptor instead.
 func (*QuorumRemoveRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *QuorumRemoveRequest) GetId() string {
@@ -381,7 +461,7 @@ type QuorumRemoveResponse struct {
 
 func (x *QuorumRemoveResponse) Reset() {
 	*x = QuorumRemoveResponse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[6]
+	mi := &file_lattice_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +473,7 @@ func (x *QuorumRemoveResponse) String() string {
 func (*QuorumRemoveResponse) ProtoMessage() {}
 
 func (x *QuorumRemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[6]
+	mi := &file_lattice_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +486,7 @@ func (x *QuorumRemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumRemoveResponse.ProtoReflect.Descriptor instead.
 func (*QuorumRemoveResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 type QuorumTransferRequest struct {
@@ -418,7 +498,7 @@ type QuorumTransferRequest struct {
 
 func (x *QuorumTransferRequest) Reset() {
 	*x = QuorumTransferRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[7]
+	mi := &file_lattice_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +510,7 @@ func (x *QuorumTransferRequest) String() string {
 func (*QuorumTransferRequest) ProtoMessage() {}
 
 func (x *QuorumTransferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[7]
+	mi := &file_lattice_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +523,7 @@ func (x *QuorumTransferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumTransferRequest.ProtoReflect.Descriptor instead.
 func (*QuorumTransferRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *QuorumTransferRequest) GetId() string {
@@ -462,7 +542,7 @@ type QuorumTransferResponse struct {
 
 func (x *QuorumTransferResponse) Reset() {
 	*x = QuorumTransferResponse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[8]
+	mi := &file_lattice_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +554,7 @@ func (x *QuorumTransferResponse) String() string {
 func (*QuorumTransferResponse) ProtoMessage() {}
 
 func (x *QuorumTransferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[8]
+	mi := &file_lattice_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +567,7 @@ func (x *QuorumTransferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuorumTransferResponse.ProtoReflect.Descriptor instead.
 func (*QuorumTransferResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *QuorumTransferResponse) GetNewLeaderId() string {
@@ -505,7 +585,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[9]
+	mi := &file_lattice_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +597,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[9]
+	mi := &file_lattice_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +610,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 type BackupChunk struct {
@@ -542,7 +622,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[10]
+	mi := &file_lattice_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +634,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[10]
+	mi := &file_lattice_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +647,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -587,7 +667,7 @@ type Weight struct {
 
 func (x *Weight) Reset() {
 	*x = Weight{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[11]
+	mi := &file_lattice_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +679,7 @@ func (x *Weight) String() string {
 func (*Weight) ProtoMessage() {}
 
 func (x *Weight) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[11]
+	mi := &file_lattice_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +692,7 @@ func (x *Weight) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Weight.ProtoReflect.Descriptor instead.
 func (*Weight) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Weight) GetFactor() string {
@@ -646,7 +726,7 @@ type VClusterUsage struct {
 
 func (x *VClusterUsage) Reset() {
 	*x = VClusterUsage{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[12]
+	mi := &file_lattice_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +738,7 @@ func (x *VClusterUsage) String() string {
 func (*VClusterUsage) ProtoMessage() {}
 
 func (x *VClusterUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[12]
+	mi := &file_lattice_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +751,7 @@ func (x *VClusterUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VClusterUsage.ProtoReflect.Descriptor instead.
 func (*VClusterUsage) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *VClusterUsage) GetHomeNodes() int32 {
@@ -758,7 +838,7 @@ type VClusterInfo struct {
 
 func (x *VClusterInfo) Reset() {
 	*x = VClusterInfo{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[13]
+	mi := &file_lattice_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +850,7 @@ func (x *VClusterInfo) String() string {
 func (*VClusterInfo) ProtoMessage() {}
 
 func (x *VClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[13]
+	mi := &file_lattice_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +863,7 @@ func (x *VClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VClusterInfo.ProtoReflect.Descriptor instead.
 func (*VClusterInfo) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VClusterInfo) GetName() string {
@@ -885,7 +965,7 @@ type ListVClustersRequest struct {
 
 func (x *ListVClustersRequest) Reset() {
 	*x = ListVClustersRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[14]
+	mi := &file_lattice_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +977,7 @@ func (x *ListVClustersRequest) String() string {
 func (*ListVClustersRequest) ProtoMessage() {}
 
 func (x *ListVClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[14]
+	mi := &file_lattice_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +990,7 @@ func (x *ListVClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListVClustersRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 type ListVClustersResponse struct {
@@ -922,7 +1002,7 @@ type ListVClustersResponse struct {
 
 func (x *ListVClustersResponse) Reset() {
 	*x = ListVClustersResponse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[15]
+	mi := &file_lattice_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1014,7 @@ func (x *ListVClustersResponse) String() string {
 func (*ListVClustersResponse) ProtoMessage() {}
 
 func (x *ListVClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[15]
+	mi := &file_lattice_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1027,7 @@ func (x *ListVClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListVClustersResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListVClustersResponse) GetVclusters() []*VClusterInfo {
@@ -980,7 +1060,7 @@ type SetVClusterRequest struct {
 
 func (x *SetVClusterRequest) Reset() {
 	*x = SetVClusterRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[16]
+	mi := &file_lattice_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1072,7 @@ func (x *SetVClusterRequest) String() string {
 func (*SetVClusterRequest) ProtoMessage() {}
 
 func (x *SetVClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[16]
+	mi := &file_lattice_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1085,7 @@ func (x *SetVClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetVClusterRequest.ProtoReflect.Descriptor instead.
 func (*SetVClusterRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetVClusterRequest) GetName() string {
@@ -1121,7 +1201,7 @@ type GetPowerRequest struct {
 
 func (x *GetPowerRequest) Reset() {
 	*x = GetPowerRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[17]
+	mi := &file_lattice_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1213,7 @@ func (x *GetPowerRequest) String() string {
 func (*GetPowerRequest) ProtoMessage() {}
 
 func (x *GetPowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[17]
+	mi := &file_lattice_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1226,7 @@ func (x *GetPowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPowerRequest.ProtoReflect.Descriptor instead.
 func (*GetPowerRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 type PowerUse struct {
@@ -1160,7 +1240,7 @@ type PowerUse struct {
 
 func (x *PowerUse) Reset() {
 	*x = PowerUse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[18]
+	mi := &file_lattice_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1252,7 @@ func (x *PowerUse) String() string {
 func (*PowerUse) ProtoMessage() {}
 
 func (x *PowerUse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[18]
+	mi := &file_lattice_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1265,7 @@ func (x *PowerUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PowerUse.ProtoReflect.Descriptor instead.
 func (*PowerUse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PowerUse) GetVcluster() string {
@@ -1220,7 +1300,7 @@ type PowerStatus struct {
 
 func (x *PowerStatus) Reset() {
 	*x = PowerStatus{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[19]
+	mi := &file_lattice_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1312,7 @@ func (x *PowerStatus) String() string {
 func (*PowerStatus) ProtoMessage() {}
 
 func (x *PowerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[19]
+	mi := &file_lattice_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1325,7 @@ func (x *PowerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PowerStatus.ProtoReflect.Descriptor instead.
 func (*PowerStatus) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PowerStatus) GetBudgetWatts() int64 {
@@ -1280,7 +1360,7 @@ type SetPowerBudgetRequest struct {
 
 func (x *SetPowerBudgetRequest) Reset() {
 	*x = SetPowerBudgetRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[20]
+	mi := &file_lattice_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1372,7 @@ func (x *SetPowerBudgetRequest) String() string {
 func (*SetPowerBudgetRequest) ProtoMessage() {}
 
 func (x *SetPowerBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[20]
+	mi := &file_lattice_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1385,7 @@ func (x *SetPowerBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPowerBudgetRequest.ProtoReflect.Descriptor instead.
 func (*SetPowerBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetPowerBudgetRequest) GetVcluster() string {
@@ -1345,7 +1425,7 @@ type TenantInfo struct {
 
 func (x *TenantInfo) Reset() {
 	*x = TenantInfo{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[21]
+	mi := &file_lattice_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1437,7 @@ func (x *TenantInfo) String() string {
 func (*TenantInfo) ProtoMessage() {}
 
 func (x *TenantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[21]
+	mi := &file_lattice_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1450,7 @@ func (x *TenantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
 func (*TenantInfo) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TenantInfo) GetName() string {
@@ -1437,7 +1517,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[22]
+	mi := &file_lattice_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1529,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[22]
+	mi := &file_lattice_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1542,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 type ListTenantsResponse struct {
@@ -1474,7 +1554,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[23]
+	mi := &file_lattice_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1566,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[23]
+	mi := &file_lattice_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1579,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
@@ -1522,7 +1602,7 @@ type SetTenantRequest struct {
 
 func (x *SetTenantRequest) Reset() {
 	*x = SetTenantRequest{}
-	mi := &file_lattice_v1_admin_proto_msgTypes[24]
+	mi := &file_lattice_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1614,7 @@ func (x *SetTenantRequest) String() string {
 func (*SetTenantRequest) ProtoMessage() {}
 
 func (x *SetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_admin_proto_msgTypes[24]
+	mi := &file_lattice_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1627,7 @@ func (x *SetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_lattice_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SetTenantRequest) GetName() string {
@@ -1590,7 +1670,10 @@ var File_lattice_v1_admin_proto protoreflect.FileDescriptor
 const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/admin.proto\x12\n" +
-	"lattice.v1\"\x15\n" +
+	"lattice.v1\">\n" +
+	"\x12InjectFaultRequest\x12(\n" +
+	"\x10block_member_ids\x18\x01 \x03(\tR\x0eblockMemberIds\"\x15\n" +
+	"\x13InjectFaultResponse\"\x15\n" +
 	"\x13QuorumStatusRequest\"\x9a\x01\n" +
 	"\fQuorumMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
@@ -1710,7 +1793,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\vmax_running\x18\x03 \x01(\x05R\n" +
 	"maxRunning\x12*\n" +
 	"\x11fair_share_target\x18\x04 \x01(\x01R\x0ffairShareTarget\x12*\n" +
-	"\x11client_request_id\x18\x05 \x01(\tR\x0fclientRequestId2\xe6\x06\n" +
+	"\x11client_request_id\x18\x05 \x01(\tR\x0fclientRequestId2\xb6\a\n" +
 	"\fAdminService\x12Q\n" +
 	"\fQuorumStatus\x12\x1f.lattice.v1.QuorumStatusRequest\x1a .lattice.v1.QuorumStatusResponse\x12K\n" +
 	"\n" +
@@ -1723,7 +1806,8 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\bGetPower\x12\x1b.lattice.v1.GetPowerRequest\x1a\x17.lattice.v1.PowerStatus\x12L\n" +
 	"\x0eSetPowerBudget\x12!.lattice.v1.SetPowerBudgetRequest\x1a\x17.lattice.v1.PowerStatus\x12N\n" +
 	"\vListTenants\x12\x1e.lattice.v1.ListTenantsRequest\x1a\x1f.lattice.v1.ListTenantsResponse\x12A\n" +
-	"\tSetTenant\x12\x1c.lattice.v1.SetTenantRequest\x1a\x16.lattice.v1.TenantInfoB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
+	"\tSetTenant\x12\x1c.lattice.v1.SetTenantRequest\x1a\x16.lattice.v1.TenantInfo\x12N\n" +
+	"\vInjectFault\x12\x1e.lattice.v1.InjectFaultRequest\x1a\x1f.lattice.v1.InjectFaultResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
 var (
 	file_lattice_v1_admin_proto_rawDescOnce sync.Once
@@ -1737,66 +1821,70 @@ func file_lattice_v1_admin_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_admin_proto_rawDescData
 }
 
-var file_lattice_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_lattice_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_lattice_v1_admin_proto_goTypes = []any{
-	(*QuorumStatusRequest)(nil),    // 0: lattice.v1.QuorumStatusRequest
-	(*QuorumMember)(nil),           // 1: lattice.v1.QuorumMember
-	(*QuorumStatusResponse)(nil),   // 2: lattice.v1.QuorumStatusResponse
-	(*QuorumJoinRequest)(nil),      // 3: lattice.v1.QuorumJoinRequest
-	(*QuorumJoinResponse)(nil),     // 4: lattice.v1.QuorumJoinResponse
-	(*QuorumRemoveRequest)(nil),    // 5: lattice.v1.QuorumRemoveRequest
-	(*QuorumRemoveResponse)(nil),   // 6: lattice.v1.QuorumRemoveResponse
-	(*QuorumTransferRequest)(nil),  // 7: lattice.v1.QuorumTransferRequest
-	(*QuorumTransferResponse)(nil), // 8: lattice.v1.QuorumTransferResponse
-	(*BackupRequest)(nil),          // 9: lattice.v1.BackupRequest
-	(*BackupChunk)(nil),            // 10: lattice.v1.BackupChunk
-	(*Weight)(nil),                 // 11: lattice.v1.Weight
-	(*VClusterUsage)(nil),          // 12: lattice.v1.VClusterUsage
-	(*VClusterInfo)(nil),           // 13: lattice.v1.VClusterInfo
-	(*ListVClustersRequest)(nil),   // 14: lattice.v1.ListVClustersRequest
-	(*ListVClustersResponse)(nil),  // 15: lattice.v1.ListVClustersResponse
-	(*SetVClusterRequest)(nil),     // 16: lattice.v1.SetVClusterRequest
-	(*GetPowerRequest)(nil),        // 17: lattice.v1.GetPowerRequest
-	(*PowerUse)(nil),               // 18: lattice.v1.PowerUse
-	(*PowerStatus)(nil),            // 19: lattice.v1.PowerStatus
-	(*SetPowerBudgetRequest)(nil),  // 20: lattice.v1.SetPowerBudgetRequest
-	(*TenantInfo)(nil),             // 21: lattice.v1.TenantInfo
-	(*ListTenantsRequest)(nil),     // 22: lattice.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),    // 23: lattice.v1.ListTenantsResponse
-	(*SetTenantRequest)(nil),       // 24: lattice.v1.SetTenantRequest
+	(*InjectFaultRequest)(nil),     // 0: lattice.v1.InjectFaultRequest
+	(*InjectFaultResponse)(nil),    // 1: lattice.v1.InjectFaultResponse
+	(*QuorumStatusRequest)(nil),    // 2: lattice.v1.QuorumStatusRequest
+	(*QuorumMember)(nil),           // 3: lattice.v1.QuorumMember
+	(*QuorumStatusResponse)(nil),   // 4: lattice.v1.QuorumStatusResponse
+	(*QuorumJoinRequest)(nil),      // 5: lattice.v1.QuorumJoinRequest
+	(*QuorumJoinResponse)(nil),     // 6: lattice.v1.QuorumJoinResponse
+	(*QuorumRemoveRequest)(nil),    // 7: lattice.v1.QuorumRemoveRequest
+	(*QuorumRemoveResponse)(nil),   // 8: lattice.v1.QuorumRemoveResponse
+	(*QuorumTransferRequest)(nil),  // 9: lattice.v1.QuorumTransferRequest
+	(*QuorumTransferResponse)(nil), // 10: lattice.v1.QuorumTransferResponse
+	(*BackupRequest)(nil),          // 11: lattice.v1.BackupRequest
+	(*BackupChunk)(nil),            // 12: lattice.v1.BackupChunk
+	(*Weight)(nil),                 // 13: lattice.v1.Weight
+	(*VClusterUsage)(nil),          // 14: lattice.v1.VClusterUsage
+	(*VClusterInfo)(nil),           // 15: lattice.v1.VClusterInfo
+	(*ListVClustersRequest)(nil),   // 16: lattice.v1.ListVClustersRequest
+	(*ListVClustersResponse)(nil),  // 17: lattice.v1.ListVClustersResponse
+	(*SetVClusterRequest)(nil),     // 18: lattice.v1.SetVClusterRequest
+	(*GetPowerRequest)(nil),        // 19: lattice.v1.GetPowerRequest
+	(*PowerUse)(nil),               // 20: lattice.v1.PowerUse
+	(*PowerStatus)(nil),            // 21: lattice.v1.PowerStatus
+	(*SetPowerBudgetRequest)(nil),  // 22: lattice.v1.SetPowerBudgetRequest
+	(*TenantInfo)(nil),             // 23: lattice.v1.TenantInfo
+	(*ListTenantsRequest)(nil),     // 24: lattice.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),    // 25: lattice.v1.ListTenantsResponse
+	(*SetTenantRequest)(nil),       // 26: lattice.v1.SetTenantRequest
 }
 var file_lattice_v1_admin_proto_depIdxs = []int32{
-	1,  // 0: lattice.v1.QuorumStatusResponse.members:type_name -> lattice.v1.QuorumMember
-	11, // 1: lattice.v1.VClusterInfo.weights:type_name -> lattice.v1.Weight
-	12, // 2: lattice.v1.VClusterInfo.usage:type_name -> lattice.v1.VClusterUsage
-	13, // 3: lattice.v1.ListVClustersResponse.vclusters:type_name -> lattice.v1.VClusterInfo
-	11, // 4: lattice.v1.SetVClusterRequest.weights:type_name -> lattice.v1.Weight
-	18, // 5: lattice.v1.PowerStatus.vclusters:type_name -> lattice.v1.PowerUse
-	21, // 6: lattice.v1.ListTenantsResponse.tenants:type_name -> lattice.v1.TenantInfo
-	0,  // 7: lattice.v1.AdminService.QuorumStatus:input_type -> lattice.v1.QuorumStatusRequest
-	3,  // 8: lattice.v1.AdminService.QuorumJoin:input_type -> lattice.v1.QuorumJoinRequest
-	5,  // 9: lattice.v1.AdminService.QuorumRemove:input_type -> lattice.v1.QuorumRemoveRequest
-	7,  // 10: lattice.v1.AdminService.QuorumTransferLeadership:input_type -> lattice.v1.QuorumTransferRequest
-	9,  // 11: lattice.v1.AdminService.Backup:input_type -> lattice.v1.BackupRequest
-	14, // 12: lattice.v1.AdminService.ListVClusters:input_type -> lattice.v1.ListVClustersRequest
-	16, // 13: lattice.v1.AdminService.SetVCluster:input_type -> lattice.v1.SetVClusterRequest
-	17, // 14: lattice.v1.AdminService.GetPower:input_type -> lattice.v1.GetPowerRequest
-	20, // 15: lattice.v1.AdminService.SetPowerBudget:input_type -> lattice.v1.SetPowerBudgetRequest
-	22, // 16: lattice.v1.AdminService.ListTenants:input_type -> lattice.v1.ListTenantsRequest
-	24, // 17: lattice.v1.AdminService.SetTenant:input_type -> lattice.v1.SetTenantRequest
-	2,  // 18: lattice.v1.AdminService.QuorumStatus:output_type -> lattice.v1.QuorumStatusResponse
-	4,  // 19: lattice.v1.AdminService.QuorumJoin:output_type -> lattice.v1.QuorumJoinResponse
-	6,  // 20: lattice.v1.AdminService.QuorumRemove:output_type -> lattice.v1.QuorumRemoveResponse
-	8,  // 21: lattice.v1.AdminService.QuorumTransferLeadership:output_type -> lattice.v1.QuorumTransferResponse
-	10, // 22: lattice.v1.AdminService.Backup:output_type -> lattice.v1.BackupChunk
-	15, // 23: lattice.v1.AdminService.ListVClusters:output_type -> lattice.v1.ListVClustersResponse
-	13, // 24: lattice.v1.AdminService.SetVCluster:output_type -> lattice.v1.VClusterInfo
-	19, // 25: lattice.v1.AdminService.GetPower:output_type -> lattice.v1.PowerStatus
-	19, // 26: lattice.v1.AdminService.SetPowerBudget:output_type -> lattice.v1.PowerStatus
-	23, // 27: lattice.v1.AdminService.ListTenants:output_type -> lattice.v1.ListTenantsResponse
-	21, // 28: lattice.v1.AdminService.SetTenant:output_type -> lattice.v1.TenantInfo
-	18, // [18:29] is the sub-list for method output_type
-	7,  // [7:18] is the sub-list for method input_type
+	3,  // 0: lattice.v1.QuorumStatusResponse.members:type_name -> lattice.v1.QuorumMember
+	13, // 1: lattice.v1.VClusterInfo.weights:type_name -> lattice.v1.Weight
+	14, // 2: lattice.v1.VClusterInfo.usage:type_name -> lattice.v1.VClusterUsage
+	15, // 3: lattice.v1.ListVClustersResponse.vclusters:type_name -> lattice.v1.VClusterInfo
+	13, // 4: lattice.v1.SetVClusterRequest.weights:type_name -> lattice.v1.Weight
+	20, // 5: lattice.v1.PowerStatus.vclusters:type_name -> lattice.v1.PowerUse
+	23, // 6: lattice.v1.ListTenantsResponse.tenants:type_name -> lattice.v1.TenantInfo
+	2,  // 7: lattice.v1.AdminService.QuorumStatus:input_type -> lattice.v1.QuorumStatusRequest
+	5,  // 8: lattice.v1.AdminService.QuorumJoin:input_type -> lattice.v1.QuorumJoinRequest
+	7,  // 9: lattice.v1.AdminService.QuorumRemove:input_type -> lattice.v1.QuorumRemoveRequest
+	9,  // 10: lattice.v1.AdminService.QuorumTransferLeadership:input_type -> lattice.v1.QuorumTransferRequest
+	11, // 11: lattice.v1.AdminService.Backup:input_type -> lattice.v1.BackupRequest
+	16, // 12: lattice.v1.AdminService.ListVClusters:input_type -> lattice.v1.ListVClustersRequest
+	18, // 13: lattice.v1.AdminService.SetVCluster:input_type -> lattice.v1.SetVClusterRequest
+	19, // 14: lattice.v1.AdminService.GetPower:input_type -> lattice.v1.GetPowerRequest
+	22, // 15: lattice.v1.AdminService.SetPowerBudget:input_type -> lattice.v1.SetPowerBudgetRequest
+	24, // 16: lattice.v1.AdminService.ListTenants:input_type -> lattice.v1.ListTenantsRequest
+	26, // 17: lattice.v1.AdminService.SetTenant:input_type -> lattice.v1.SetTenantRequest
+	0,  // 18: lattice.v1.AdminService.InjectFault:input_type -> lattice.v1.InjectFaultRequest
+	4,  // 19: lattice.v1.AdminService.QuorumStatus:output_type -> lattice.v1.QuorumStatusResponse
+	6,  // 20: lattice.v1.AdminService.QuorumJoin:output_type -> lattice.v1.QuorumJoinResponse
+	8,  // 21: lattice.v1.AdminService.QuorumRemove:output_type -> lattice.v1.QuorumRemoveResponse
+	10, // 22: lattice.v1.AdminService.QuorumTransferLeadership:output_type -> lattice.v1.QuorumTransferResponse
+	12, // 23: lattice.v1.AdminService.Backup:output_type -> lattice.v1.BackupChunk
+	17, // 24: lattice.v1.AdminService.ListVClusters:output_type -> lattice.v1.ListVClustersResponse
+	15, // 25: lattice.v1.AdminService.SetVCluster:output_type -> lattice.v1.VClusterInfo
+	21, // 26: lattice.v1.AdminService.GetPower:output_type -> lattice.v1.PowerStatus
+	21, // 27: lattice.v1.AdminService.SetPowerBudget:output_type -> lattice.v1.PowerStatus
+	25, // 28: lattice.v1.AdminService.ListTenants:output_type -> lattice.v1.ListTenantsResponse
+	23, // 29: lattice.v1.AdminService.SetTenant:output_type -> lattice.v1.TenantInfo
+	1,  // 30: lattice.v1.AdminService.InjectFault:output_type -> lattice.v1.InjectFaultResponse
+	19, // [19:31] is the sub-list for method output_type
+	7,  // [7:19] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -1813,7 +1901,7 @@ func file_lattice_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_admin_proto_rawDesc), len(file_lattice_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

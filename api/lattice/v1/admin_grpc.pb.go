@@ -30,6 +30,7 @@ const (
 	AdminService_SetPowerBudget_FullMethodName           = "/lattice.v1.AdminService/SetPowerBudget"
 	AdminService_ListTenants_FullMethodName              = "/lattice.v1.AdminService/ListTenants"
 	AdminService_SetTenant_FullMethodName                = "/lattice.v1.AdminService/SetTenant"
+	AdminService_InjectFault_FullMethodName              = "/lattice.v1.AdminService/InjectFault"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -49,6 +50,10 @@ type AdminServiceClient interface {
 	SetPowerBudget(ctx context.Context, in *SetPowerBudgetRequest, opts ...grpc.CallOption) (*PowerStatus, error)
 	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
 	SetTenant(ctx context.Context, in *SetTenantRequest, opts ...grpc.CallOption) (*TenantInfo, error)
+	// InjectFault cuts this member's Raft links to the listed members (an
+	// empty list heals). Only on members started with --fault-injection; for
+	// partition tests.
+	InjectFault(ctx context.Context, in *InjectFaultRequest, opts ...grpc.CallOption) (*InjectFaultResponse, error)
 }
 
 type adminServiceClient struct {
@@ -178,6 +183,16 @@ func (c *adminServiceClient) SetTenant(ctx context.Context, in *SetTenantRequest
 	return out, nil
 }
 
+func (c *adminServiceClient) InjectFault(ctx context.Context, in *InjectFaultRequest, opts ...grpc.CallOption) (*InjectFaultResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InjectFaultResponse)
+	err := c.cc.Invoke(ctx, AdminService_InjectFault_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -195,6 +210,10 @@ type AdminServiceServer interface {
 	SetPowerBudget(context.Context, *SetPowerBudgetRequest) (*PowerStatus, error)
 	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
 	SetTenant(context.Context, *SetTenantRequest) (*TenantInfo, error)
+	// InjectFault cuts this member's Raft links to the listed members (an
+	// empty list heals). Only on members started with --fault-injection; for
+	// partition tests.
+	InjectFault(context.Context, *InjectFaultRequest) (*InjectFaultResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -237,6 +256,9 @@ func (UnimplementedAdminServiceServer) ListTenants(context.Context, *ListTenants
 }
 func (UnimplementedAdminServiceServer) SetTenant(context.Context, *SetTenantRequest) (*TenantInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetTenant not implemented")
+}
+func (UnimplementedAdminServiceServer) InjectFault(context.Context, *InjectFaultRequest) (*InjectFaultResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InjectFault not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -450,6 +472,24 @@ func _AdminService_SetTenant_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_InjectFault_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InjectFaultRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).InjectFault(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_InjectFault_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).InjectFault(ctx, req.(*InjectFaultRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -496,6 +536,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetTenant",
 			Handler:    _AdminService_SetTenant_Handler,
+		},
+		{
+			MethodName: "InjectFault",
+			Handler:    _AdminService_InjectFault_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
