@@ -1,0 +1,222 @@
+package vcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/solver"
+)
+
+var t0 = time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+
+type nb struct{ n model.Node }
+
+func node(name, home string) *nb {
+	return &nb{model.Node{Name: name, HomeVCluster: home, CurrentVCluster: home, State: model.NodeReady, Health: model.NodeReady, IdleWatts: 100, BusyWatts: 400}}
+}
+func (b *nb) current(v string) *nb        { b.n.CurrentVCluster = v; return b }
+func (b *nb) running(id uint64) *nb       { b.n.Allocation = id; return b }
+func (b *nb) state(s model.NodeState) *nb { b.n.State = s; return b }
+func (b *nb) build() *model.Node          { return &b.n }
+
+func alloc(id uint64, vc string, st model.AllocState) *model.Allocation {
+	return &model.Allocation{ID: id, State: st, SubmitTime: t0.Add(-time.Hour), EligibleTime: t0.Add(-time.Hour),
+		Request: model.Request{VCluster: vc, Tenant: "t", NodesMin: 1, NodesMax: 1, Walltime: 2 * time.Hour}}
+}
+
+func snapshot(vc *model.VCluster, nodes []*model.Node, allocs ...*model.Allocation) *Snapshot {
+	s := &Snapshot{Now: t0, VCluster: vc, Lenders: map[string]bool{}, Nodes: nodes, Allocations: map[uint64]*model.Allocation{},
+		Tenants: map[string]*model.Tenant{}, TenantLoad: map[string]TenantLoad{}, Groups: 2, PowerHeadroomWatts: -1, EnergyPrice: -1}
+	for _, a := range allocs {
+		if a.State == model.StatePending {
+			s.Pending = append(s.Pending, a)
+		} else {
+			s.Allocations[a.ID] = a
+		}
+	}
+	return s
+}
+
+func names(ns []solver.Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, fmt.Sprintf("%s/own=%v", n.Name, n.Own))
+	}
+	return out
+}
+
+func TestBuildInputCandidates(t *testing.T) {
+	batch := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, AllowBorrowing: true, ReservationDepth: 1}
+	nodes := []*model.Node{
+		node("a1", "batch").build(),
+		node("a2", "batch").running(5).build(),
+		node("b1", "ml").build(),                             // idle, ml lends: borrowable
+		node("b2", "ml").running(6).build(),                  // busy elsewhere: not ours
+		node("b3", "ml").current("batch").running(7).build(), // lent to us: ours
+		node("c1", "svc").build(),                            // svc does not lend
+		node("b4", "ml").state(model.NodeDrained).build(),    // not schedulable
+	}
+	running := alloc(5, "batch", model.StateRunning)
+	running.StartTime = t0.Add(-30 * time.Minute)
+	running.Nodes = []string{"a2"}
+	s := snapshot(batch, nodes, running, alloc(9, "batch", model.StatePending))
+	s.Lenders["ml"] = true
+	in := BuildInput(s)
+	want := []string{"a1/own=true", "a2/own=true", "b1/own=false", "b3/own=true"}
+	if got := names(in.Nodes); !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	if in.Nodes[1].FreeAt != t0.Add(90*time.Minute) {
+		t.Fatalf("a2 frees at %v, want start+walltime", in.Nodes[1].FreeAt)
+	}
+	if in.Nodes[3].FreeAt != t0.Add(model.MaxWalltime) {
+		t.Fatalf("node busy with an unknown allocation frees at %v", in.Nodes[3].FreeAt)
+	}
+	if len(in.Running) != 1 || in.Running[0].ID != 5 {
+		t.Fatalf("running %+v", in.Running)
+	}
+	// Without borrowing, only own nodes.
+	batch.AllowBorrowing = false
+	if got := names(BuildInput(s).Nodes); slices.Contains(got, "b1/own=false") {
+		t.Fatalf("borrowed without AllowBorrowing: %v", got)
+	}
+}
+
+func TestBuildInputPendingAndHolds(t *testing.T) {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch}
+	waiting := alloc(3, "batch", model.StatePending)
+	waiting.EligibleTime = time.Time{} // on a dependency
+	a1 := alloc(10, "batch", model.StateRunning)
+	a1.ArrayJobID, a1.ArrayMaxConcurrent = 10, 2
+	t1, t2, t3 := alloc(11, "batch", model.StatePending), alloc(12, "batch", model.StatePending), alloc(13, "batch", model.StatePending)
+	for _, a := range []*model.Allocation{t1, t2, t3} {
+		a.ArrayJobID, a.ArrayMaxConcurrent = 10, 2
+	}
+	frac := 0.8
+	t1.HotDataFraction = &frac
+	in := BuildInput(snapshot(vc, nil, waiting, a1, t1, t2, t3))
+	var got []string
+	for _, j := range in.Pending {
+		got = append(got, fmt.Sprintf("%d:%s", j.ID, j.Hold))
+	}
+	want := []string{"11:", "12:" + ReasonArrayTaskLimit, "13:" + ReasonArrayTaskLimit}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pending %v, want %v", got, want)
+	}
+	if in.Pending[0].HotDataFraction != 0.8 || in.Pending[1].HotDataFraction != -1 {
+		t.Fatalf("hot data fractions %v %v", in.Pending[0].HotDataFraction, in.Pending[1].HotDataFraction)
+	}
+}
+
+func TestBuildInputTenants(t *testing.T) {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch}
+	s := snapshot(vc, nil)
+	s.Tenants["a"] = &model.Tenant{Name: "a", FairShareTarget: 0.5, MaxNodes: 10, Usage: 3000, UsageTime: t0}
+	// b's usage was recorded one half-life ago: it counts half.
+	s.Tenants["b"] = &model.Tenant{Name: "b", MaxRunning: 2, Usage: 2000, UsageTime: t0.Add(-DefaultFairShareHalfLife)}
+	s.TenantLoad["a"] = TenantLoad{Nodes: 4, Running: 1}
+	s.TenantLoad["b"] = TenantLoad{Nodes: 1, Running: 3}
+	in := BuildInput(s)
+	a, b := in.Tenants["a"], in.Tenants["b"]
+	if a.UsageShare != 0.75 || b.UsageShare != 0.25 {
+		t.Fatalf("usage shares %v %v, want 0.75 0.25", a.UsageShare, b.UsageShare)
+	}
+	if a.NodesLeft != 6 || a.RunningLeft != -1 || b.NodesLeft != -1 || b.RunningLeft != 0 {
+		t.Fatalf("quota room a=%+v b=%+v", a, b)
+	}
+}
+
+// fakeState serves a fixed snapshot; fakeProposer records batches.
+type fakeState struct{ snap *Snapshot }
+
+func (f *fakeState) Snapshot(string, time.Time) (*Snapshot, uint64, bool) {
+	return f.snap, 42, f.snap != nil
+}
+
+type fakeProposer struct {
+	batches [][]Assignment
+	reject  map[uint64]string
+	err     error
+}
+
+func (f *fakeProposer) AssignBatch(_ context.Context, _ string, items []Assignment) ([]Outcome, error) {
+	f.batches = append(f.batches, items)
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := make([]Outcome, len(items))
+	for i, it := range items {
+		r, rejected := f.reject[it.AllocID]
+		out[i] = Outcome{AllocID: it.AllocID, Committed: !rejected, Reason: r, Message: "m"}
+	}
+	return out, nil
+}
+
+func TestCycleProposesOneBatchAndRecordsRejections(t *testing.T) {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, WeightsProfile: "balanced", ReservationDepth: 1}
+	nodes := []*model.Node{node("n1", "batch").build(), node("n2", "batch").build()}
+	s := snapshot(vc, nodes, alloc(1, "batch", model.StatePending), alloc(2, "batch", model.StatePending), alloc(3, "batch", model.StatePending))
+	prop := &fakeProposer{reject: map[uint64]string{2: model.ReasonPowerBudget}}
+	var stats CycleStats
+	l := &Loop{Name: "batch", State: &fakeState{s}, Proposer: prop, Planner: solver.Solve, Clock: func() time.Time { return t0 },
+		OnCycle: func(c CycleStats) { stats = c }}
+	if err := l.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prop.batches) != 1 || len(prop.batches[0]) != 2 {
+		t.Fatalf("batches %v, want one batch of two starts", prop.batches)
+	}
+	for _, it := range prop.batches[0] {
+		if it.Version != 42 {
+			t.Fatalf("item carries version %d, want the snapshot's 42", it.Version)
+		}
+	}
+	if stats.Proposed != 2 || stats.Committed != 1 || stats.Rejected != 1 || stats.Pending != 3 {
+		t.Fatalf("stats %+v", stats)
+	}
+	if e, ok := l.Explanations.Get(2); !ok || e.Reason != model.ReasonPowerBudget {
+		t.Fatalf("rejected item's explanation %+v", e)
+	}
+	if e, ok := l.Explanations.Get(3); !ok || e.Reason == "" || e.Message == "" {
+		t.Fatalf("waiting job's explanation %+v", e)
+	}
+	// A failed proposal is an error but keeps the explanations.
+	prop.err = errors.New("no leader")
+	if err := l.Cycle(context.Background()); err == nil {
+		t.Fatal("proposal failure not reported")
+	}
+	if _, ok := l.Explanations.Get(3); !ok {
+		t.Fatal("explanations lost after a failed proposal")
+	}
+}
+
+func TestLoopWakesEarlyButNotTooOften(t *testing.T) {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, CycleInterval: time.Hour, MinInterval: 50 * time.Millisecond}
+	s := snapshot(vc, []*model.Node{node("n1", "batch").build()}, alloc(1, "batch", model.StatePending))
+	cycles := make(chan time.Time, 100)
+	l := &Loop{Name: "batch", State: &fakeState{s}, Proposer: &fakeProposer{}, Planner: solver.Solve,
+		OnCycle: func(CycleStats) { cycles <- time.Now() }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go l.Run(ctx)
+	// The first cycle waits for the interval (an hour) unless woken.
+	select {
+	case <-cycles:
+		t.Fatal("cycled before being woken")
+	case <-time.After(100 * time.Millisecond):
+	}
+	l.Wake()
+	first := <-cycles
+	for range 5 {
+		l.Wake()
+	}
+	second := <-cycles
+	if gap := second.Sub(first); gap < 45*time.Millisecond {
+		t.Fatalf("cycles %v apart, minimum interval is 50ms", gap)
+	}
+}
