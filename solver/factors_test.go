@@ -138,7 +138,7 @@ func TestFactorsInSolve(t *testing.T) {
 		{"f8", f(1)[7], 0.25},
 		{"f8 not checkpointable", f(2)[7], 0},
 		{"f9 all free nodes conform", f(1)[8], 1},
-		{"f9 partial", f(2)[8], 6.0 / 8},
+		{"f9 largest conformance group / requested", f(2)[8], 7.0 / 8},
 		{"f9 gpu class", f(3)[8], 1},
 	}
 	for _, c := range checks {

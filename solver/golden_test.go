@@ -154,6 +154,50 @@ func TestGoldenPlacements(t *testing.T) {
 			},
 		},
 		{
+			name: "head guard: a higher-scored newcomer cannot take the oldest job's nodes",
+			in: func() *Input {
+				nodes := append(groups(2), busyGroup(0, 2, 99, h, "b")...)
+				in := input(nodes, jobN(1, 4).tenant("rich").waited(5*h), jobN(2, 2).wall(3*h).tenant("poor"))
+				in.Weights = model.Weights{0, 0.1, 0.9}
+				in.Tenants["rich"] = Tenant{FairShareTarget: 0.5, UsageShare: 0.9, NodesLeft: -1, RunningLeft: -1}
+				in.Tenants["poor"] = Tenant{FairShareTarget: 0.5, UsageShare: 0, NodesLeft: -1, RunningLeft: -1}
+				return in
+			},
+			wants: []want{
+				{id: 1, reason: model.ReasonResources, resAt: h, nodes: []string{"g0n00", "g0n01", "ba", "bb"}},
+				{id: 2, reason: model.ReasonPriority, expect: 2 * h},
+			},
+		},
+		{
+			name: "head guard off at depth 0: the newcomer starts",
+			in: func() *Input {
+				nodes := append(groups(2), busyGroup(0, 2, 99, h, "b")...)
+				in := input(nodes, jobN(1, 4).tenant("rich").waited(5*h), jobN(2, 2).wall(3*h).tenant("poor"))
+				in.Weights = model.Weights{0, 0.1, 0.9}
+				in.Tenants["rich"] = Tenant{FairShareTarget: 0.5, UsageShare: 0.9, NodesLeft: -1, RunningLeft: -1}
+				in.Tenants["poor"] = Tenant{FairShareTarget: 0.5, UsageShare: 0, NodesLeft: -1, RunningLeft: -1}
+				in.ReservationDepth = 0
+				return in
+			},
+			wants: []want{
+				{id: 2, nodes: []string{"g0n00", "g0n01"}},
+				{id: 1, reason: model.ReasonResources, expect: 3 * h},
+			},
+		},
+		{
+			name: "head is the oldest of the highest priority class",
+			in: func() *Input {
+				nodes := append(groups(2), busyGroup(0, 2, 99, h, "b")...)
+				// Job 1 is older but class 0; job 2 (class 5) is the head and
+				// starts; job 1 is then the first blocked job in score order.
+				return input(nodes, jobN(1, 4).waited(50*h), jobN(2, 2).prio(5).wall(3*h))
+			},
+			wants: []want{
+				{id: 2, nodes: []string{"g0n00", "g0n01"}},
+				{id: 1, reason: model.ReasonResources, resAt: 3 * h},
+			},
+		},
+		{
 			name: "no reservations (depth 0): greedy, the long job starts",
 			in: func() *Input {
 				nodes := append(groups(3), busyGroup(0, 2, 99, h, "b")...)

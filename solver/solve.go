@@ -106,6 +106,10 @@ type state struct {
 	quotas   map[string]*quota
 	headroom int64 // < 0 = unlimited
 
+	depth    int  // reservations allowed (ReservationDepth)
+	reserved int  // reservations made
+	waiting  bool // a job decided earlier waits for nodes
+
 	// Scratch, reused across jobs.
 	gu      []int
 	quotaG  []int
@@ -311,7 +315,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 			c.outOwnership++
 		}
 	}
-	c.largestFree = largestFp(c.initFree)
+	c.largestFree = largestFp(c.eligReady)
 	c.freeCap = topology.NewCapacity(freeG)
 	c.usableCap = topology.NewCapacity(usableG)
 	c.tlFp = make([]*timeline, s.nFps)
@@ -428,115 +432,190 @@ func (s *state) quotaOf(tenant string) *quota {
 }
 
 // plan walks the sorted queue and decides every job.
+//
+// With reservations on (depth != 0) one job is decided before the others:
+// the head — the longest-waiting job of the highest priority class that
+// could run here. It starts now if it can; otherwise its reservation is
+// made first and binds every other job, higher-scored ones included. That
+// is EASY's guarantee: the head's reservation never moves later from one
+// cycle to the next, so no job starves however the scores rank it, while
+// the score order still decides everything else (who starts, who
+// backfills, who gets the remaining depth-1 reservations). Without it, a
+// job whose factors rank it low (a large job on a fragmented machine, a
+// tenant over its share) could be overtaken by newer jobs cycle after
+// cycle and run only when the queue drains.
 func (s *state) plan() {
-	in := s.in
 	s.out.Explanations = make([]Explanation, len(s.order))
 	s.buildTimelines()
-	depth := in.ReservationDepth
-	if depth < 0 || depth > len(s.order) {
+	s.depth = s.in.ReservationDepth
+	if s.depth < 0 || s.depth > len(s.order) {
 		s.out.Reservations = make([]Reservation, 0, len(s.order))
 	} else {
-		s.out.Reservations = make([]Reservation, 0, depth)
+		s.out.Reservations = make([]Reservation, 0, s.depth+1)
 	}
-	reserved := 0
-	waiting := false // a higher-ranked job waits for nodes
+	head := -1
+	if s.depth != 0 {
+		head = s.headRank()
+	}
+	if head >= 0 {
+		s.decide(head)
+	}
+	for rank := range s.order {
+		if rank != head {
+			s.decide(rank)
+		}
+	}
+}
+
+// headRank returns the rank of the longest-waiting job (earliest eligible,
+// then lowest id) among those of the highest priority class that are not
+// held and could run here (constraints satisfiable, enough nodes not
+// drained, quota room), or -1.
+func (s *state) headRank() int {
+	head := -1
+	var hj *job
 	for rank, ji := range s.order {
 		jb := &s.jobs[ji]
-		j, c := jb.j, jb.cls
-		ex := &s.out.Explanations[rank]
-		ex.JobID = j.ID
-		ex.Position = rank + 1
-		ex.Score = jb.score
-		ex.Factors = jb.f
-		ex.Weights = s.weights
-		ex.Filtered = FilterCounts{
-			Constraint: c.outConstraint,
-			State:      c.outState,
-			Ownership:  c.outOwnership,
-		}
-		e := jb.wall
-		usable := c.usableOwn(e) + c.borrowFree
-		ex.Filtered.Busy = c.ownReady + c.initBorrow - usable
-
-		eligAll, eligReady, initFree := sum(c.eligAll), sum(c.eligReady), sum(c.initFree)
-		if s.sensitive {
-			eligAll, eligReady, initFree = largestFp(c.eligAll), largestFp(c.eligReady), largestFp(c.initFree)
-		}
-		q := jb.q
-		switch {
-		case j.Hold != "":
-			ex.Reason = j.Hold
-			continue
-		case eligAll < jb.min:
-			ex.Reason = model.ReasonBadConstraints
-			continue
-		case eligReady < jb.min:
-			ex.Reason = model.ReasonNodesDrained
-			continue
-		case q.running == 0:
-			ex.Reason = model.ReasonQuotaMaxRunning
-			continue
-		case q.nodes >= 0 && q.nodes < jb.min:
-			ex.Reason = model.ReasonQuotaMaxNodes
+		if !s.runnable(jb) {
 			continue
 		}
-
-		switch res, nBorrow := s.tryStart(jb, q); res {
-		case startOK:
-			st := Start{JobID: j.ID, Backfilled: waiting, Score: jb.score}
-			slices.Sort(s.chosen)
-			st.Nodes = s.nameList(s.chosen)
-			if nBorrow > 0 {
-				s.tmp = s.tmp[:0]
-				for _, x := range s.chosen {
-					if !s.own[x] {
-						s.tmp = append(s.tmp, x)
-					}
+		if hj != nil {
+			pa, pb := clampClass(jb.j.PriorityClass), clampClass(hj.j.PriorityClass)
+			switch {
+			case pa != pb:
+				if pa < pb {
+					continue
 				}
-				st.Borrowed = s.nameList(s.tmp)
-			}
-			s.commitStart(s.chosen, e)
-			if s.headroom >= 0 {
-				for _, x := range s.chosen {
-					s.headroom -= s.delta[x]
+			case jb.wait != hj.wait:
+				if jb.wait < hj.wait {
+					continue
 				}
+			case jb.j.ID > hj.j.ID:
+				continue
 			}
-			if q.nodes >= 0 {
-				q.nodes -= len(s.chosen)
-			}
-			if q.running > 0 {
-				q.running--
-			}
-			s.out.Starts = append(s.out.Starts, st)
-			ex.ExpectedStart = in.Now
-			ex.Nodes = st.Nodes
-			continue
-		case startPower:
-			ex.Reason = model.ReasonPowerBudget
-			ex.Filtered.Power = usable // every usable node is held back by power
-			continue
 		}
-
-		// It waits for nodes.
-		waiting = true
-		ex.Reason = model.ReasonResources
-		if initFree >= jb.min {
-			ex.Reason = model.ReasonPriority
-		}
-		tl, key := s.earliest(c, jb.min)
-		if tl == nil {
-			continue // its own nodes can never hold it: no reservation
-		}
-		ex.ExpectedStart = in.Now.Add(time.Duration(key))
-		if depth == 0 || (depth > 0 && reserved >= depth) {
-			continue
-		}
-		reserved++
-		s.reserve(tl, key, jb.min, e)
-		r := Reservation{JobID: j.ID, Start: ex.ExpectedStart, Nodes: s.nameList(s.chosen)}
-		s.out.Reservations = append(s.out.Reservations, r)
-		ex.Nodes = r.Nodes
+		head, hj = rank, jb
 	}
+	return head
+}
+
+func clampClass(c int) int { return max(0, min(model.MaxPriorityClass, c)) }
+
+// runnable reports whether a job could start here at all this cycle: not
+// held, its constraints satisfiable, enough of those nodes not drained or
+// down, and room under its tenant's quotas.
+func (s *state) runnable(jb *job) bool {
+	return s.staticReason(jb) == ""
+}
+
+// staticReason is the reason a job cannot start this cycle whatever the
+// other jobs do, or "".
+func (s *state) staticReason(jb *job) string {
+	c, q := jb.cls, jb.q
+	eligAll, eligReady := sum(c.eligAll), sum(c.eligReady)
+	if s.sensitive {
+		eligAll, eligReady = largestFp(c.eligAll), largestFp(c.eligReady)
+	}
+	switch {
+	case jb.j.Hold != "":
+		return jb.j.Hold
+	case eligAll < jb.min:
+		return model.ReasonBadConstraints
+	case eligReady < jb.min:
+		return model.ReasonNodesDrained
+	case q.running == 0:
+		return model.ReasonQuotaMaxRunning
+	case q.nodes >= 0 && q.nodes < jb.min:
+		return model.ReasonQuotaMaxNodes
+	}
+	return ""
+}
+
+// decide decides the job at rank: start it now, reserve for it, or say why
+// it waits.
+func (s *state) decide(rank int) {
+	in := s.in
+	jb := &s.jobs[s.order[rank]]
+	j, c := jb.j, jb.cls
+	ex := &s.out.Explanations[rank]
+	ex.JobID = j.ID
+	ex.Position = rank + 1
+	ex.Score = jb.score
+	ex.Factors = jb.f
+	ex.Weights = s.weights
+	ex.Filtered = FilterCounts{
+		Constraint: c.outConstraint,
+		State:      c.outState,
+		Ownership:  c.outOwnership,
+	}
+	e := jb.wall
+	usable := c.usableOwn(e) + c.borrowFree
+	ex.Filtered.Busy = c.ownReady + c.initBorrow - usable
+	if r := s.staticReason(jb); r != "" {
+		ex.Reason = r
+		return
+	}
+
+	q := jb.q
+	switch res, nBorrow := s.tryStart(jb, q); res {
+	case startOK:
+		st := Start{JobID: j.ID, Backfilled: s.waiting, Score: jb.score}
+		slices.Sort(s.chosen)
+		st.Nodes = s.nameList(s.chosen)
+		if nBorrow > 0 {
+			s.tmp = s.tmp[:0]
+			for _, x := range s.chosen {
+				if !s.own[x] {
+					s.tmp = append(s.tmp, x)
+				}
+			}
+			st.Borrowed = s.nameList(s.tmp)
+		}
+		s.commitStart(s.chosen, e)
+		if s.headroom >= 0 {
+			for _, x := range s.chosen {
+				s.headroom -= s.delta[x]
+			}
+		}
+		if q.nodes >= 0 {
+			q.nodes -= len(s.chosen)
+		}
+		if q.running > 0 {
+			q.running--
+		}
+		s.out.Starts = append(s.out.Starts, st)
+		ex.ExpectedStart = in.Now
+		ex.Nodes = st.Nodes
+		return
+	case startPower:
+		ex.Reason = model.ReasonPowerBudget
+		ex.Filtered.Power = usable // every usable node is held back by power
+		return
+	}
+
+	// It waits for nodes.
+	s.waiting = true
+	initFree := sum(c.initFree)
+	if s.sensitive {
+		initFree = largestFp(c.initFree)
+	}
+	ex.Reason = model.ReasonResources
+	if initFree >= jb.min {
+		ex.Reason = model.ReasonPriority
+	}
+	tl, key := s.earliest(c, jb.min)
+	if tl == nil {
+		return // its own nodes can never hold it: no reservation
+	}
+	ex.ExpectedStart = in.Now.Add(time.Duration(key))
+	if s.depth == 0 || (s.depth > 0 && s.reserved >= s.depth) {
+		return
+	}
+	s.reserved++
+	s.reserve(tl, key, jb.min, e)
+	r := Reservation{JobID: j.ID, Start: ex.ExpectedStart, Nodes: s.nameList(s.chosen)}
+	s.out.Reservations = append(s.out.Reservations, r)
+	ex.Nodes = r.Nodes
 }
 
 func sum(v []int) int {
