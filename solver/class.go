@@ -28,7 +28,7 @@ type class struct {
 	initFree      []int // by conformance group: eligible nodes free at cycle start
 	initBorrow    int   // eligible borrowable nodes at cycle start
 	ownReady      int   // eligible own Ready nodes, free or busy
-	largestFree   int   // largest conformance group among initFree (f9)
+	largestConf   int   // largest conformance group among eligReady (f9)
 	freeCap       topology.Capacity
 	usableCap     topology.Capacity // free or busy-but-Ready nodes per group (f4 fallback)
 	multiFp       bool              // eligible nodes carry more than one fingerprint

@@ -55,7 +55,7 @@ var Factors = [model.NumFactors]Factor{
 	{"f8", "checkpoint", "jobs that checkpoint quickly (cheap to preempt or reclaim)",
 		"1 / (1 + checkpoint minutes); 0 when not checkpointable; 0.5 when checkpointable with unknown time"},
 	{"f9", "conformance", "jobs whose nodes can share one conformance fingerprint",
-		"min(1, largest conformance group among the free candidate nodes / requested nodes)"},
+		"min(1, largest conformance group among the nodes that can run the job — free or busy, Ready, own or borrowable — / requested nodes)"},
 }
 
 // clamp01 limits x to [0,1]; NaN becomes 0.

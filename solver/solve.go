@@ -315,7 +315,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 			c.outOwnership++
 		}
 	}
-	c.largestFree = largestFp(c.eligReady)
+	c.largestConf = largestFp(c.eligReady)
 	c.freeCap = topology.NewCapacity(freeG)
 	c.usableCap = topology.NewCapacity(usableG)
 	c.tlFp = make([]*timeline, s.nFps)
@@ -370,7 +370,7 @@ func (s *state) scoreAll() {
 		f[5] = backlog
 		f[6] = energy
 		f[7] = fCheckpoint(j.Checkpoint, j.CheckpointMinutes)
-		f[8] = fConformance(jb.cls.largestFree, jb.min)
+		f[8] = fConformance(jb.cls.largestConf, jb.min)
 		jb.score = score(&s.weights, f)
 	}
 	// Sort compact keys rather than the jobs: fewer cache misses.
