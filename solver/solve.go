@@ -238,8 +238,11 @@ func (s *state) classFor(j *Job) *class {
 		return s.plainCls
 	}
 	cons := j.Constraints
-	if !slices.IsSorted(cons) || len(slices.Compact(slices.Clone(cons))) != len(cons) {
-		cons = slices.Compact(slices.Sorted(slices.Values(cons)))
+	for i := 1; i < len(cons); i++ {
+		if cons[i] <= cons[i-1] { // not sorted and unique: canonicalise a copy
+			cons = slices.Compact(slices.Sorted(slices.Values(cons)))
+			break
+		}
 	}
 	b := s.keyBuf[:0]
 	b = append(b, strings.ToLower(j.GPUType)...)
