@@ -458,8 +458,12 @@ func TestDeterminism(t *testing.T) {
 	in := genInput(genCfg{nodes: 2000, groups: 8, pending: 3000, running: 800, seed: 7, fps: 2,
 		gpuGroupFrac: 0.25, foreignFrac: 0.05, downFrac: 0.01, depth: model.ReservationsAll, powerHeadroom: -1,
 		constrainedJobs: 0.1, quotaTen: 3})
-	if !reflect.DeepEqual(Solve(in), Solve(in)) {
+	p := Solve(in)
+	if !reflect.DeepEqual(p, Solve(in)) {
 		t.Fatal("large input: two solves differ")
+	}
+	if err := validatePlan(in, p); err != nil { // long levels, many reservations
+		t.Fatal(err)
 	}
 }
 
