@@ -197,14 +197,24 @@ func tail(path string, n int) string {
 type member struct {
 	id, dataDir, raftAddr, apiAddr string
 	role                           []string // --bootstrap or --join ADDRS: kept for restarts
-	p                              *proc
+	mu                             sync.Mutex
+	p                              *proc // the current process; guarded by mu (restarts replace it)
 	conn                           *grpc.ClientConn
 	admin                          latticev1.AdminServiceClient
 	allocs                         latticev1.AllocationServiceClient
 	nodes                          latticev1.NodeServiceClient
 }
 
-func (m *member) alive() bool { return m.p != nil && !m.p.exited() }
+func (m *member) proc() *proc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.p
+}
+
+func (m *member) alive() bool {
+	p := m.proc()
+	return p != nil && !p.exited()
+}
 
 // cluster is a set of members and at most one agent, all real processes.
 type cluster struct {
@@ -251,9 +261,13 @@ func newCluster(t *testing.T) *cluster {
 				m.conn.Close()
 			}
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("LATTICED_TEST_LOGS") != "" {
+			lines := 60
+			if os.Getenv("LATTICED_TEST_LOGS") == "all" {
+				lines = 1 << 30
+			}
 			for _, path := range c.logs {
-				t.Logf("--- tail of %s ---\n%s", filepath.Base(path), tail(path, 60))
+				t.Logf("--- tail of %s ---\n%s", filepath.Base(path), tail(path, lines))
 			}
 		}
 	})
@@ -279,7 +293,9 @@ func (c *cluster) addMember(id string, role ...string) *member {
 	m.admin = latticev1.NewAdminServiceClient(conn)
 	m.allocs = latticev1.NewAllocationServiceClient(conn)
 	m.nodes = latticev1.NewNodeServiceClient(conn)
+	c.mu.Lock()
 	c.members = append(c.members, m)
+	c.mu.Unlock()
 	c.logs = append(c.logs, filepath.Join(c.dir, id+".log"))
 	c.start(m)
 	return m
@@ -291,8 +307,11 @@ func (c *cluster) start(m *member) {
 	args := []string{"--log-level", "info", "server", "--id", m.id, "--data-dir", m.dataDir,
 		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr}
 	args = append(append(args, serverFlags...), m.role...)
-	m.p = startProc(c.t, filepath.Join(c.dir, m.id+".log"), m.id, args...)
-	c.track(m.p)
+	p := startProc(c.t, filepath.Join(c.dir, m.id+".log"), m.id, args...)
+	m.mu.Lock()
+	m.p = p
+	m.mu.Unlock()
+	c.track(p)
 }
 
 func (c *cluster) apiAddrs() []string {
@@ -303,19 +322,12 @@ func (c *cluster) apiAddrs() []string {
 	return out
 }
 
-func (c *cluster) member(id string) *member {
-	for _, m := range c.members {
-		if m.id == id {
-			return m
-		}
-	}
-	c.t.Fatalf("no member %s", id)
-	return nil
-}
-
 func (c *cluster) alive() []*member {
+	c.mu.Lock()
+	members := append([]*member(nil), c.members...)
+	c.mu.Unlock()
 	var out []*member
-	for _, m := range c.members {
+	for _, m := range members {
 		if m.alive() {
 			out = append(out, m)
 		}
