@@ -32,6 +32,9 @@ type class struct {
 	freeCap       topology.Capacity
 	usableCap     topology.Capacity // free or busy-but-Ready nodes per group (f4 fallback)
 	multiFp       bool              // eligible nodes carry more than one fingerprint
+	// eligAll, eligReady and initFree summed (or, in a sensitive vCluster,
+	// their largest conformance group): what the reasons compare NodesMin to.
+	staticAll, staticReady, staticFree int
 
 	// Now, kept in step with every decision of the cycle.
 	own, borrow []pool  // by cell (dragonfly group × conformance group)

@@ -444,23 +444,34 @@ func (s *state) reserve(tl *timeline, key int64, n int, e int64) {
 }
 
 // pickFromLevel appends r nodes of list to s.chosen, in the fewest dragonfly
-// groups with best fit. On a long level that would cost a scan of the level
-// for each small reservation, it takes the level's last r nodes instead: a
-// reservation's exact nodes matter only until it starts (each cycle plans
-// afresh, and the start itself is placed by topology).
+// groups with best fit among the groups the level touches. On a long level
+// that would cost a scan of the level for each small reservation, it takes
+// the level's last r nodes instead: a reservation's exact nodes matter only
+// until it starts (each cycle plans afresh, and the start itself is placed
+// by topology).
 func (s *state) pickFromLevel(list []int32, r int) {
 	if len(list) > 64 && len(list) > 4*r {
 		s.chosen = append(s.chosen, list[len(list)-r:]...)
 		return
 	}
-	clear(s.gu)
+	// Count per touched group (in order of first appearance), pick on the
+	// compact counts, then take the nodes group by group.
+	touched := s.touched[:0]
 	for _, x := range list {
-		s.gu[s.group[x]]++
+		g := s.group[x]
+		if s.levelCnt[g] == 0 {
+			touched = append(touched, g)
+		}
+		s.levelCnt[g]++
 	}
-	s.takes, _ = s.picker.Pick(s.takes[:0], s.gu, r)
-	clear(s.quotaG)
+	counts := s.counts[:0]
+	for _, g := range touched {
+		counts = append(counts, s.levelCnt[g])
+		s.levelCnt[g] = 0
+	}
+	s.takes, _ = s.picker.Pick(s.takes[:0], counts, r)
 	for _, t := range s.takes {
-		s.quotaG[t.Group] = t.Nodes
+		s.quotaG[touched[t.Group]] = t.Nodes
 	}
 	for _, x := range list {
 		if g := s.group[x]; s.quotaG[g] > 0 {
@@ -468,6 +479,7 @@ func (s *state) pickFromLevel(list []int32, r int) {
 			s.chosen = append(s.chosen, x)
 		}
 	}
+	s.touched, s.counts = touched, counts
 }
 
 // commitReservation records that nodes xs are reserved from start to end.

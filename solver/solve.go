@@ -111,15 +111,18 @@ type state struct {
 	waiting  bool // a job decided earlier waits for nodes
 
 	// Scratch, reused across jobs.
-	gu      []int
-	quotaG  []int
-	cellUse []bool
-	takes   []topology.Take
-	picker  topology.Picker
-	chosen  []int32
-	tmp     []int32
-	keyBuf  []byte
-	names   []string
+	gu       []int   // by group
+	quotaG   []int   // by group; all zero between uses
+	levelCnt []int   // by group; all zero between uses
+	touched  []int32 // groups touched by a level
+	counts   []int
+	cellUse  []bool
+	takes    []topology.Take
+	picker   topology.Picker
+	chosen   []int32
+	tmp      []int32
+	keyBuf   []byte
+	names    []string
 
 	out *Plan
 }
@@ -224,6 +227,7 @@ func newState(in *Input) *state {
 	}
 	s.gu = make([]int, s.nGroups)
 	s.quotaG = make([]int, s.nGroups)
+	s.levelCnt = make([]int, s.nGroups)
 	s.cellUse = make([]bool, nCells)
 	s.out = &Plan{}
 	return s
@@ -319,6 +323,11 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 		}
 	}
 	c.largestConf = largestFp(c.eligReady)
+	if s.sensitive { // one conformance group must hold a job
+		c.staticAll, c.staticReady, c.staticFree = largestFp(c.eligAll), largestFp(c.eligReady), largestFp(c.initFree)
+	} else {
+		c.staticAll, c.staticReady, c.staticFree = sum(c.eligAll), sum(c.eligReady), sum(c.initFree)
+	}
 	c.freeCap = topology.NewCapacity(freeG)
 	c.usableCap = topology.NewCapacity(usableG)
 	c.tlFp = make([]*timeline, s.nFps)
@@ -515,16 +524,12 @@ func (s *state) runnable(jb *job) bool {
 // other jobs do, or "".
 func (s *state) staticReason(jb *job) string {
 	c, q := jb.cls, jb.q
-	eligAll, eligReady := sum(c.eligAll), sum(c.eligReady)
-	if s.sensitive {
-		eligAll, eligReady = largestFp(c.eligAll), largestFp(c.eligReady)
-	}
 	switch {
 	case jb.j.Hold != "":
 		return jb.j.Hold
-	case eligAll < jb.min:
+	case c.staticAll < jb.min:
 		return model.ReasonBadConstraints
-	case eligReady < jb.min:
+	case c.staticReady < jb.min:
 		return model.ReasonNodesDrained
 	case q.running == 0:
 		return model.ReasonQuotaMaxRunning
@@ -598,12 +603,8 @@ func (s *state) decide(rank int) {
 
 	// It waits for nodes.
 	s.waiting = true
-	initFree := sum(c.initFree)
-	if s.sensitive {
-		initFree = largestFp(c.initFree)
-	}
 	ex.Reason = model.ReasonResources
-	if initFree >= jb.min {
+	if c.staticFree >= jb.min {
 		ex.Reason = model.ReasonPriority
 	}
 	tl, key := s.earliest(c, jb.min)
