@@ -27,18 +27,22 @@ func addSat(a, b int64) int64 {
 //  1. Score every pending job with the cost function (f1..f9 against
 //     in.Weights) and sort: score descending, then eligible time (earliest
 //     first), then id.
-//  2. In that order, a job starts now when the nodes it may use — own idle
+//  2. With reservations on, the head — the longest-waiting runnable job of
+//     the highest priority class — is decided first: it starts now or gets
+//     a reservation that binds every other job, so no job starves.
+//  3. In score order, a job starts now when the nodes it may use — own idle
 //     nodes first, nodes of lending vClusters only when its own cannot hold
 //     it — pass its hard constraints, hold at least NodesMin of them, fit the
 //     power headroom and its tenant's quota room, and delay no reservation
 //     already made. Nodes are picked in the fewest dragonfly groups with
 //     best fit, preferring one conformance group (required in a sensitive
 //     vCluster).
-//  3. The first ReservationDepth jobs that cannot start for lack of nodes get
-//     a reservation: the earliest time the release timeline (running work,
-//     this cycle's starts and earlier reservations) gives them NodesMin own
-//     nodes, and which nodes. Later jobs start now only around those.
-//  4. Every job gets an explanation: rank, score and factors, the reason it
+//  4. The first ReservationDepth jobs (the head included) that cannot start
+//     for lack of nodes get a reservation: the earliest time the release
+//     timeline (running work, this cycle's starts and earlier reservations)
+//     gives them NodesMin own nodes, and which nodes. Later jobs start now
+//     only around those.
+//  5. Every job gets an explanation: rank, score and factors, the reason it
 //     waits, its expected start and per-filter node counts.
 //
 // Solve is pure and deterministic: the same Input gives the same Plan, bit
