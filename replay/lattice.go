@@ -189,7 +189,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		a := lp.alloc(s, int32(j))
 		a.State = model.StateRunning
 		a.StartTime = now
-		a.Nodes = st.Nodes
+		a.Nodes = slices.Clone(st.Nodes) // the plan is read-only and may share arrays
 		for _, n := range idx {
 			node := lp.nodes[n]
 			node.Allocation = a.ID

@@ -491,7 +491,7 @@ func (s *sim) finish(j int) {
 			}
 		}
 	}
-	if s.cfg.Progress != nil && s.done%4096 == 0 {
+	if s.cfg.Progress != nil && s.done%1024 == 0 {
 		s.cfg.Progress(s.done, len(s.jobs))
 	}
 }
