@@ -41,7 +41,11 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			members[m.ID] = m
 		}
 	})
-	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: s.q.State(), Healthy: true}
+	// A member is healthy when it leads, or follows a leader it hears from;
+	// a candidate or a member that knows no leader is not.
+	role := s.q.State()
+	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: role,
+		Healthy: role == "leader" || (role == "follower" && leaderID != "")}
 	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
 		AppliedIndex: s.q.AppliedIndex(), StateVersion: version}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {
@@ -81,7 +85,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			if err != nil || len(r.Members) == 0 {
 				return
 			}
-			m.Role, m.Healthy = r.Members[0].Role, true
+			m.Role, m.Healthy = r.Members[0].Role, r.Members[0].Healthy
 		}()
 	}
 	wg.Wait()

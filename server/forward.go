@@ -20,9 +20,10 @@ import (
 const forwardedKey = "x-lattice-forwarded"
 
 // forwarder sends API calls that a follower received to the leader, so
-// users may talk to any member. Reads are forwarded too (read-your-writes);
-// when no leader is known, reads are answered from local committed state
-// and writes fail Unavailable.
+// users may talk to any member and read their own writes. A member that
+// knows no leader (an election, or cut off from the majority) answers
+// Unavailable, reads included: a client then tries another member instead
+// of showing a cut-off member's stale state.
 type forwarder struct {
 	s     *Server
 	mu    sync.Mutex
@@ -39,17 +40,6 @@ var localMethods = map[string]bool{
 	"/lattice.v1.AdminService/InjectFault":  true,
 }
 
-// readMethods may be answered locally when no leader is known.
-var readMethods = map[string]bool{
-	"/lattice.v1.AllocationService/Get":      true,
-	"/lattice.v1.AllocationService/List":     true,
-	"/lattice.v1.AllocationService/Explain":  true,
-	"/lattice.v1.NodeService/List":           true,
-	"/lattice.v1.AdminService/ListVClusters": true,
-	"/lattice.v1.AdminService/GetPower":      true,
-	"/lattice.v1.AdminService/ListTenants":   true,
-}
-
 func forwarded(ctx context.Context) bool {
 	md, ok := metadata.FromIncomingContext(ctx)
 	return ok && len(md.Get(forwardedKey)) > 0
@@ -61,9 +51,6 @@ func (f *forwarder) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 	}
 	conn, err := f.leaderConn()
 	if err != nil {
-		if readMethods[info.FullMethod] {
-			return handler(ctx, req)
-		}
 		return nil, err
 	}
 	reply, err := newReply(info.FullMethod)
