@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -83,11 +84,15 @@ func processCPU(b testing.TB) time.Duration {
 // --- our quorum ---------------------------------------------------------------------
 
 // benchTrio is three quorum members in this process. members[0] was
-// bootstrapped and leads.
+// bootstrapped; any may lead later.
 type benchTrio struct {
 	members []*Quorum
 	now     time.Time // last minted command time, strictly increasing
 	mu      sync.Mutex
+	// leaderChanges counts proposals that met a leader change; benchmarks
+	// report it, as such a run measures an election too.
+	leaderChanges atomic.Int64
+	seq           int // request ids of setup submissions
 }
 
 func startBenchTrio(b *testing.B) *benchTrio {
@@ -117,7 +122,22 @@ func startBenchTrio(b *testing.B) *benchTrio {
 	return t
 }
 
-func (t *benchTrio) leader() *Quorum { return t.members[0] }
+// leader returns the member leading now, waiting for an election if none
+// does (three members sharing two busy cores can lose the 250 ms lease).
+func (t *benchTrio) leader() *Quorum {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, q := range t.members {
+			if q.IsLeader() {
+				return q
+			}
+		}
+		if time.Now().After(deadline) {
+			return t.members[0] // its Propose answers ErrNotLeader
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 // stamp mints a command time on the "leader", as the server does.
 func (t *benchTrio) stamp(c Command) Command {
@@ -132,36 +152,58 @@ func (t *benchTrio) stamp(c Command) Command {
 	return c
 }
 
+// propose proposes c to the current leader. ErrNotLeader means nothing was
+// enqueued, so it tries again on the next leader; ErrUnknownOutcome goes to
+// the caller, who knows whether c may be repeated. Every failed attempt
+// counts as a leader change.
 func (t *benchTrio) propose(c Command) (*Result, error) {
-	r, err := t.leader().Propose(context.Background(), t.stamp(c))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (leader now %v)", c.Type(), err, t.leaderID())
+	for attempt := 0; ; attempt++ {
+		r, err := t.leader().Propose(context.Background(), t.stamp(c))
+		if errors.Is(err, ErrNotLeader) && attempt < 100 {
+			t.leaderChanges.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, ErrUnknownOutcome) {
+				t.leaderChanges.Add(1)
+			}
+			return nil, fmt.Errorf("%s: %w", c.Type(), err)
+		}
+		if r.Rejection != nil {
+			return r, fmt.Errorf("%s rejected: %s", c.Type(), r.Rejection.Message)
+		}
+		return r, nil
 	}
-	if r.Rejection != nil {
-		return r, fmt.Errorf("%s rejected: %s", c.Type(), r.Rejection.Message)
-	}
-	return r, nil
 }
 
-func (t *benchTrio) leaderID() string {
-	id, _ := t.leader().Leader()
-	return id
-}
-
+// mustPropose proposes a setup command, repeating it after an ambiguous
+// failure: setup commands are idempotent or carry a request id.
 func (t *benchTrio) mustPropose(b *testing.B, c Command) *Result {
 	b.Helper()
-	r, err := t.propose(c)
-	if err != nil {
-		b.Fatal(err)
+	for attempt := 0; ; attempt++ {
+		r, err := t.propose(c)
+		if errors.Is(err, ErrUnknownOutcome) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
 	}
-	return r
 }
 
 // waitApplied waits until every member applied everything the leader has.
 func (t *benchTrio) waitApplied(b *testing.B) {
 	b.Helper()
-	if err := t.leader().Barrier(30 * time.Second); err != nil {
-		b.Fatalf("barrier: %v", err)
+	for attempt := 0; ; attempt++ {
+		err := t.leader().Barrier(30 * time.Second)
+		if err == nil {
+			break
+		}
+		if attempt == 10 {
+			b.Fatalf("barrier: %v", err)
+		}
 	}
 	want := t.leader().AppliedIndex()
 	benchWait(b, 60*time.Second, "all three members to apply the log", func() bool {
@@ -209,7 +251,8 @@ func (t *benchTrio) submitPending(b *testing.B, vc string, n int) []uint64 {
 	var ids []uint64
 	for n > 0 {
 		k := min(n, model.MaxArrayTasks)
-		r := t.mustPropose(b, &Submit{Items: []SubmitItem{{Request: model.Request{VCluster: vc, Command: []string{"true"},
+		t.seq++
+		r := t.mustPropose(b, &Submit{Header: Header{RequestID: fmt.Sprintf("bench-setup-%d", t.seq)}, Items: []SubmitItem{{Request: model.Request{VCluster: vc, Command: []string{"true"},
 			NodesMin: 1, Walltime: time.Hour, Array: &model.ArraySpec{Start: 0, End: k - 1, Step: 1}}}}})
 		ids = append(ids, r.IDs...)
 		n -= k
@@ -243,6 +286,61 @@ func completeBatch(ids []uint64) *UpdateAllocs {
 		c.Updates[i] = AllocUpdate{AllocID: id, State: model.StateCompleted, ExitCode: &zero}
 	}
 	return c
+}
+
+// place is one scheduling cycle of one vCluster: it proposes one
+// AssignBatch of ids onto nodes (one node each) computed from the current
+// version, then completes them with one UpdateAllocs, and returns how many
+// were placed. After an ambiguous failure (leadership lost mid-apply) it
+// proposes the batch again from a fresh version; the items the lost attempt
+// had committed then come back rejected and are found staging on their node.
+func (t *benchTrio) place(vc string, ids []uint64, nodes []string) (int, error) {
+	var r *Result
+	for attempt := 0; ; attempt++ {
+		leader := t.leader()
+		if attempt > 0 {
+			_ = leader.Barrier(10 * time.Second)
+		}
+		var version uint64
+		leader.View(func(s *State) { version = s.Version })
+		var err error
+		r, err = t.propose(assignBatch(vc, ids, nodes, version))
+		if errors.Is(err, ErrUnknownOutcome) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		break
+	}
+	placed, notPlaced := 0, ""
+	t.leader().View(func(s *State) {
+		for i, it := range r.Items {
+			if a := s.Allocation(it.ID); it.Committed || (a != nil && a.State == model.StateStaging && slices.Equal(a.Nodes, nodes[i:i+1])) {
+				placed++
+			} else if notPlaced == "" {
+				notPlaced = fmt.Sprintf("allocation %d not placed: %s", it.ID, it.Rejection.Message)
+			}
+		}
+	})
+	if notPlaced != "" {
+		return placed, errors.New(notPlaced)
+	}
+	for attempt := 0; ; attempt++ {
+		u, err := t.propose(completeBatch(ids)) // a repeated report is idempotent
+		if errors.Is(err, ErrUnknownOutcome) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return placed, err
+		}
+		for _, it := range u.Items {
+			if !it.Committed {
+				return placed, fmt.Errorf("allocation %d not completed: %s", it.ID, it.Rejection.Message)
+			}
+		}
+		return placed, nil
+	}
 }
 
 // shares splits n ops over benchSchedulers workers.
@@ -279,6 +377,7 @@ func BenchmarkPlacementsThreeMembers(b *testing.B) {
 			trio.waitApplied(b)
 			var committed, entries atomic.Int64
 			errs := make(chan error, benchSchedulers)
+			changes0 := trio.leaderChanges.Load()
 			b.ResetTimer()
 			start, cpu0 := time.Now(), processCPU(b)
 			var wg sync.WaitGroup
@@ -295,21 +394,9 @@ func BenchmarkPlacementsThreeMembers(b *testing.B) {
 					for off := 0; len(ids) > 0; off = (off + batch) % (len(nodes) - batch) {
 						cycle := ids[:min(batch, len(ids))]
 						ids = ids[len(cycle):]
-						var version uint64
-						trio.leader().View(func(s *State) { version = s.Version })
-						r, err := trio.propose(assignBatch(vc, cycle, nodes[off:], version))
+						placed, err := trio.place(vc, cycle, nodes[off:off+len(cycle)])
+						committed.Add(int64(placed))
 						if err != nil {
-							errs <- err
-							return
-						}
-						for _, it := range r.Items {
-							if !it.Committed {
-								errs <- fmt.Errorf("allocation %d not placed: %s", it.ID, it.Rejection.Message)
-								return
-							}
-						}
-						committed.Add(int64(len(r.Items)))
-						if _, err := trio.propose(completeBatch(cycle)); err != nil {
 							errs <- err
 							return
 						}
@@ -331,6 +418,7 @@ func BenchmarkPlacementsThreeMembers(b *testing.B) {
 			b.ReportMetric(float64(entries.Load())/elapsed.Seconds(), "entries/s")
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cpu_cores")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_us/placement")
+			b.ReportMetric(float64(trio.leaderChanges.Load()-changes0), "leader_changes")
 			trio.pruneEnded(b)
 			trio.waitApplied(b)
 		})
@@ -440,12 +528,54 @@ func startRawTrio(b *testing.B) []*rawMember {
 	return ms
 }
 
+// rawLeader returns the raw member leading now, waiting for an election if
+// none does.
+func rawLeader(ms []*rawMember) *raft.Raft {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, m := range ms {
+			if m.raft.State() == raft.Leader {
+				return m.raft
+			}
+		}
+		if time.Now().After(deadline) {
+			return ms[0].raft
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rawApply applies data on the current leader, again on the next leader
+// after a leader change (a no-op entry may well be applied twice); each
+// retry counts in changes.
+func rawApply(ms []*rawMember, data []byte, changes *atomic.Int64) error {
+	for attempt := 0; ; attempt++ {
+		err := rawLeader(ms).Apply(data, 5*time.Second).Error()
+		switch {
+		case err == nil:
+			return nil
+		case attempt < 100 && (errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrEnqueueTimeout) ||
+			errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress)):
+			changes.Add(1)
+			time.Sleep(10 * time.Millisecond)
+		default:
+			return err
+		}
+	}
+}
+
 func rawWaitApplied(b *testing.B, ms []*rawMember) {
 	b.Helper()
-	if err := ms[0].raft.Barrier(30 * time.Second).Error(); err != nil {
-		b.Fatal(err)
+	for attempt := 0; ; attempt++ {
+		err := rawLeader(ms).Barrier(30 * time.Second).Error()
+		if err == nil {
+			break
+		}
+		if attempt == 10 {
+			b.Fatal(err)
+		}
 	}
-	want := ms[0].raft.AppliedIndex()
+	want := rawLeader(ms).AppliedIndex()
 	benchWait(b, 60*time.Second, "all three raw members to apply the log", func() bool {
 		for _, m := range ms {
 			if m.raft.AppliedIndex() < want {
@@ -487,12 +617,11 @@ func cyclePayloads(b *testing.B, w, n int) (assign, update []byte) {
 // placements/s.
 func BenchmarkRawRaftNoopThreeMembers(b *testing.B) {
 	ms := startRawTrio(b)
-	leader := ms[0].raft
 	for _, batch := range benchBatchSizes {
 		b.Run(fmt.Sprintf("B=%d", batch), func(b *testing.B) {
 			b.ReportAllocs()
 			share := shares(b.N)
-			var items, entries atomic.Int64
+			var items, entries, changes atomic.Int64
 			var bytes int
 			errs := make(chan error, benchSchedulers)
 			payloads := make([][2][]byte, benchSchedulers)
@@ -515,11 +644,11 @@ func BenchmarkRawRaftNoopThreeMembers(b *testing.B) {
 						if n < batch { // the last, partial cycle
 							assign, update = cyclePayloads(b, w, n)
 						}
-						if err := leader.Apply(assign, 5*time.Second).Error(); err != nil {
+						if err := rawApply(ms, assign, &changes); err != nil {
 							errs <- err
 							return
 						}
-						if err := leader.Apply(update, 5*time.Second).Error(); err != nil {
+						if err := rawApply(ms, update, &changes); err != nil {
 							errs <- err
 							return
 						}
@@ -541,6 +670,7 @@ func BenchmarkRawRaftNoopThreeMembers(b *testing.B) {
 			b.ReportMetric(float64(bytes), "cycle_bytes")
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cpu_cores")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_us/item")
+			b.ReportMetric(float64(changes.Load()), "leader_changes")
 			rawWaitApplied(b, ms)
 		})
 	}
@@ -563,6 +693,7 @@ func BenchmarkSubmitLatency(b *testing.B) {
 		var next atomic.Int64
 		lat := make([][]time.Duration, benchSubmitClients)
 		errs := make(chan error, benchSubmitClients)
+		changes0 := trio.leaderChanges.Load()
 		b.ResetTimer()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -580,9 +711,16 @@ func BenchmarkSubmitLatency(b *testing.B) {
 						Items: []SubmitItem{{Request: model.Request{Name: "lat", VCluster: vc, Command: []string{"sleep", "60"},
 							NodesMin: 1, Walltime: time.Hour}}}}
 					t0 := time.Now()
-					if _, err := trio.propose(cmd); err != nil {
-						errs <- err
-						return
+					for attempt := 0; ; attempt++ {
+						_, err := trio.propose(cmd) // a retry after an unknown outcome keeps the request id
+						if errors.Is(err, ErrUnknownOutcome) && attempt < 10 {
+							continue
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						break
 					}
 					lat[c] = append(lat[c], time.Since(t0))
 				}
@@ -602,6 +740,7 @@ func BenchmarkSubmitLatency(b *testing.B) {
 		b.ReportMetric(ms(percentile(all, 0.99)), "p99_ms")
 		b.ReportMetric(ms(all[len(all)-1]), "max_ms")
 		b.ReportMetric(float64(len(all))/elapsed.Seconds(), "submits/s")
+		b.ReportMetric(float64(trio.leaderChanges.Load()-changes0), "leader_changes")
 	})
 }
 
