@@ -453,8 +453,10 @@ func replayYAML(w io.Writer, v any) error {
 	return enc.Close()
 }
 
+// setBlock drops the flow and quoting styles the JSON round trip left, so
+// the encoder prints block style and quotes only where YAML needs it.
 func setBlock(n *yaml.Node) {
-	n.Style &^= yaml.FlowStyle
+	n.Style = 0
 	for _, c := range n.Content {
 		setBlock(c)
 	}

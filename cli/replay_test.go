@@ -148,3 +148,13 @@ func TestReplaySweep(t *testing.T) {
 		t.Errorf("sweep report %+v", rep)
 	}
 }
+
+func TestReplayYAML(t *testing.T) {
+	out, stderr, err := runReplayCmd(t, "-o", "yaml", "replay", "--policy", "easy", tinySWF(t, ""))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.HasPrefix(out, "policy: easy\njobs: 4\ncapacity: 4\n") {
+		t.Errorf("yaml:\n%s", out)
+	}
+}
