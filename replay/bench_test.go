@@ -56,7 +56,9 @@ func syntheticTrace(n, capacity int, load float64, seed uint64) *Trace {
 }
 
 // BenchmarkReplay230k replays a 230,000-job synthetic trace on 1,152 nodes
-// (SDSC-BLUE's size and job count) at 0.8 offered load, per policy.
+// (SDSC-BLUE's size and job count) at 0.8 offered load, per policy. The
+// baselines take seconds; lattice minutes (one BuildInput + Solve over all
+// nodes per decision): run it with -benchtime 1x.
 func BenchmarkReplay230k(b *testing.B) {
 	tr := syntheticTrace(230000, 1152, 0.8, 42)
 	for _, p := range Policies {
