@@ -313,7 +313,9 @@ func newVCluster(name string, t model.VClusterType) model.VCluster {
 	switch t {
 	case model.TypeSensitive:
 		// Sensitive nodes are never lent and sensitive work never borrows.
-	case model.TypeService:
+	case model.TypeService, model.TypeInteractive:
+		// Interactive and service users expect their nodes at once; until
+		// reclaim with checkpointing lands they do not lend by default.
 		vc.AllowBorrowing = true
 	default:
 		vc.AllowLending, vc.AllowBorrowing = true, true
