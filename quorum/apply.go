@@ -119,6 +119,25 @@ func (s *State) vclusterNames() string {
 	return strings.Join(names, ", ")
 }
 
+// modify returns a copy of a for a command to change and store in a's
+// place. Unlike Allocation.Clone it shares the request's slices and
+// pointers (Command, Env, Constraints, DependsOn, Array, HotDataFraction):
+// a request never changes once submitted, and the FSM replaces those fields
+// rather than writing into them. It copies Nodes and copies History with
+// room for the transition the change is about to record. This is the hot
+// path of every placement and completion.
+func modify(a *model.Allocation) *model.Allocation {
+	c := *a
+	c.Nodes = slices.Clone(a.Nodes)
+	c.History = make([]model.Transition, len(a.History), len(a.History)+1)
+	copy(c.History, a.History)
+	if a.ExitCode != nil {
+		e := *a.ExitCode
+		c.ExitCode = &e
+	}
+	return &c
+}
+
 // transition moves a (a fresh copy) to state st, recording history.
 func transition(a *model.Allocation, st model.AllocState, reason string, t time.Time) {
 	a.State = st
@@ -343,7 +362,7 @@ func (s *State) dependencyChanged(id uint64, t time.Time) {
 		if w == nil || w.State != model.StatePending || !w.EligibleTime.IsZero() {
 			continue
 		}
-		c := w.Clone()
+		c := modify(w)
 		s.settleDependencies(c, t)
 		if c.EligibleTime.IsZero() && c.State == w.State && c.Reason == w.Reason {
 			continue
@@ -505,7 +524,7 @@ func (s *State) applyAssignBatch(c *AssignBatch) *Result {
 			nc.DeriveState()
 			s.putNode(nc)
 		}
-		a := ctx.alloc.Clone()
+		a := modify(ctx.alloc)
 		a.Nodes = slices.Clone(item.Nodes)
 		a.CancelRequested = false
 		transition(a, model.StateStaging, "", c.Time)
@@ -537,7 +556,7 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	if !model.CanTransition(a.State, u.State) {
 		return reject(CodeConflict, "", "allocation %d cannot go from %s to %s", a.ID, a.State, u.State)
 	}
-	c := a.Clone()
+	c := modify(a)
 	reason := u.Reason
 	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled) {
 		u.State, reason = model.StateCancelled, model.ReasonCancelled
@@ -650,7 +669,7 @@ func (s *State) applyCancel(c *Cancel) *Result {
 			res.Items[i].Rejection = reject(CodeConflict, "", "allocation %d already ended %s", id, a.State)
 			continue
 		}
-		cp := a.Clone()
+		cp := modify(a)
 		if a.State.Active() {
 			if a.CancelRequested {
 				res.Items[i].Committed = true
@@ -789,7 +808,7 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 				// Nothing ran yet: back to the queue.
 				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StatePending, Reason: model.ReasonNodeFailure}, c.Time)
 			} else if a != nil && a.State.Active() {
-				ac := a.Clone()
+				ac := modify(a)
 				s.finish(ac, model.StateFailed, model.ReasonNodeFailure, nil, c.Time)
 				s.putAlloc(ac)
 				s.dependencyChanged(ac.ID, c.Time)
