@@ -18,6 +18,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
 )
 
 // benchSubmitClients submit concurrently in BenchmarkSubmitLatencyGRPC.
@@ -49,7 +50,7 @@ func benchWaitFor(b testing.TB, timeout time.Duration, what string, cond func() 
 // benchStartMembers starts n servers in this process with fsync on: one
 // member over the in-memory transport, or n over TCP Raft on loopback (the
 // first bootstraps, the others join through its API). It returns the
-// leader once it runs its loops.
+// leader once it runs its loops and the initial vCluster exists.
 func benchStartMembers(b *testing.B, n int) *Server {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,7 +90,13 @@ func benchStartMembers(b *testing.B, n int) *Server {
 				leader = s
 			}
 		}
-		return leader != nil
+		if leader == nil {
+			return false
+		}
+		// The new leader writes the initial vClusters after its loops start.
+		var configured bool
+		leader.view(func(st *quorum.State) { configured = st.VCluster("hpc-batch") != nil })
+		return configured
 	})
 	return leader
 }
