@@ -33,6 +33,10 @@ type latticePolicy struct {
 	idx     []int32             // scratch: nodes of one start
 }
 
+// observeDecision, when set (by tests), sees every decision's solver input
+// and plan.
+var observeDecision func(*solver.Input, *solver.Plan)
+
 // nodeName is the name of node i; names sort like indexes.
 func nodeName(i int) string { return fmt.Sprintf("n%07d", i) }
 
@@ -168,6 +172,9 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 	}
 	in := vcluster.BuildInput(&snap)
 	plan := solver.Solve(&in)
+	if observeDecision != nil {
+		observeDecision(&in, plan)
+	}
 	for _, st := range plan.Starts {
 		j := int(st.JobID) - 1
 		if j < 0 || j >= len(s.jobs) || !s.jobs[j].queued || s.jobs[j].started || int(s.jobs[j].pool) != p {
