@@ -76,6 +76,22 @@ func BenchmarkReplay230k(b *testing.B) {
 	}
 }
 
+// BenchmarkReplay20k replays the first 20,000 jobs of BenchmarkReplay230k's
+// trace per policy: the same machine and load, quick enough for -count.
+func BenchmarkReplay20k(b *testing.B) {
+	tr := syntheticTrace(230000, 1152, 0.8, 42).First(20000)
+	for _, p := range Policies {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Run(tr, Config{Policy: p}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkReplayLublin replays the shared lublin_256 trace per policy.
 func BenchmarkReplayLublin(b *testing.B) {
 	tr := loadTrace(b, "lublin_256.swf")

@@ -82,3 +82,26 @@ func BenchmarkSolveScaleQueue(b *testing.B) {
 		}
 	}
 }
+
+// replayScaleCfg is one decision of the replay simulator's benchmark
+// (replay.BenchmarkReplay230k): 1,152 homogeneous nodes in 36 groups of 32,
+// about 80 % busy, 300 tenants, and a short queue.
+func replayScaleCfg(pending, depth int) genCfg {
+	return genCfg{
+		nodes: 1152, groups: 36, pending: pending, running: pending/2 + 40, seed: 7,
+		fps: 1, depth: depth, powerHeadroom: -1, busyFrac: 0.8, maxJob: 512, tenants: 300,
+	}
+}
+
+// BenchmarkSolveReplayScale is the solver's hot path in a replay: one cycle
+// on ~1k nodes with a queue of 10 to 200 jobs, hundreds of thousands of
+// times per replay.
+func BenchmarkSolveReplayScale(b *testing.B) {
+	for _, q := range []int{10, 50, 200} {
+		for _, d := range []int{1, model.ReservationsAll} {
+			b.Run(fmt.Sprintf("pending=%d/depth=%s", q, depthName(d)), func(b *testing.B) {
+				benchSolve(b, replayScaleCfg(q, d))
+			})
+		}
+	}
+}
