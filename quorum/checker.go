@@ -154,6 +154,11 @@ func normalizeIdx(x indexes) indexes {
 			out.borrowed[k] = c
 		}
 	}
+	for k, c := range x.groupNodes {
+		if c != 0 {
+			out.groupNodes[k] = c
+		}
+	}
 	for k, m := range x.pending {
 		if len(m) > 0 {
 			out.pending[k] = m

@@ -72,6 +72,7 @@ type indexes struct {
 	cancelling    map[uint64]struct{}
 	dependents    map[uint64][]uint64 // dependency id -> pending allocations waiting on it
 	terminal      int
+	groupNodes    map[int]int // nodes by dragonfly group, whatever their vCluster (Groups)
 }
 
 func newIndexes() indexes {
@@ -87,6 +88,7 @@ func newIndexes() indexes {
 		staging:       map[uint64]struct{}{},
 		cancelling:    map[uint64]struct{}{},
 		dependents:    map[uint64][]uint64{},
+		groupNodes:    map[int]int{},
 	}
 }
 
@@ -207,9 +209,14 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 func (s *State) putNode(n *model.Node) {
 	if old := s.nodes[n.Name]; old != nil {
 		s.indexNode(old, -1)
+		if old.Group != n.Group {
+			addInt(s.idx.groupNodes, old.Group, -1)
+			addInt(s.idx.groupNodes, n.Group, +1)
+		}
 	} else {
 		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
 		s.nodeNames = slices.Insert(s.nodeNames, i, n.Name)
+		addInt(s.idx.groupNodes, n.Group, +1)
 	}
 	n.ModifyVersion = s.Version
 	s.dirtyAt = s.Version
@@ -241,6 +248,7 @@ func (s *State) rebuildIndexes() {
 	s.idx = newIndexes()
 	for _, name := range s.nodeNames {
 		s.indexNode(s.nodes[name], +1)
+		addInt(s.idx.groupNodes, s.nodes[name].Group, +1)
 	}
 	for _, id := range s.allocIDs() {
 		s.indexAlloc(s.allocs[id], +1)
@@ -401,14 +409,9 @@ func (s *State) VClusterDrawWatts(vcluster string) int64 { return s.idx.vcluster
 // TenantRunning is what a tenant runs now.
 func (s *State) TenantRunning(tenant string) TenantRun { return s.idx.tenantRun[tenant] }
 
-// Groups is the number of distinct dragonfly groups among the nodes.
-func (s *State) Groups() int {
-	seen := map[int]bool{}
-	for _, n := range s.nodes {
-		seen[n.Group] = true
-	}
-	return len(seen)
-}
+// Groups is the number of distinct dragonfly groups among the nodes. Every
+// scheduling cycle asks, so it is an index, not a scan of the nodes.
+func (s *State) Groups() int { return len(s.idx.groupNodes) }
 
 // LookupArrayTask finds task index of the array whose first task is arrayID.
 func (s *State) LookupArrayTask(arrayID uint64, index int) *model.Allocation {
