@@ -29,13 +29,16 @@ func clusterCfg(nodes, pending, running, depth int) genCfg {
 	}
 }
 
-func benchSolve(b *testing.B, cfg genCfg) {
+func benchSolve(b *testing.B, cfg genCfg) { benchPlanner(b, cfg, Solve) }
+
+// benchPlanner runs plan (Solve, or a Solver's Solve) on cfg's input.
+func benchPlanner(b *testing.B, cfg genCfg, plan func(*Input) *Plan) {
 	in := genInput(cfg)
 	b.ReportAllocs()
 	b.ResetTimer()
 	starts, reservations := 0, 0
 	for i := 0; i < b.N; i++ {
-		p := Solve(in)
+		p := plan(in)
 		starts += len(p.Starts)
 		reservations += len(p.Reservations)
 	}
@@ -95,12 +98,14 @@ func replayScaleCfg(pending, depth int) genCfg {
 
 // BenchmarkSolveReplayScale is the solver's hot path in a replay: one cycle
 // on ~1k nodes with a queue of 10 to 200 jobs, hundreds of thousands of
-// times per replay.
+// times per replay, by one Solver that keeps its memory from cycle to cycle
+// as the replay's does.
 func BenchmarkSolveReplayScale(b *testing.B) {
 	for _, q := range []int{10, 50, 200} {
 		for _, d := range []int{1, model.ReservationsAll} {
 			b.Run(fmt.Sprintf("pending=%d/depth=%s", q, depthName(d)), func(b *testing.B) {
-				benchSolve(b, replayScaleCfg(q, d))
+				var sv Solver
+				benchPlanner(b, replayScaleCfg(q, d), sv.Solve)
 			})
 		}
 	}

@@ -3,8 +3,6 @@ package solver
 import (
 	"slices"
 	"strings"
-
-	"github.com/latticehpc/lattice/topology"
 )
 
 // A class is the set of nodes that pass one job shape's hard constraints
@@ -29,9 +27,9 @@ type class struct {
 	initBorrow    int   // eligible borrowable nodes at cycle start
 	ownReady      int   // eligible own Ready nodes, free or busy
 	largestConf   int   // largest conformance group among eligReady (f9)
-	freeCap       topology.Capacity
-	usableCap     topology.Capacity // free or busy-but-Ready nodes per group (f4 fallback)
-	multiFp       bool              // eligible nodes carry more than one fingerprint
+	freeCap       capacity
+	usableCap     capacity // free or busy-but-Ready nodes per group (f4 fallback)
+	multiFp       bool     // eligible nodes carry more than one fingerprint
 	// eligAll, eligReady and initFree summed (or, in a sensitive vCluster,
 	// their largest conformance group): what the reasons compare NodesMin to.
 	staticAll, staticReady, staticFree int
@@ -121,6 +119,41 @@ func (c *class) usableOwn(e int64) int {
 func (c *class) cellOwn(ci int, e int64) int {
 	p := &c.own[ci]
 	return p.n + len(p.holes) - holesFrom(p.holes, e)
+}
+
+// capacity is topology.Capacity over a buffer kept from cycle to cycle:
+// how few groups can hold n nodes, for fixed per-group counts.
+type capacity struct {
+	prefix []int // prefix[k-1] = nodes in the k largest groups
+}
+
+// set makes c the capacity of per-group node counts (index = group).
+func (c *capacity) set(counts []int) {
+	p := c.prefix[:0]
+	for _, n := range counts {
+		if n > 0 {
+			p = append(p, n)
+		}
+	}
+	slices.SortFunc(p, func(a, b int) int { return b - a })
+	for i := 1; i < len(p); i++ {
+		p[i] += p[i-1]
+	}
+	c.prefix = p
+}
+
+// GroupsNeeded is the fewest groups whose nodes add up to at least n: 0 when
+// n <= 0, -1 when all groups together hold fewer than n (as
+// topology.Capacity.GroupsNeeded).
+func (c *capacity) GroupsNeeded(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	k, _ := slices.BinarySearch(c.prefix, n)
+	if k == len(c.prefix) {
+		return -1
+	}
+	return k + 1
 }
 
 // largestFp is the largest conformance group among counts.

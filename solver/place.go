@@ -338,38 +338,80 @@ func (s *state) compactPools(xs []int32) {
 // buildTimelines builds, from the cycle-start state, the release timeline
 // of every class (per conformance group in a sensitive vCluster).
 func (s *state) buildTimelines() {
-	byAvail := make([]int32, 0, len(s.nodes))
-	for i := range s.nodes {
-		if s.own[i] && s.avail[i] != never {
-			byAvail = append(byAvail, int32(i))
-		}
-	}
-	slices.SortFunc(byAvail, func(a, b int32) int {
-		if s.avail[a] != s.avail[b] {
-			if s.avail[a] < s.avail[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(a - b)
-	})
+	s.sortByAvail()
 	for _, c := range s.classes {
 		if !s.sensitive {
-			c.tlAny = s.newTimeline(c, -1, byAvail)
+			c.tlAny = s.newTimeline(c, -1, s.byAvail)
 			continue
 		}
 		for f := range c.tlFp {
 			if c.eligAll[f] > 0 {
-				c.tlFp[f] = s.newTimeline(c, int32(f), byAvail)
+				c.tlFp[f] = s.newTimeline(c, int32(f), s.byAvail)
 			}
 		}
 	}
 }
 
+// sortByAvail lists in s.byAvail the own nodes in the timeline, by avail
+// then index. Avails are few (the nodes of one running job share theirs)
+// and neighbouring nodes mostly share them, so it sorts the distinct values
+// and places the nodes by counting: O(nodes + values · log values).
+func (s *state) sortByAvail() {
+	vals := s.avails[:0]
+	last := int64(-1)
+	for i := range s.nodes {
+		if a := s.avail[i]; s.own[i] && a != never && a != last {
+			vals = append(vals, a)
+			last = a
+		}
+	}
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
+	s.avails = vals
+	bucket := grow(s.bucket, len(s.nodes))
+	starts := grow(s.starts, len(vals)+1)
+	s.bucket, s.starts = bucket, starts
+	b, last, total := int32(-1), int64(-1), 0
+	for i := range s.nodes {
+		a := s.avail[i]
+		if !s.own[i] || a == never {
+			bucket[i] = -1
+			continue
+		}
+		if a != last {
+			k, _ := slices.BinarySearch(vals, a)
+			b, last = int32(k), a
+		}
+		bucket[i] = b
+		starts[b+1]++
+		total++
+	}
+	for k := 1; k < len(starts); k++ {
+		starts[k] += starts[k-1]
+	}
+	byAvail := grow(s.byAvail, total)
+	for i, b := range bucket {
+		if b >= 0 {
+			byAvail[starts[b]] = int32(i)
+			starts[b]++
+		}
+	}
+	s.byAvail = byAvail
+}
+
 // newTimeline builds the timeline of class c in conformance group fp (-1 =
-// any) from own nodes sorted by avail.
+// any) from own nodes sorted by avail, reusing a timeline of an earlier
+// cycle when there is one.
 func (s *state) newTimeline(c *class, fp int32, byAvail []int32) *timeline {
-	tl := &timeline{cls: c, fp: fp, lv: newLevels(), pos: make([]int32, len(s.nodes))}
+	var tl *timeline
+	if k := len(s.spareTimelines); k > 0 {
+		tl = s.spareTimelines[k-1]
+		s.spareTimelines[k-1] = nil
+		s.spareTimelines = s.spareTimelines[:k-1]
+	} else {
+		tl = new(timeline)
+	}
+	*tl = timeline{cls: c, fp: fp, lv: tl.lv.reset(), pos: grow(tl.pos, len(s.nodes)), pend: tl.pend[:0]}
 	for i := range tl.pos {
 		tl.pos[i] = -1
 	}
@@ -386,7 +428,7 @@ func (s *state) newTimeline(c *class, fp int32, byAvail []int32) *timeline {
 		tl.lv.lists[id] = append(tl.lv.lists[id], x)
 		tl.lv.t[id].cnt++
 	}
-	tl.lv.buildSorted()
+	s.stack = tl.lv.buildSorted(s.stack)
 	s.timelines = append(s.timelines, tl)
 	return tl
 }

@@ -491,3 +491,39 @@ func TestReasonsAndFilters(t *testing.T) {
 		t.Errorf("%d reservations at depth 1", len(p.Reservations))
 	}
 }
+
+// planText renders a plan completely (a nil and an empty slice alike), to
+// compare plans of a reused Solver, which live only until its next cycle.
+func planText(p *Plan) string { return fmt.Sprintf("%+v", *p) }
+
+// TestSolverReuse: one Solver plans a sequence of inputs of every shape —
+// machines growing and shrinking, classes, conformance groups, sensitive
+// vClusters, power limits, depths, queues long and short or empty — and
+// each plan equals a fresh Solve's, bit for bit; the inputs stay untouched.
+func TestSolverReuse(t *testing.T) {
+	var sv Solver
+	check := func(name string, in *Input) {
+		t.Helper()
+		orig := cloneInput(in)
+		want := planText(Solve(in))
+		if got := planText(sv.Solve(in)); got != want {
+			t.Fatalf("%s: the reused Solver's plan differs from Solve's:\n got %s\nwant %s", name, got, want)
+		}
+		if !reflect.DeepEqual(in, orig) {
+			t.Fatalf("%s: Solver.Solve modified its input", name)
+		}
+	}
+	for seed := int64(1); seed <= 300; seed++ {
+		check(fmt.Sprint("seed ", seed), genInput(randomCfg(seed)))
+		if seed%25 == 0 {
+			check(fmt.Sprint("replay scale ", seed), genInput(replayScaleCfg(int(seed), []int{1, model.ReservationsAll}[seed%2])))
+			empty := genInput(randomCfg(seed))
+			empty.Pending = nil
+			check(fmt.Sprint("empty queue ", seed), empty)
+			check(fmt.Sprint("no nodes ", seed), &Input{Now: t0, Pending: genInput(randomCfg(seed)).Pending, Tenants: map[string]Tenant{}})
+		}
+	}
+	if p := sv.Solve(nil); len(p.Starts)+len(p.Explanations) != 0 {
+		t.Fatal("nil input: non-empty plan")
+	}
+}

@@ -47,12 +47,31 @@ func addSat(a, b int64) int64 {
 //
 // Solve is pure and deterministic: the same Input gives the same Plan, bit
 // for bit. It does not modify in. Slices inside the Plan may share backing
-// arrays: treat the Plan as read-only.
+// arrays: treat the Plan as read-only. Solve is a Solver used once; callers
+// that plan cycle after cycle (the replay simulator) keep a Solver.
 func Solve(in *Input) *Plan {
+	var sv Solver
+	return sv.Solve(in)
+}
+
+// Solver runs scheduling cycles exactly like Solve — the same Input gives
+// the same Plan, bit for bit — but keeps its working memory from one cycle
+// to the next, so a cycle on an unchanged machine allocates next to
+// nothing. The Plan it returns, and every slice in it, is valid only until
+// the next call of Solve on the same Solver: copy what must outlive it. A
+// Solver is not safe for concurrent use; the zero value is ready to use.
+type Solver struct {
+	s    state
+	plan Plan
+}
+
+// Solve runs one scheduling cycle; see the package-level Solve.
+func (sv *Solver) Solve(in *Input) *Plan {
 	if in == nil {
 		return &Plan{}
 	}
-	s := newState(in)
+	s := &sv.s
+	s.reset(in, &sv.plan)
 	s.scoreAll()
 	s.plan()
 	return s.out
@@ -106,9 +125,11 @@ type state struct {
 
 	jobs  []job
 	order []int32
+	keys  []sortKey
 
 	quotas   map[string]*quota
-	headroom int64 // < 0 = unlimited
+	quotaBuf []quota // backing store of quotas; never grows within a cycle
+	headroom int64   // < 0 = unlimited
 
 	depth    int  // reservations allowed (ReservationDepth)
 	reserved int  // reservations made
@@ -127,32 +148,109 @@ type state struct {
 	tmp      []int32
 	keyBuf   []byte
 	names    []string
+	freeG    []int // by group, per class built
+	usableG  []int
+	byAvail  []int32
+	avails   []int64 // distinct avail values, sorted
+	bucket   []int32 // by node: index in avails
+	starts   []int32 // counting sort offsets
+	stack    []int32 // treap building
+
+	// Kept from earlier cycles for reuse: group and fingerprint values,
+	// the cell index, classes and timelines no longer in use.
+	groupNums      []int
+	fps            []string
+	cellIdx        []int32
+	spareClasses   []*class
+	spareTimelines []*timeline
 
 	out *Plan
 }
 
-func newState(in *Input) *state {
-	n := len(in.Nodes)
-	s := &state{
-		in:         in,
-		nodes:      in.Nodes,
-		sensitive:  in.Type == model.TypeSensitive,
-		group:      make([]int32, n),
-		fp:         make([]int32, n),
-		cell:       make([]int32, n),
-		own:        make([]bool, n),
-		ready:      make([]bool, n),
-		borrowable: make([]bool, n),
-		idle0:      make([]bool, n),
-		name:       make([]string, n),
-		taken:      make([]bool, n),
-		avail:      make([]int64, n),
-		firstRes:   make([]int64, n),
-		delta:      make([]int64, n),
-		classByKey: make(map[string]*class),
-		quotas:     make(map[string]*quota),
-		headroom:   in.PowerHeadroomWatts,
+// grow returns b with n zero elements, reusing its array when it can.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n || b == nil {
+		return make([]T, n, n+n/8)
 	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// reset prepares s for a cycle over in, writing its plan to out. Every
+// buffer of an earlier cycle is reused; everything else starts from zero.
+func (s *state) reset(in *Input, out *Plan) {
+	n := len(in.Nodes)
+	old := *s
+	*s = state{
+		in:        in,
+		nodes:     in.Nodes,
+		sensitive: in.Type == model.TypeSensitive,
+		headroom:  in.PowerHeadroomWatts,
+
+		group:      grow(old.group, n),
+		fp:         grow(old.fp, n),
+		cell:       grow(old.cell, n),
+		own:        grow(old.own, n),
+		ready:      grow(old.ready, n),
+		borrowable: grow(old.borrowable, n),
+		idle0:      grow(old.idle0, n),
+		name:       grow(old.name, n),
+		taken:      grow(old.taken, n),
+		avail:      grow(old.avail, n),
+		firstRes:   grow(old.firstRes, n),
+		delta:      grow(old.delta, n),
+		classByKey: old.classByKey,
+		quotas:     old.quotas,
+		quotaBuf:   old.quotaBuf,
+		cellGroup:  old.cellGroup[:0],
+		cellFp:     old.cellFp[:0],
+		groupCells: old.groupCells,
+		classes:    old.classes[:0],
+		timelines:  old.timelines[:0],
+		jobs:       old.jobs,
+		order:      old.order,
+		keys:       old.keys,
+
+		touched: old.touched[:0],
+		counts:  old.counts[:0],
+		takes:   old.takes[:0],
+		picker:  old.picker,
+		chosen:  old.chosen[:0],
+		tmp:     old.tmp[:0],
+		keyBuf:  old.keyBuf[:0],
+		names:   old.names[:0],
+		freeG:   old.freeG,
+		usableG: old.usableG,
+		byAvail: old.byAvail[:0],
+		avails:  old.avails[:0],
+		bucket:  old.bucket,
+		starts:  old.starts,
+		stack:   old.stack[:0],
+
+		groupNums:      old.groupNums[:0],
+		fps:            old.fps[:0],
+		cellIdx:        old.cellIdx,
+		spareClasses:   append(old.spareClasses, old.classes...),
+		spareTimelines: append(old.spareTimelines, old.timelines...),
+	}
+	clear(old.classes)
+	clear(old.timelines)
+	if s.classByKey == nil {
+		s.classByKey = make(map[string]*class)
+	}
+	clear(s.classByKey)
+	if s.quotas == nil {
+		s.quotas = make(map[string]*quota)
+	}
+	clear(s.quotas)
+	*out = Plan{
+		Starts:       out.Starts[:0],
+		Reservations: out.Reservations[:0],
+		Explanations: out.Explanations[:0],
+	}
+	s.out = out
+
 	for i, w := range in.Weights {
 		if !math.IsNaN(w) {
 			s.weights[i] = w
@@ -162,36 +260,77 @@ func newState(in *Input) *state {
 		s.headroom = -1
 	}
 
-	// Dense group and fingerprint indexes, in sorted order of the values.
-	groupNums := make([]int, 0, 64)
-	fps := make([]string, 0, 8)
+	// Node states and the release timeline's starting point. Neighbouring
+	// nodes mostly share their group, fingerprint and (running the same
+	// job) release time: the values of runs are collected for the dense
+	// indexes below, and a release time is converted once per run.
+	groupNums, fps := s.groupNums, s.fps
+	var lastFree time.Time
+	var lastAvail int64
 	for i := range in.Nodes {
-		groupNums = append(groupNums, in.Nodes[i].Group)
-		fps = append(fps, in.Nodes[i].Fingerprint)
+		nd := &in.Nodes[i]
+		if i == 0 || nd.Group != in.Nodes[i-1].Group {
+			groupNums = append(groupNums, nd.Group)
+		}
+		if i == 0 || nd.Fingerprint != in.Nodes[i-1].Fingerprint {
+			fps = append(fps, nd.Fingerprint)
+		}
+		s.firstRes[i] = never
+		s.avail[i] = never
+		ready := nd.State == model.NodeReady
+		s.ready[i] = ready
+		s.idle0[i] = nd.Allocation == 0
+		s.name[i] = nd.Name
+		s.own[i] = nd.Own
+		s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
+		switch {
+		case nd.Own && ready && nd.Allocation == 0:
+			s.avail[i] = 0
+		case nd.Own && ready && !nd.FreeAt.IsZero():
+			if nd.FreeAt != lastFree || lastFree.IsZero() {
+				lastFree = nd.FreeAt
+				lastAvail = max(0, int64(nd.FreeAt.Sub(in.Now)))
+				if lastAvail >= never-1 {
+					lastAvail = never
+				}
+			}
+			s.avail[i] = lastAvail
+		case !nd.Own && ready && nd.Allocation == 0:
+			s.borrowable[i] = true
+		}
 	}
+
+	// Dense group and fingerprint indexes, in sorted order of the values.
 	slices.Sort(groupNums)
 	groupNums = slices.Compact(groupNums)
 	slices.Sort(fps)
 	fps = slices.Compact(fps)
+	s.groupNums, s.fps = groupNums, fps
 	s.nGroups, s.nFps = len(groupNums), len(fps)
 	s.groupsInSystem = in.Groups
 	if s.groupsInSystem <= 0 {
 		s.groupsInSystem = s.nGroups
 	}
 	// Cells: (dragonfly group, conformance group) pairs present, in that order.
-	cellIdx := make([]int32, s.nGroups*s.nFps)
+	cellIdx := grow(s.cellIdx, s.nGroups*s.nFps)
+	s.cellIdx = cellIdx
 	for i := range cellIdx {
 		cellIdx[i] = -1
 	}
+	g, f := 0, 0
 	for i := range in.Nodes {
 		nd := &in.Nodes[i]
-		g, _ := slices.BinarySearch(groupNums, nd.Group)
-		f, _ := slices.BinarySearch(fps, nd.Fingerprint)
+		if i == 0 || nd.Group != in.Nodes[i-1].Group {
+			g, _ = slices.BinarySearch(groupNums, nd.Group)
+		}
+		if i == 0 || nd.Fingerprint != in.Nodes[i-1].Fingerprint {
+			f, _ = slices.BinarySearch(fps, nd.Fingerprint)
+		}
 		s.group[i], s.fp[i] = int32(g), int32(f)
 		cellIdx[g*s.nFps+f] = 0
 	}
 	nCells := 0
-	s.groupCells = make([]int32, s.nGroups+1)
+	s.groupCells = grow(s.groupCells, s.nGroups+1)
 	for g := 0; g < s.nGroups; g++ {
 		for f := 0; f < s.nFps; f++ {
 			if k := g*s.nFps + f; cellIdx[k] == 0 {
@@ -206,35 +345,10 @@ func newState(in *Input) *state {
 	for i := range in.Nodes {
 		s.cell[i] = cellIdx[int(s.group[i])*s.nFps+int(s.fp[i])]
 	}
-
-	// Node states and the release timeline's starting point.
-	for i := range in.Nodes {
-		nd := &in.Nodes[i]
-		s.firstRes[i] = never
-		s.avail[i] = never
-		s.ready[i] = nd.State == model.NodeReady
-		s.idle0[i] = nd.Allocation == 0
-		s.name[i] = nd.Name
-		s.own[i] = nd.Own
-		s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
-		switch {
-		case nd.Own && s.ready[i] && nd.Allocation == 0:
-			s.avail[i] = 0
-		case nd.Own && s.ready[i] && !nd.FreeAt.IsZero():
-			s.avail[i] = max(0, int64(nd.FreeAt.Sub(in.Now)))
-			if s.avail[i] >= never-1 {
-				s.avail[i] = never
-			}
-		case !nd.Own && s.ready[i] && nd.Allocation == 0:
-			s.borrowable[i] = true
-		}
-	}
-	s.gu = make([]int, s.nGroups)
-	s.quotaG = make([]int, s.nGroups)
-	s.levelCnt = make([]int, s.nGroups)
-	s.cellUse = make([]bool, nCells)
-	s.out = &Plan{}
-	return s
+	s.gu = grow(old.gu, s.nGroups)
+	s.quotaG = grow(old.quotaG, s.nGroups)
+	s.levelCnt = grow(old.levelCnt, s.nGroups)
+	s.cellUse = grow(old.cellUse, nCells)
 }
 
 // classFor returns the class of a job's constraints, creating it on first use.
@@ -269,20 +383,34 @@ func (s *state) classFor(j *Job) *class {
 	return c
 }
 
-// newClass builds a class's counts and pools from the cycle-start state.
+// newClass builds a class's counts and pools from the cycle-start state,
+// reusing a class of an earlier cycle when there is one.
 func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 	n := len(s.nodes)
-	c := &class{
-		gpuType: gpuType, gpus: gpus, constraints: cons,
-		elig:      make([]bool, n),
-		eligAll:   make([]int, s.nFps),
-		eligReady: make([]int, s.nFps),
-		initFree:  make([]int, s.nFps),
-		own:       make([]pool, len(s.cellGroup)),
-		borrow:    make([]pool, len(s.cellGroup)),
+	var c *class
+	if k := len(s.spareClasses); k > 0 {
+		c = s.spareClasses[k-1]
+		s.spareClasses[k-1] = nil
+		s.spareClasses = s.spareClasses[:k-1]
+	} else {
+		c = new(class)
 	}
-	freeG := make([]int, s.nGroups)
-	usableG := make([]int, s.nGroups)
+	*c = class{
+		gpuType: gpuType, gpus: gpus, constraints: cons,
+		elig:      grow(c.elig, n),
+		eligAll:   grow(c.eligAll, s.nFps),
+		eligReady: grow(c.eligReady, s.nFps),
+		initFree:  grow(c.initFree, s.nFps),
+		own:       growPools(c.own, len(s.cellGroup)),
+		borrow:    growPools(c.borrow, len(s.cellGroup)),
+		holes:     c.holes[:0],
+		freeCap:   capacity{prefix: c.freeCap.prefix[:0]},
+		usableCap: capacity{prefix: c.usableCap.prefix[:0]},
+		tlFp:      grow(c.tlFp, s.nFps),
+	}
+	freeG := grow(s.freeG, s.nGroups)
+	usableG := grow(s.usableG, s.nGroups)
+	s.freeG, s.usableG = freeG, usableG
 	firstFp := int32(-1)
 	for i := range s.nodes {
 		x := int32(i)
@@ -332,17 +460,29 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 	} else {
 		c.staticAll, c.staticReady, c.staticFree = sum(c.eligAll), sum(c.eligReady), sum(c.initFree)
 	}
-	c.freeCap = topology.NewCapacity(freeG)
-	c.usableCap = topology.NewCapacity(usableG)
-	c.tlFp = make([]*timeline, s.nFps)
+	c.freeCap.set(freeG)
+	c.usableCap.set(usableG)
 	s.classes = append(s.classes, c)
 	return c
+}
+
+// growPools returns p with n empty pools, reusing their arrays.
+func growPools(p []pool, n int) []pool {
+	if cap(p) < n {
+		p = append(p[:cap(p)], make([]pool, n-cap(p))...)
+	}
+	p = p[:n]
+	for i := range p {
+		p[i] = pool{free: p[i].free[:0], holes: p[i].holes[:0]}
+	}
+	return p
 }
 
 // scoreAll computes every job's factors and score and sorts the queue.
 func (s *state) scoreAll() {
 	in := s.in
-	s.jobs = make([]job, len(in.Pending))
+	s.jobs = grow(s.jobs, len(in.Pending))
+	s.quotaBuf = grow(s.quotaBuf, len(in.Pending))[:0]
 	// f6: queued node-hours against the node-hours running work still holds.
 	var queued, running float64
 	for i := range in.Pending {
@@ -390,13 +530,8 @@ func (s *state) scoreAll() {
 		jb.score = score(&s.weights, f)
 	}
 	// Sort compact keys rather than the jobs: fewer cache misses.
-	type sortKey struct {
-		score float64
-		wait  int64
-		id    uint64
-		idx   int32
-	}
-	keys := make([]sortKey, len(s.jobs))
+	keys := grow(s.keys, len(s.jobs))
+	s.keys = keys
 	for i := range s.jobs {
 		keys[i] = sortKey{s.jobs[i].score, s.jobs[i].wait, s.jobs[i].j.ID, int32(i)}
 	}
@@ -420,10 +555,18 @@ func (s *state) scoreAll() {
 		}
 		return int(a.idx - b.idx)
 	})
-	s.order = make([]int32, len(keys))
+	s.order = grow(s.order, len(keys))
 	for i, k := range keys {
 		s.order[i] = k.idx
 	}
+}
+
+// sortKey is a job's place in the score order.
+type sortKey struct {
+	score float64
+	wait  int64
+	id    uint64
+	idx   int32
 }
 
 // jobWall is a job's walltime; a missing one counts as the longest allowed.
@@ -438,7 +581,8 @@ func (s *state) quotaOf(tenant string) *quota {
 	if q, ok := s.quotas[tenant]; ok {
 		return q
 	}
-	q := &quota{nodes: -1, running: -1, fairShare: NeutralFairShare}
+	s.quotaBuf = append(s.quotaBuf, quota{nodes: -1, running: -1, fairShare: NeutralFairShare})
+	q := &s.quotaBuf[len(s.quotaBuf)-1]
 	if t, ok := s.in.Tenants[tenant]; ok {
 		q.nodes, q.running = max(-1, t.NodesLeft), max(-1, t.RunningLeft)
 		q.fairShare = fFairShare(t.FairShareTarget, t.UsageShare)
@@ -461,13 +605,15 @@ func (s *state) quotaOf(tenant string) *quota {
 // tenant over its share) could be overtaken by newer jobs cycle after
 // cycle and run only when the queue drains.
 func (s *state) plan() {
-	s.out.Explanations = make([]Explanation, len(s.order))
+	s.out.Explanations = grow(s.out.Explanations, len(s.order))
 	s.buildTimelines()
 	s.depth = s.in.ReservationDepth
+	want := s.depth + 1
 	if s.depth < 0 || s.depth > len(s.order) {
-		s.out.Reservations = make([]Reservation, 0, len(s.order))
-	} else {
-		s.out.Reservations = make([]Reservation, 0, s.depth+1)
+		want = len(s.order)
+	}
+	if s.out.Reservations == nil || cap(s.out.Reservations) < want {
+		s.out.Reservations = make([]Reservation, 0, want)
 	}
 	head := -1
 	if s.depth != 0 {

@@ -34,6 +34,23 @@ type levels struct {
 
 func newLevels() levels { return levels{root: -1, seed: 2463534242} }
 
+// reset returns lv emptied to newLevels' state, keeping its arrays (and
+// the node lists' arrays) for reuse.
+func (lv levels) reset() levels {
+	return levels{t: lv.t[:0], lists: lv.lists[:0], root: -1, free: lv.free[:0], seed: 2463534242}
+}
+
+// newList appends an empty node list for a new level id, reusing the array
+// a list at that position had in an earlier cycle.
+func (lv *levels) newList() {
+	if k := len(lv.lists); k < cap(lv.lists) {
+		lv.lists = lv.lists[:k+1]
+		lv.lists[k] = lv.lists[k][:0]
+		return
+	}
+	lv.lists = append(lv.lists, nil)
+}
+
 func (lv *levels) rand() uint32 {
 	x := lv.seed
 	x ^= x << 13
@@ -105,7 +122,7 @@ func (lv *levels) level(key int64) int32 {
 	} else {
 		id = int32(len(lv.t))
 		lv.t = append(lv.t, n)
-		lv.lists = append(lv.lists, nil)
+		lv.newList()
 	}
 	lv.root = lv.insert(lv.root, id)
 	return id
@@ -244,14 +261,15 @@ func (lv *levels) pred(key int64) (int64, bool) {
 func (lv *levels) appendLevel(key int64) int32 {
 	id := int32(len(lv.t))
 	lv.t = append(lv.t, tnode{key: key, l: -1, r: -1, pri: lv.rand()})
-	lv.lists = append(lv.lists, nil)
+	lv.newList()
 	return id
 }
 
 // buildSorted links levels appended in ascending key order into a treap in
 // O(levels) (the Cartesian tree of their priorities) and sets the sums.
-func (lv *levels) buildSorted() {
-	stack := make([]int32, 0, 64)
+// stack is scratch space, returned for reuse.
+func (lv *levels) buildSorted(stack []int32) []int32 {
+	stack = stack[:0]
 	for i := range lv.t {
 		id := int32(i)
 		last := int32(-1)
@@ -270,6 +288,7 @@ func (lv *levels) buildSorted() {
 		lv.root = stack[0]
 		lv.sumUp(lv.root)
 	}
+	return stack[:0]
 }
 
 func (lv *levels) sumUp(x int32) int32 {

@@ -40,7 +40,7 @@ func TestTimelineAgainstModel(t *testing.T) {
 			tl.lv.lists[id] = append(tl.lv.lists[id], x)
 			tl.lv.t[id].cnt++
 		}
-		tl.lv.buildSorted()
+		tl.lv.buildSorted(nil)
 		check := func(step int) {
 			t.Helper()
 			var want []int64
