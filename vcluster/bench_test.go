@@ -3,6 +3,7 @@ package vcluster
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,10 @@ func replayScaleSnapshot(pending int) *Snapshot {
 			i++
 		}
 	}
+	for name := range s.Tenants {
+		s.TenantNames = append(s.TenantNames, name)
+	}
+	slices.Sort(s.TenantNames)
 	for range pending {
 		a := &model.Allocation{ID: id, State: model.StatePending, SubmitTime: t0.Add(-time.Hour),
 			EligibleTime: t0.Add(-time.Hour), Request: model.Request{VCluster: "replay",
@@ -60,14 +65,16 @@ func replayScaleSnapshot(pending int) *Snapshot {
 	return s
 }
 
-// BenchmarkBuildInputReplayScale builds one replay decision's solver input.
+// BenchmarkBuildInputReplayScale builds one replay decision's solver input
+// with a Builder kept from decision to decision, as the replay does.
 func BenchmarkBuildInputReplayScale(b *testing.B) {
 	for _, q := range []int{10, 200} {
 		b.Run(fmt.Sprintf("pending=%d", q), func(b *testing.B) {
 			s := replayScaleSnapshot(q)
+			var bld Builder
 			b.ReportAllocs()
 			for b.Loop() {
-				in := BuildInput(s)
+				in := bld.Build(s)
 				if len(in.Nodes) != 1152 {
 					b.Fatal(len(in.Nodes))
 				}

@@ -41,6 +41,10 @@ type Snapshot struct {
 	// Tenants by name; TenantLoad by name (missing = nothing running).
 	Tenants    map[string]*model.Tenant
 	TenantLoad map[string]TenantLoad
+	// TenantNames may list the keys of Tenants in sorted order, so that a
+	// cycle need not sort them (the replay keeps it up to date). Optional:
+	// when it does not list exactly those names, sorted, it is ignored.
+	TenantNames []string
 	// Groups is the number of dragonfly groups in the system.
 	Groups int
 	// PowerHeadroomWatts: < 0 = unlimited.
@@ -54,9 +58,38 @@ type Snapshot struct {
 // BuildInput turns a snapshot into the solver's input: the nodes this
 // vCluster may use (its own, and idle Ready nodes of vClusters that lend when
 // it may borrow), the release timeline of the work on them, its eligible
-// pending allocations with holds, tenant shares and quota room.
+// pending allocations with holds, tenant shares and quota room. It is a
+// Builder used once.
 func BuildInput(s *Snapshot) solver.Input {
+	var b Builder
+	return b.Build(s)
+}
+
+// Builder builds solver inputs exactly like BuildInput — the same snapshot
+// gives the same Input — but keeps its memory from one call to the next, for
+// callers that build an input every cycle (the replay simulator). The Input
+// it returns, its slices and its Tenants map are valid only until the next
+// call of Build on the same Builder. A Builder is not safe for concurrent
+// use; the zero value is ready to use.
+type Builder struct {
+	nodes       []solver.Node
+	running     []solver.Running
+	pending     []solver.Job
+	tenants     map[string]solver.Tenant
+	seenRunning map[uint64]bool
+	activeTasks map[uint64]int
+	names       []string
+	tenantList  []*model.Tenant
+	decayed     []float64
+}
+
+// Build turns a snapshot into the solver's input; see BuildInput.
+func (b *Builder) Build(s *Snapshot) solver.Input {
 	vc := s.VCluster
+	if b.tenants == nil {
+		b.tenants = make(map[string]solver.Tenant, len(s.Tenants))
+	}
+	clear(b.tenants)
 	in := solver.Input{
 		Now:                s.Now,
 		VCluster:           vc.Name,
@@ -66,9 +99,25 @@ func BuildInput(s *Snapshot) solver.Input {
 		Groups:             s.Groups,
 		PowerHeadroomWatts: s.PowerHeadroomWatts,
 		EnergyPrice:        s.EnergyPrice,
-		Tenants:            make(map[string]solver.Tenant, len(s.Tenants)),
+		Nodes:              slices.Grow(b.nodes[:0], len(s.Nodes)),
+		Running:            b.running[:0],
+		Pending:            slices.Grow(b.pending[:0], len(s.Pending)),
+		Tenants:            b.tenants,
 	}
-	seenRunning := make(map[uint64]bool)
+	if b.seenRunning == nil {
+		b.seenRunning = make(map[uint64]bool)
+	}
+	seenRunning := b.seenRunning
+	clear(seenRunning)
+	// Neighbouring nodes mostly run the same allocation: look it up, and
+	// compute its expected end, once per run of nodes.
+	var (
+		lastID     uint64
+		lastAlloc  *model.Allocation
+		lastEnd    time.Time
+		listed     bool   // an own busy node was seen: lastListed is in Running
+		lastListed uint64 // the allocation of the last own busy node
+	)
 	for _, n := range s.Nodes {
 		own := n.CurrentVCluster == vc.Name
 		if !own {
@@ -79,7 +128,7 @@ func BuildInput(s *Snapshot) solver.Input {
 				continue
 			}
 		}
-		sn := solver.Node{
+		in.Nodes = append(in.Nodes, solver.Node{
 			Name:        n.Name,
 			Group:       n.Group,
 			Fingerprint: n.Fingerprint,
@@ -91,28 +140,51 @@ func BuildInput(s *Snapshot) solver.Input {
 			State:       n.State,
 			Own:         own,
 			Allocation:  n.Allocation,
+		})
+		if n.Allocation == 0 {
+			continue
 		}
-		if a := s.Allocations[n.Allocation]; a != nil && n.Allocation != 0 {
-			sn.FreeAt = expectedEnd(a, s.Now)
-			if own && !seenRunning[a.ID] {
+		sn := &in.Nodes[len(in.Nodes)-1]
+		if n.Allocation != lastID || lastAlloc == nil {
+			lastID, lastAlloc = n.Allocation, s.Allocations[n.Allocation]
+			if lastAlloc != nil {
+				lastEnd = expectedEnd(lastAlloc, s.Now)
+			}
+		}
+		if a := lastAlloc; a != nil {
+			sn.FreeAt = lastEnd
+			if own && !(listed && a.ID == lastListed) && !seenRunning[a.ID] {
 				seenRunning[a.ID] = true
 				in.Running = append(in.Running, solver.Running{
 					ID: a.ID, Tenant: a.Tenant, Nodes: len(a.Nodes), Start: a.StartTime, End: sn.FreeAt,
 				})
 			}
-		} else if n.Allocation != 0 {
+			if own {
+				listed, lastListed = true, a.ID
+			}
+		} else {
 			// Busy with something the snapshot does not hold: assume it
 			// frees at its walltime's upper bound, i.e. not within this plan.
 			sn.FreeAt = s.Now.Add(model.MaxWalltime)
 		}
-		in.Nodes = append(in.Nodes, sn)
 	}
 
-	// Array concurrency: count active tasks per array.
-	activeTasks := make(map[uint64]int)
-	for _, a := range s.Allocations {
-		if a.ArrayJobID != 0 && a.State.Active() {
-			activeTasks[a.ArrayJobID]++
+	// Array concurrency: count active tasks per array, when a pending
+	// allocation has a limit to check.
+	var activeTasks map[uint64]int
+	for _, a := range s.Pending {
+		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 {
+			if b.activeTasks == nil {
+				b.activeTasks = make(map[uint64]int)
+			}
+			activeTasks = b.activeTasks
+			clear(activeTasks)
+			for _, a := range s.Allocations {
+				if a.ArrayJobID != 0 && a.State.Active() {
+					activeTasks[a.ArrayJobID]++
+				}
+			}
+			break
 		}
 	}
 	for _, a := range s.Pending {
@@ -154,34 +226,75 @@ func BuildInput(s *Snapshot) solver.Input {
 	if halfLife <= 0 {
 		halfLife = DefaultFairShareHalfLife
 	}
-	names := make([]string, 0, len(s.Tenants))
-	for name := range s.Tenants {
-		names = append(names, name)
-	}
-	slices.Sort(names) // sum in a fixed order: the same snapshot gives the same bits
+	names, tenants := b.sortedTenants(s)
 	var total float64
-	decayed := make(map[string]float64, len(s.Tenants))
-	for _, name := range names {
-		u := DecayedUsage(s.Tenants[name], s.Now, halfLife)
-		decayed[name] = u
-		total += u
+	decayed := slices.Grow(b.decayed[:0], len(names))
+	for _, t := range tenants {
+		u := DecayedUsage(t, s.Now, halfLife)
+		decayed = append(decayed, u)
+		total += u // in name order: the same snapshot gives the same bits
 	}
-	for _, name := range names {
-		t := s.Tenants[name]
+	b.decayed = decayed
+	for i, name := range names {
+		t := tenants[i]
 		st := solver.Tenant{FairShareTarget: t.FairShareTarget, NodesLeft: -1, RunningLeft: -1}
 		if total > 0 {
-			st.UsageShare = decayed[name] / total
+			st.UsageShare = decayed[i] / total
 		}
-		load := s.TenantLoad[name]
-		if t.MaxNodes > 0 {
-			st.NodesLeft = max(0, t.MaxNodes-load.Nodes)
-		}
-		if t.MaxRunning > 0 {
-			st.RunningLeft = max(0, t.MaxRunning-load.Running)
+		if t.MaxNodes > 0 || t.MaxRunning > 0 {
+			load := s.TenantLoad[name]
+			if t.MaxNodes > 0 {
+				st.NodesLeft = max(0, t.MaxNodes-load.Nodes)
+			}
+			if t.MaxRunning > 0 {
+				st.RunningLeft = max(0, t.MaxRunning-load.Running)
+			}
 		}
 		in.Tenants[name] = st
 	}
+	b.nodes, b.running, b.pending = in.Nodes, in.Running, in.Pending
+	// Nothing listed is a nil slice, as it always was.
+	if len(in.Nodes) == 0 {
+		in.Nodes = nil
+	}
+	if len(in.Running) == 0 {
+		in.Running = nil
+	}
+	if len(in.Pending) == 0 {
+		in.Pending = nil
+	}
 	return in
+}
+
+// sortedTenants lists the tenants of s in name order, and their names:
+// s.TenantNames when it lists exactly the keys of s.Tenants, sorted (each
+// looked up once), else the keys sorted here.
+func (b *Builder) sortedTenants(s *Snapshot) ([]string, []*model.Tenant) {
+	tenants := slices.Grow(b.tenantList[:0], len(s.Tenants))
+	if names := s.TenantNames; len(names) == len(s.Tenants) {
+		for i, name := range names {
+			t, ok := s.Tenants[name]
+			if !ok || (i > 0 && names[i-1] >= name) {
+				break
+			}
+			tenants = append(tenants, t)
+		}
+		if len(tenants) == len(names) {
+			b.tenantList = tenants
+			return names, tenants
+		}
+	}
+	names := b.names[:0]
+	for name := range s.Tenants {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	tenants = tenants[:0]
+	for _, name := range names {
+		tenants = append(tenants, s.Tenants[name])
+	}
+	b.names, b.tenantList = names, tenants
+	return names, tenants
 }
 
 // DecayedUsage is a tenant's usage decayed from its UsageTime to now.
