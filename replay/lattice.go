@@ -29,8 +29,16 @@ type latticePolicy struct {
 	tenants map[string]*model.Tenant
 	load    map[string]vcluster.TenantLoad
 	groups  int
+	// tenantNames lists the keys of tenants, sorted (Snapshot.TenantNames).
+	tenantNames []string
+	// build and solve keep their memory from one decision to the next.
+	build   vcluster.Builder
+	solve   solver.Solver
 	pending []*model.Allocation // scratch
-	idx     []int32             // scratch: nodes of one start
+	// mark[n] == stamp when node n is already given to the start being
+	// checked.
+	mark  []uint32
+	stamp uint32
 }
 
 // observeDecision, when set (by tests), sees every decision's solver input
@@ -44,6 +52,7 @@ func newLattice(s *sim) (*latticePolicy, error) {
 	lp := &latticePolicy{
 		lenders: map[string]bool{},
 		nodeIdx: make(map[string]int32, len(s.nodeJob)),
+		mark:    make([]uint32, len(s.nodeJob)),
 		allocs:  map[uint64]*model.Allocation{},
 		tenants: map[string]*model.Tenant{},
 		load:    map[string]vcluster.TenantLoad{},
@@ -120,6 +129,10 @@ func newLattice(s *sim) (*latticePolicy, error) {
 			lp.tenants[n] = &model.Tenant{Name: n, FairShareTarget: 1 / float64(len(names))}
 		}
 	}
+	for n := range lp.tenants {
+		lp.tenantNames = append(lp.tenantNames, n)
+	}
+	slices.Sort(lp.tenantNames)
 	return lp, nil
 }
 
@@ -166,12 +179,15 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		Pending:            lp.pending,
 		Tenants:            lp.tenants,
 		TenantLoad:         lp.load,
+		TenantNames:        lp.tenantNames,
 		Groups:             lp.groups,
 		PowerHeadroomWatts: -1,
 		EnergyPrice:        -1,
 	}
-	in := vcluster.BuildInput(&snap)
-	plan := solver.Solve(&in)
+	// Production's BuildInput and Solve, keeping their memory: the input
+	// and the plan live until the next decision.
+	in := lp.build.Build(&snap)
+	plan := lp.solve.Solve(&in)
 	if observeDecision != nil {
 		observeDecision(&in, plan)
 	}
@@ -185,11 +201,17 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 			return fmt.Errorf("replay: lattice: the solver gave allocation %d %d nodes, it asked for %d", st.JobID, len(st.Nodes), job.Size)
 		}
 		idx := make([]int32, 0, len(st.Nodes))
+		lp.stamp++
+		if lp.stamp == 0 { // wrapped: forget every old mark
+			clear(lp.mark)
+			lp.stamp = 1
+		}
 		for _, name := range st.Nodes {
 			n, ok := lp.nodeIdx[name]
-			if !ok || s.nodeJob[n] >= 0 || slices.Contains(idx, n) {
+			if !ok || s.nodeJob[n] >= 0 || lp.mark[n] == lp.stamp {
 				return fmt.Errorf("replay: lattice: the solver placed allocation %d on node %s, which is unknown, busy or given twice", st.JobID, name)
 			}
+			lp.mark[n] = lp.stamp
 			idx = append(idx, n)
 		}
 		s.start(j, idx)

@@ -61,6 +61,7 @@ type jobRun struct {
 	nodes    []int32
 	pool     int32
 	waitDeps int32
+	runIdx   int32 // index in its pool's running list while it runs
 	queued   bool
 	started  bool
 	done     bool
@@ -420,6 +421,7 @@ func (s *sim) start(j int, nodes []int32) {
 	}
 	r.groups = int16(min(groups, 1<<15-1))
 	s.busy += len(nodes)
+	r.runIdx = int32(len(pl.running))
 	pl.running = append(pl.running, int32(j))
 	pl.startedInPass++
 	s.completion.push(jobEnd{end: r.end, job: int32(j)})
@@ -474,10 +476,11 @@ func (s *sim) finish(j int) {
 	}
 	s.busy -= len(r.nodes)
 	pl := &s.pools[r.pool]
-	if k := slices.Index(pl.running, int32(j)); k >= 0 {
-		last := len(pl.running) - 1
-		pl.running[k] = pl.running[last]
-		pl.running = pl.running[:last]
+	if k := r.runIdx; k >= 0 && int(k) < len(pl.running) && pl.running[k] == int32(j) {
+		last := pl.running[len(pl.running)-1]
+		pl.running[k] = last
+		s.jobs[last].runIdx = k
+		pl.running = pl.running[:len(pl.running)-1]
 	}
 	if obs, ok := s.policy.(finishObserver); ok {
 		obs.finished(s, j)
