@@ -788,8 +788,12 @@ func BenchmarkApplyPlacementCycle(b *testing.B) {
 				}
 				apply(&RegisterNodes{Agent: fmt.Sprintf("agent-%d", from), Nodes: ns})
 			}
-			ids := apply(&Submit{Items: []SubmitItem{{Request: model.Request{VCluster: "vc0", Command: []string{"true"},
-				NodesMin: 1, Walltime: time.Hour, Array: &model.ArraySpec{Start: 0, End: b.N - 1, Step: 1}}}}}).IDs
+			var ids []uint64
+			for left := b.N; left > 0; left -= model.MaxArrayTasks {
+				k := min(left, model.MaxArrayTasks)
+				ids = append(ids, apply(&Submit{Items: []SubmitItem{{Request: model.Request{VCluster: "vc0", Command: []string{"true"},
+					NodesMin: 1, Walltime: time.Hour, Array: &model.ArraySpec{Start: 0, End: k - 1, Step: 1}}}}}).IDs...)
+			}
 			// Encode outside the timer: the leader encodes, every member decodes.
 			var entries [][]byte
 			for off := 0; off < len(ids); off += batch {
