@@ -104,13 +104,13 @@ type state struct {
 	// Dense indexes by node.
 	group, fp, cell []int32
 	own, ready      []bool
-	idle0           []bool   // no allocation at cycle start
-	name            []string // node names, contiguous for cheap output
-	borrowable      []bool   // another vCluster's free Ready node we may borrow
-	taken           []bool   // started on this cycle
-	avail           []int64  // own nodes: offset from Now when free of all decisions; never = not in the timeline
-	firstRes        []int64  // own free nodes: start of their first reservation; never = none
-	delta           []int64  // watts added by starting work on the node
+	idle0           []bool  // no allocation at cycle start
+	borrowable      []bool  // another vCluster's free Ready node we may borrow
+	taken           []bool  // started on this cycle
+	avail           []int64 // own nodes: offset from Now when free of all decisions; never = not in the timeline
+	firstRes        []int64 // own free nodes: start of their first reservation; never = none
+	delta           []int64 // watts added by starting work on the node (with a power limit)
+	minGPUs         int     // the fewest GPUs of a node, or 0
 
 	nGroups, nFps  int
 	groupsInSystem int
@@ -156,10 +156,14 @@ type state struct {
 	starts   []int32 // counting sort offsets
 	stack    []int32 // treap building
 
-	// Kept from earlier cycles for reuse: group and fingerprint values,
-	// the cell index, classes and timelines no longer in use.
+	// Kept from earlier cycles for reuse: group and fingerprint values
+	// (of runs of nodes, then sorted and unique) and the runs' dense
+	// indexes, the cell index, classes and timelines no longer in use.
+	groupRuns      []int
+	fpRuns         []string
 	groupNums      []int
 	fps            []string
+	runDense       []int32
 	cellIdx        []int32
 	spareClasses   []*class
 	spareTimelines []*timeline
@@ -195,7 +199,6 @@ func (s *state) reset(in *Input, out *Plan) {
 		ready:      grow(old.ready, n),
 		borrowable: grow(old.borrowable, n),
 		idle0:      grow(old.idle0, n),
-		name:       grow(old.name, n),
 		taken:      grow(old.taken, n),
 		avail:      grow(old.avail, n),
 		firstRes:   grow(old.firstRes, n),
@@ -228,8 +231,11 @@ func (s *state) reset(in *Input, out *Plan) {
 		starts:  old.starts,
 		stack:   old.stack[:0],
 
+		groupRuns:      old.groupRuns,
+		fpRuns:         old.fpRuns,
 		groupNums:      old.groupNums[:0],
 		fps:            old.fps[:0],
+		runDense:       old.runDense,
 		cellIdx:        old.cellIdx,
 		spareClasses:   append(old.spareClasses, old.classes...),
 		spareTimelines: append(old.spareTimelines, old.timelines...),
@@ -260,31 +266,38 @@ func (s *state) reset(in *Input, out *Plan) {
 		s.headroom = -1
 	}
 
-	// Node states and the release timeline's starting point. Neighbouring
-	// nodes mostly share their group, fingerprint and (running the same
-	// job) release time: the values of runs are collected for the dense
-	// indexes below, and a release time is converted once per run.
-	groupNums, fps := s.groupNums, s.fps
+	// Node states and the release timeline's starting point, in one pass
+	// over the nodes. Neighbouring nodes mostly share their group,
+	// fingerprint and (running the same job) release time: the values are
+	// collected once per run (group[i] and fp[i] hold the node's run for
+	// now), and a release time is converted once per run.
+	groupRuns, fpRuns := s.groupRuns[:0], s.fpRuns[:0]
 	var lastFree time.Time
 	var lastAvail int64
+	power := s.headroom >= 0
+	s.minGPUs = 0
 	for i := range in.Nodes {
 		nd := &in.Nodes[i]
 		if i == 0 || nd.Group != in.Nodes[i-1].Group {
-			groupNums = append(groupNums, nd.Group)
+			groupRuns = append(groupRuns, nd.Group)
 		}
 		if i == 0 || nd.Fingerprint != in.Nodes[i-1].Fingerprint {
-			fps = append(fps, nd.Fingerprint)
+			fpRuns = append(fpRuns, nd.Fingerprint)
 		}
+		s.group[i], s.fp[i] = int32(len(groupRuns)-1), int32(len(fpRuns)-1)
+		s.minGPUs = min(s.minGPUs, nd.GPUs)
 		s.firstRes[i] = never
 		s.avail[i] = never
 		ready := nd.State == model.NodeReady
+		idle := nd.Allocation == 0
 		s.ready[i] = ready
-		s.idle0[i] = nd.Allocation == 0
-		s.name[i] = nd.Name
+		s.idle0[i] = idle
 		s.own[i] = nd.Own
-		s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
+		if power {
+			s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
+		}
 		switch {
-		case nd.Own && ready && nd.Allocation == 0:
+		case nd.Own && ready && idle:
 			s.avail[i] = 0
 		case nd.Own && ready && !nd.FreeAt.IsZero():
 			if nd.FreeAt != lastFree || lastFree.IsZero() {
@@ -295,14 +308,17 @@ func (s *state) reset(in *Input, out *Plan) {
 				}
 			}
 			s.avail[i] = lastAvail
-		case !nd.Own && ready && nd.Allocation == 0:
+		case !nd.Own && ready && idle:
 			s.borrowable[i] = true
 		}
 	}
+	s.groupRuns, s.fpRuns = groupRuns, fpRuns
 
 	// Dense group and fingerprint indexes, in sorted order of the values.
+	groupNums := append(s.groupNums, groupRuns...)
 	slices.Sort(groupNums)
 	groupNums = slices.Compact(groupNums)
+	fps := append(s.fps, fpRuns...)
 	slices.Sort(fps)
 	fps = slices.Compact(fps)
 	s.groupNums, s.fps = groupNums, fps
@@ -311,39 +327,56 @@ func (s *state) reset(in *Input, out *Plan) {
 	if s.groupsInSystem <= 0 {
 		s.groupsInSystem = s.nGroups
 	}
-	// Cells: (dragonfly group, conformance group) pairs present, in that order.
-	cellIdx := grow(s.cellIdx, s.nGroups*s.nFps)
-	s.cellIdx = cellIdx
-	for i := range cellIdx {
-		cellIdx[i] = -1
+	runG := grow(s.runDense, len(groupRuns)+len(fpRuns))
+	s.runDense = runG
+	runG, runF := runG[:len(groupRuns)], runG[len(groupRuns):]
+	for r, v := range groupRuns {
+		k, _ := slices.BinarySearch(groupNums, v)
+		runG[r] = int32(k)
 	}
-	g, f := 0, 0
-	for i := range in.Nodes {
-		nd := &in.Nodes[i]
-		if i == 0 || nd.Group != in.Nodes[i-1].Group {
-			g, _ = slices.BinarySearch(groupNums, nd.Group)
-		}
-		if i == 0 || nd.Fingerprint != in.Nodes[i-1].Fingerprint {
-			f, _ = slices.BinarySearch(fps, nd.Fingerprint)
-		}
-		s.group[i], s.fp[i] = int32(g), int32(f)
-		cellIdx[g*s.nFps+f] = 0
+	for r, v := range fpRuns {
+		k, _ := slices.BinarySearch(fps, v)
+		runF[r] = int32(k)
 	}
-	nCells := 0
-	s.groupCells = grow(s.groupCells, s.nGroups+1)
-	for g := 0; g < s.nGroups; g++ {
-		for f := 0; f < s.nFps; f++ {
-			if k := g*s.nFps + f; cellIdx[k] == 0 {
-				cellIdx[k] = int32(nCells)
-				s.cellGroup = append(s.cellGroup, int32(g))
-				s.cellFp = append(s.cellFp, int32(f))
-				nCells++
+	// Cells: (dragonfly group, conformance group) pairs present, in that
+	// order. With one conformance group, cell g is group g.
+	if s.nFps == 1 {
+		for i := range in.Nodes {
+			g := runG[s.group[i]]
+			s.group[i], s.fp[i], s.cell[i] = g, 0, g
+		}
+		for g := range s.nGroups {
+			s.cellGroup = append(s.cellGroup, int32(g))
+			s.cellFp = append(s.cellFp, 0)
+		}
+	} else {
+		cellIdx := grow(s.cellIdx, s.nGroups*s.nFps)
+		s.cellIdx = cellIdx
+		for i := range cellIdx {
+			cellIdx[i] = -1
+		}
+		for i := range in.Nodes {
+			g, f := runG[s.group[i]], runF[s.fp[i]]
+			s.group[i], s.fp[i] = g, f
+			cellIdx[int(g)*s.nFps+int(f)] = 0
+		}
+		for g := 0; g < s.nGroups; g++ {
+			for f := 0; f < s.nFps; f++ {
+				if k := g*s.nFps + f; cellIdx[k] == 0 {
+					cellIdx[k] = int32(len(s.cellGroup))
+					s.cellGroup = append(s.cellGroup, int32(g))
+					s.cellFp = append(s.cellFp, int32(f))
+				}
 			}
 		}
-		s.groupCells[g+1] = int32(nCells)
+		for i := range in.Nodes {
+			s.cell[i] = cellIdx[int(s.group[i])*s.nFps+int(s.fp[i])]
+		}
 	}
-	for i := range in.Nodes {
-		s.cell[i] = cellIdx[int(s.group[i])*s.nFps+int(s.fp[i])]
+	nCells := len(s.cellGroup)
+	s.groupCells = grow(s.groupCells, s.nGroups+1)
+	for ci, g := range s.cellGroup {
+		s.groupCells[g+1] = int32(ci + 1)
 	}
 	s.gu = grow(old.gu, s.nGroups)
 	s.quotaG = grow(old.quotaG, s.nGroups)
@@ -412,10 +445,12 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 	usableG := grow(s.usableG, s.nGroups)
 	s.freeG, s.usableG = freeG, usableG
 	firstFp := int32(-1)
+	// Without constraints every node passes (unless it has fewer than zero
+	// GPUs): the node list need not be read.
+	all := gpuType == "" && len(cons) == 0 && gpus <= s.minGPUs
 	for i := range s.nodes {
 		x := int32(i)
-		nd := &s.nodes[i]
-		if !c.passes(nd) {
+		if !all && !c.passes(&s.nodes[i]) {
 			c.outConstraint++
 			continue
 		}
@@ -434,7 +469,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 			c.eligReady[f]++
 			c.ownReady++
 			usableG[g]++
-			if nd.Allocation == 0 {
+			if s.idle0[i] {
 				c.own[ci].free = append(c.own[ci].free, x)
 				c.own[ci].n++
 				c.ownFree++
@@ -790,7 +825,7 @@ func (s *state) nameList(xs []int32) []string {
 	}
 	start := len(s.names)
 	for _, x := range xs {
-		s.names = append(s.names, s.name[x])
+		s.names = append(s.names, s.nodes[x].Name)
 	}
 	return s.names[start:len(s.names):len(s.names)]
 }
