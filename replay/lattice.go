@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
@@ -29,8 +30,8 @@ type latticePolicy struct {
 	tenants map[string]*model.Tenant
 	load    map[string]vcluster.TenantLoad
 	groups  int
-	// tenantNames lists the keys of tenants, sorted (Snapshot.TenantNames).
-	tenantNames []string
+	// byName lists the tenants sorted by name (Snapshot.TenantsByName).
+	byName []*model.Tenant
 	// build and solve keep their memory from one decision to the next.
 	build   vcluster.Builder
 	solve   solver.Solver
@@ -129,10 +130,10 @@ func newLattice(s *sim) (*latticePolicy, error) {
 			lp.tenants[n] = &model.Tenant{Name: n, FairShareTarget: 1 / float64(len(names))}
 		}
 	}
-	for n := range lp.tenants {
-		lp.tenantNames = append(lp.tenantNames, n)
+	for _, t := range lp.tenants {
+		lp.byName = append(lp.byName, t)
 	}
-	slices.Sort(lp.tenantNames)
+	slices.SortFunc(lp.byName, func(a, b *model.Tenant) int { return strings.Compare(a.Name, b.Name) })
 	return lp, nil
 }
 
@@ -179,7 +180,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		Pending:            lp.pending,
 		Tenants:            lp.tenants,
 		TenantLoad:         lp.load,
-		TenantNames:        lp.tenantNames,
+		TenantsByName:      lp.byName,
 		Groups:             lp.groups,
 		PowerHeadroomWatts: -1,
 		EnergyPrice:        -1,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,10 +50,10 @@ func replayScaleSnapshot(pending int) *Snapshot {
 			i++
 		}
 	}
-	for name := range s.Tenants {
-		s.TenantNames = append(s.TenantNames, name)
+	for _, t := range s.Tenants {
+		s.TenantsByName = append(s.TenantsByName, t)
 	}
-	slices.Sort(s.TenantNames)
+	slices.SortFunc(s.TenantsByName, func(a, b *model.Tenant) int { return strings.Compare(a.Name, b.Name) })
 	for range pending {
 		a := &model.Allocation{ID: id, State: model.StatePending, SubmitTime: t0.Add(-time.Hour),
 			EligibleTime: t0.Add(-time.Hour), Request: model.Request{VCluster: "replay",

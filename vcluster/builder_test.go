@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,18 +51,22 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 	tenant := func() string { return "t" + strconv.Itoa(r.IntN(nTen+1)) } // sometimes unknown
 	switch r.IntN(4) {
 	case 0: // right
-		for name := range s.Tenants {
-			s.TenantNames = append(s.TenantNames, name)
+		for _, t := range s.Tenants {
+			s.TenantsByName = append(s.TenantsByName, t)
 		}
-		slices.Sort(s.TenantNames)
-	case 1: // unsorted, stale or short: ignored
-		for name := range s.Tenants {
-			s.TenantNames = append(s.TenantNames, name)
+		slices.SortFunc(s.TenantsByName, func(a, b *model.Tenant) int { return strings.Compare(a.Name, b.Name) })
+	case 1: // unsorted, short or long: ignored
+		for _, t := range s.Tenants {
+			s.TenantsByName = append(s.TenantsByName, t)
 		}
-		if len(s.TenantNames) > 1 && r.IntN(2) == 0 {
-			s.TenantNames = s.TenantNames[1:]
-		} else {
-			s.TenantNames = append(s.TenantNames, "zz")
+		slices.SortFunc(s.TenantsByName, func(a, b *model.Tenant) int { return strings.Compare(b.Name, a.Name) })
+		switch {
+		case len(s.TenantsByName) > 1 && r.IntN(2) == 0:
+			// Descending: ignored.
+		case len(s.TenantsByName) > 0 && r.IntN(2) == 0:
+			s.TenantsByName = s.TenantsByName[1:]
+		default:
+			s.TenantsByName = append(s.TenantsByName, &model.Tenant{Name: "zz", Usage: 5})
 		}
 	}
 	id := uint64(1)

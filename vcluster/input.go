@@ -41,10 +41,12 @@ type Snapshot struct {
 	// Tenants by name; TenantLoad by name (missing = nothing running).
 	Tenants    map[string]*model.Tenant
 	TenantLoad map[string]TenantLoad
-	// TenantNames may list the keys of Tenants in sorted order, so that a
-	// cycle need not sort them (the replay keeps it up to date). Optional:
-	// when it does not list exactly those names, sorted, it is ignored.
-	TenantNames []string
+	// TenantsByName, when set, holds the values of Tenants sorted by name
+	// (a tenant's Name is its key in Tenants), so that a cycle need neither
+	// sort nor look them up (the replay keeps it). Optional: when its length
+	// differs from Tenants' or its names are not strictly ascending, it is
+	// ignored.
+	TenantsByName []*model.Tenant
 	// Groups is the number of dragonfly groups in the system.
 	Groups int
 	// PowerHeadroomWatts: < 0 = unlimited.
@@ -267,29 +269,27 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 }
 
 // sortedTenants lists the tenants of s in name order, and their names:
-// s.TenantNames when it lists exactly the keys of s.Tenants, sorted (each
-// looked up once), else the keys sorted here.
+// s.TenantsByName when it is usable, else the keys of s.Tenants sorted here.
 func (b *Builder) sortedTenants(s *Snapshot) ([]string, []*model.Tenant) {
-	tenants := slices.Grow(b.tenantList[:0], len(s.Tenants))
-	if names := s.TenantNames; len(names) == len(s.Tenants) {
-		for i, name := range names {
-			t, ok := s.Tenants[name]
-			if !ok || (i > 0 && names[i-1] >= name) {
+	names := slices.Grow(b.names[:0], len(s.Tenants))
+	if list := s.TenantsByName; len(list) == len(s.Tenants) {
+		for i, t := range list {
+			if i > 0 && list[i-1].Name >= t.Name {
 				break
 			}
-			tenants = append(tenants, t)
+			names = append(names, t.Name)
 		}
-		if len(tenants) == len(names) {
-			b.tenantList = tenants
-			return names, tenants
+		if len(names) == len(list) {
+			b.names = names
+			return names, list
 		}
+		names = names[:0]
 	}
-	names := b.names[:0]
 	for name := range s.Tenants {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	tenants = tenants[:0]
+	tenants := slices.Grow(b.tenantList[:0], len(names))
 	for _, name := range names {
 		tenants = append(tenants, s.Tenants[name])
 	}
