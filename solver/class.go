@@ -15,7 +15,8 @@ type class struct {
 	gpus        int
 	constraints []string
 
-	elig []bool // by node: passes the constraints
+	elig    []bool // by node: passes the constraints
+	allElig bool   // every node passes
 
 	// At cycle start, for scoring and explanations.
 	outConstraint int   // nodes that fail the constraints

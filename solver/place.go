@@ -274,6 +274,7 @@ func (s *state) takeFromCell(c *class, borrow bool, ci, k int, e int64) {
 // commitStart records that the nodes xs run a job for e from now on.
 func (s *state) commitStart(xs []int32, e int64) {
 	for _, c := range s.classes {
+		taken := s.resTaken[:0] // reservation starts of the holes taken
 		for _, x := range xs {
 			if !c.elig[x] {
 				continue
@@ -291,11 +292,13 @@ func (s *state) commitStart(xs []int32, e int64) {
 				if i, ok := slicesBinarySearchHole(p.holes, hole{s.firstRes[x], x}); ok {
 					p.holes = append(p.holes[:i], p.holes[i+1:]...)
 				}
-				if i := startsFrom(c.holes, s.firstRes[x]); i < len(c.holes) && c.holes[i] == s.firstRes[x] {
-					c.holes = append(c.holes[:i], c.holes[i+1:]...)
-				}
+				taken = append(taken, s.firstRes[x])
 			}
 		}
+		if len(taken) > 0 {
+			c.holes = removeEach(c.holes, taken)
+		}
+		s.resTaken = taken
 	}
 	for _, x := range xs {
 		s.taken[x] = true
@@ -315,6 +318,30 @@ func (s *state) commitStart(xs []int32, e int64) {
 		s.avail[x] = e
 	}
 	s.compactPools(xs)
+}
+
+// removeEach removes from the sorted h one occurrence of each value of rm
+// that it holds (rm is sorted here), in one pass.
+func removeEach(h, rm []int64) []int64 {
+	if len(rm) == 1 {
+		if i := startsFrom(h, rm[0]); i < len(h) && h[i] == rm[0] {
+			h = append(h[:i], h[i+1:]...)
+		}
+		return h
+	}
+	slices.Sort(rm)
+	out, j := h[:0], 0
+	for _, v := range h {
+		for j < len(rm) && rm[j] < v {
+			j++
+		}
+		if j < len(rm) && rm[j] == v {
+			j++
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // compactPools compacts the pools of the cells of xs in every class.
@@ -415,20 +442,40 @@ func (s *state) newTimeline(c *class, fp int32, byAvail []int32) *timeline {
 	for i := range tl.pos {
 		tl.pos[i] = -1
 	}
-	id, last := int32(-1), int64(-1)
-	for _, x := range byAvail {
-		if !c.elig[x] || (fp >= 0 && s.fp[x] != fp) {
-			continue
+	lv := &tl.lv
+	if fp < 0 && c.allElig {
+		// Every node is a member: each run of one avail in byAvail is a
+		// level, copied whole.
+		for a := 0; a < len(byAvail); {
+			key := s.avail[byAvail[a]]
+			b := a + 1
+			for b < len(byAvail) && s.avail[byAvail[b]] == key {
+				b++
+			}
+			id := lv.appendLevel(key)
+			lv.lists[id] = append(lv.lists[id], byAvail[a:b]...)
+			lv.t[id].cnt = int32(b - a)
+			for k, x := range byAvail[a:b] {
+				tl.pos[x] = int32(k)
+			}
+			a = b
 		}
-		if id < 0 || s.avail[x] != last {
-			last = s.avail[x]
-			id = tl.lv.appendLevel(last)
+	} else {
+		id, last := int32(-1), int64(-1)
+		for _, x := range byAvail {
+			if !c.elig[x] || (fp >= 0 && s.fp[x] != fp) {
+				continue
+			}
+			if id < 0 || s.avail[x] != last {
+				last = s.avail[x]
+				id = lv.appendLevel(last)
+			}
+			tl.pos[x] = int32(len(lv.lists[id]))
+			lv.lists[id] = append(lv.lists[id], x)
+			lv.t[id].cnt++
 		}
-		tl.pos[x] = int32(len(tl.lv.lists[id]))
-		tl.lv.lists[id] = append(tl.lv.lists[id], x)
-		tl.lv.t[id].cnt++
 	}
-	s.stack = tl.lv.buildSorted(s.stack)
+	s.stack = lv.buildSorted(s.stack)
 	s.timelines = append(s.timelines, tl)
 	return tl
 }

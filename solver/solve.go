@@ -154,6 +154,7 @@ type state struct {
 	avails   []int64 // distinct avail values, sorted
 	bucket   []int32 // by node: index in avails
 	starts   []int32 // counting sort offsets
+	resTaken []int64 // reservation starts of the holes a start takes
 	stack    []int32 // treap building
 
 	// Kept from earlier cycles for reuse: group and fingerprint values
@@ -215,21 +216,22 @@ func (s *state) reset(in *Input, out *Plan) {
 		order:      old.order,
 		keys:       old.keys,
 
-		touched: old.touched[:0],
-		counts:  old.counts[:0],
-		takes:   old.takes[:0],
-		picker:  old.picker,
-		chosen:  old.chosen[:0],
-		tmp:     old.tmp[:0],
-		keyBuf:  old.keyBuf[:0],
-		names:   old.names[:0],
-		freeG:   old.freeG,
-		usableG: old.usableG,
-		byAvail: old.byAvail[:0],
-		avails:  old.avails[:0],
-		bucket:  old.bucket,
-		starts:  old.starts,
-		stack:   old.stack[:0],
+		touched:  old.touched[:0],
+		counts:   old.counts[:0],
+		takes:    old.takes[:0],
+		picker:   old.picker,
+		chosen:   old.chosen[:0],
+		tmp:      old.tmp[:0],
+		keyBuf:   old.keyBuf[:0],
+		names:    old.names[:0],
+		freeG:    old.freeG,
+		usableG:  old.usableG,
+		byAvail:  old.byAvail[:0],
+		avails:   old.avails[:0],
+		bucket:   old.bucket,
+		starts:   old.starts,
+		resTaken: old.resTaken,
+		stack:    old.stack[:0],
 
 		groupRuns:      old.groupRuns,
 		fpRuns:         old.fpRuns,
@@ -448,6 +450,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 	// Without constraints every node passes (unless it has fewer than zero
 	// GPUs): the node list need not be read.
 	all := gpuType == "" && len(cons) == 0 && gpus <= s.minGPUs
+	c.allElig = all
 	for i := range s.nodes {
 		x := int32(i)
 		if !all && !c.passes(&s.nodes[i]) {
