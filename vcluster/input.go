@@ -130,23 +130,26 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 				continue
 			}
 		}
-		in.Nodes = append(in.Nodes, solver.Node{
-			Name:        n.Name,
-			Group:       n.Group,
-			Fingerprint: n.Fingerprint,
-			GPUType:     n.GPUType,
-			GPUs:        n.GPUs,
-			Features:    n.Features,
-			IdleWatts:   n.IdleWatts,
-			BusyWatts:   n.BusyWatts,
-			State:       n.State,
-			Own:         own,
-			Allocation:  n.Allocation,
-		})
+		k := len(in.Nodes)
+		in.Nodes = in.Nodes[:k+1] // capacity for every node is there
+		sn := &in.Nodes[k]
+		// Field by field: cheaper than a composite literal's copy. Every
+		// field is written, FreeAt below (the buffer holds old nodes).
+		sn.Name = n.Name
+		sn.Group = n.Group
+		sn.Fingerprint = n.Fingerprint
+		sn.GPUType = n.GPUType
+		sn.GPUs = n.GPUs
+		sn.Features = n.Features
+		sn.IdleWatts = n.IdleWatts
+		sn.BusyWatts = n.BusyWatts
+		sn.State = n.State
+		sn.Own = own
+		sn.Allocation = n.Allocation
+		sn.FreeAt = time.Time{}
 		if n.Allocation == 0 {
 			continue
 		}
-		sn := &in.Nodes[len(in.Nodes)-1]
 		if n.Allocation != lastID || lastAlloc == nil {
 			lastID, lastAlloc = n.Allocation, s.Allocations[n.Allocation]
 			if lastAlloc != nil {
