@@ -828,3 +828,29 @@ func BenchmarkApplyPlacementCycle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplySubmitFullRequestTable is the FSM's cost of one submission
+// carrying a client request id (latticectl always sends one) once the
+// idempotency table holds MaxRememberedRequests ids — the steady state of
+// a cluster that has taken that many requests. An op is one Submit applied
+// on one member.
+func BenchmarkApplySubmitFullRequestTable(b *testing.B) {
+	s := NewState()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.apply(&SetVCluster{Header: Header{Time: now}, VCluster: model.VCluster{Name: "vc0", Type: model.TypeHPCBatch, ReservationDepth: 1}})
+	for i := range MaxRememberedRequests {
+		s.remember(fmt.Sprintf("earlier-%d", i), &Result{})
+	}
+	cmds := make([]*Submit, b.N)
+	for i := range cmds {
+		cmds[i] = &Submit{Header: Header{Time: now, RequestID: fmt.Sprintf("bench-%d", i)},
+			Items: []SubmitItem{{Request: model.Request{VCluster: "vc0", Command: []string{"true"}, NodesMin: 1, Walltime: time.Hour}}}}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, c := range cmds {
+		if r := s.apply(c); r.Rejection != nil {
+			b.Fatal(r.Rejection.Message)
+		}
+	}
+}
