@@ -44,14 +44,20 @@ func (s *State) apply(c Command) *Result {
 // Every store goes through put*/delete or sets s.dirty.
 func (s *State) changedSince(v uint64) bool { return s.dirtyAt == v }
 
+// remember records the outcome of a command with a request id, forgetting
+// the oldest beyond MaxRememberedRequests. Dropping them re-slices the
+// order rather than copying it: once the table is full every such command
+// evicts one, and copying 50,000 ids each time cost a millisecond per
+// command; append copies the live window only when it runs out of room.
 func (s *State) remember(id string, r *Result) {
 	s.requests[id] = r
 	s.requestOrder = append(s.requestOrder, id)
 	if over := len(s.requestOrder) - MaxRememberedRequests; over > 0 {
-		for _, old := range s.requestOrder[:over] {
+		for i, old := range s.requestOrder[:over] {
 			delete(s.requests, old)
+			s.requestOrder[i] = "" // let the evicted id be collected
 		}
-		s.requestOrder = slices.Clone(s.requestOrder[over:])
+		s.requestOrder = s.requestOrder[over:]
 	}
 }
 
