@@ -240,8 +240,15 @@ func (*SetMember) Type() CommandType      { return CmdSetMember }
 func (*RemoveMember) Type() CommandType   { return CmdRemoveMember }
 func (*SetDefaults) Type() CommandType    { return CmdSetDefaults }
 
-// Encode serialises a command as one type byte followed by its JSON body.
+// Encode serialises a command as one type byte followed by its body:
+// binary for AssignBatch and UpdateAllocs (see codec.go), JSON for the others.
 func Encode(c Command) ([]byte, error) {
+	switch c := c.(type) {
+	case *AssignBatch:
+		return encodeAssignBatch(c), nil
+	case *UpdateAllocs:
+		return encodeUpdateAllocs(c), nil
+	}
 	body, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", c.Type(), err)
@@ -258,12 +265,20 @@ func Decode(data []byte) (Command, error) {
 	}
 	var c Command
 	switch CommandType(data[0]) {
+	case CmdAssignBatch:
+		c, err := decodeAssignBatch(data[1:])
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", CmdAssignBatch, err)
+		}
+		return c, nil
+	case CmdUpdateAllocs:
+		c, err := decodeUpdateAllocs(data[1:])
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", CmdUpdateAllocs, err)
+		}
+		return c, nil
 	case CmdSubmit:
 		c = &Submit{}
-	case CmdAssignBatch:
-		c = &AssignBatch{}
-	case CmdUpdateAllocs:
-		c = &UpdateAllocs{}
 	case CmdCancel:
 		c = &Cancel{}
 	case CmdRegisterNodes:
