@@ -277,6 +277,18 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 	return snap, version, snap != nil
 }
 
+// Settings implements vcluster.StateReader: a vCluster's definition and its
+// pending count, without building a snapshot.
+func (s *Server) Settings(name string) (*model.VCluster, int, bool) {
+	var vc *model.VCluster
+	var pending int
+	s.view(func(st *quorum.State) {
+		vc = st.VCluster(name)
+		pending = st.PendingCount(name)
+	})
+	return vc, pending, vc != nil
+}
+
 // AssignBatch implements vcluster.Proposer: one Raft entry per cycle.
 func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.Assignment) ([]vcluster.Outcome, error) {
 	cmd := &quorum.AssignBatch{VCluster: vc, Items: make([]quorum.AssignItem, len(items))}

@@ -13,8 +13,12 @@ import (
 
 // StateReader gives a cycle its consistent snapshot of committed state and
 // the state version it was read at. ok is false when the vCluster is gone.
+// Settings is the cheap read a loop makes before deciding whether a cycle
+// has anything to do: the vCluster's definition and how many allocations
+// it has pending.
 type StateReader interface {
 	Snapshot(vcluster string, now time.Time) (s *Snapshot, version uint64, ok bool)
+	Settings(vcluster string) (vc *model.VCluster, pending int, ok bool)
 }
 
 // Assignment is one proposed start.
@@ -155,14 +159,14 @@ func (l *Loop) Run(ctx context.Context) {
 }
 
 func (l *Loop) intervals() (time.Duration, time.Duration) {
-	s, _, ok := l.State.Snapshot(l.Name, l.Clock())
+	vc, _, ok := l.State.Settings(l.Name)
 	interval, minInterval := model.DefaultCycleInterval, model.DefaultMinInterval
-	if ok && s.VCluster != nil {
-		if s.VCluster.CycleInterval > 0 {
-			interval = s.VCluster.CycleInterval
+	if ok {
+		if vc.CycleInterval > 0 {
+			interval = vc.CycleInterval
 		}
-		if s.VCluster.MinInterval > 0 {
-			minInterval = s.VCluster.MinInterval
+		if vc.MinInterval > 0 {
+			minInterval = vc.MinInterval
 		}
 	}
 	return interval, min(minInterval, interval)
@@ -177,6 +181,12 @@ func (l *Loop) intervals() (time.Duration, time.Duration) {
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
 	began := time.Now()
+	if _, pending, ok := l.State.Settings(l.Name); ok && pending == 0 {
+		// Nothing to place: skip the snapshot, the cheap way out of most
+		// cycles of an idle vCluster.
+		l.Explanations.replace(nil)
+		return nil
+	}
 	now := l.Clock()
 	snap, version, ok := l.State.Snapshot(l.Name, now)
 	if !ok {

@@ -220,3 +220,33 @@ func TestLoopWakesEarlyButNotTooOften(t *testing.T) {
 		t.Fatalf("cycles %v apart, minimum interval is 50ms", gap)
 	}
 }
+
+func (f *fakeState) Settings(string) (*model.VCluster, int, bool) {
+	if f.snap == nil {
+		return nil, 0, false
+	}
+	return f.snap.VCluster, len(f.snap.Pending), true
+}
+
+func TestCycleWithNothingPendingTakesNoSnapshot(t *testing.T) {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch}
+	st := &countingState{fakeState: fakeState{snapshot(vc, []*model.Node{node("n1", "batch").build()})}}
+	prop := &fakeProposer{}
+	l := &Loop{Name: "batch", State: st, Proposer: prop, Planner: solver.Solve}
+	if err := l.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st.snapshots != 0 || len(prop.batches) != 0 {
+		t.Fatalf("an idle cycle took %d snapshots and proposed %d batches", st.snapshots, len(prop.batches))
+	}
+}
+
+type countingState struct {
+	fakeState
+	snapshots int
+}
+
+func (c *countingState) Snapshot(vc string, now time.Time) (*Snapshot, uint64, bool) {
+	c.snapshots++
+	return c.fakeState.Snapshot(vc, now)
+}
