@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
-	"gopkg.in/yaml.v3"
 
 	"github.com/latticehpc/lattice/replay"
 )
@@ -177,14 +175,14 @@ func runReplay(c *cli.Context) error {
 	switch format {
 	case "json":
 		if len(ms) == 1 {
-			return replayJSON(stdout, ms[0])
+			return writeJSON(stdout, ms[0])
 		}
-		return replayJSON(stdout, ms)
+		return writeJSON(stdout, ms)
 	case "yaml":
 		if len(ms) == 1 {
-			return replayYAML(stdout, ms[0])
+			return writeYAML(stdout, ms[0])
 		}
-		return replayYAML(stdout, ms)
+		return writeYAML(stdout, ms)
 	}
 	return replayTable(stdout, ms)
 }
@@ -393,9 +391,9 @@ func writeSweep(w io.Writer, format string, runs []replayRun, settings, baseline
 	}
 	switch format {
 	case "json":
-		return replayJSON(w, rep)
+		return writeJSON(w, rep)
 	case "yaml":
-		return replayYAML(w, rep)
+		return writeYAML(w, rep)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tAVG_BSLD\tUTIL\tAVG_WAIT_S\tP95_WAIT_S\tJAIN\tMULTI_GROUP\t")
@@ -423,41 +421,4 @@ func writeSweep(w io.Writer, format string, runs []replayRun, settings, baseline
 	_, err := fmt.Fprintf(w, "best: %s (avg bounded slowdown %.2f, utilization %.3f; rule: %s, tolerance %.3f)\n",
 		runs[best].name, sm[best].AvgBoundedSlowdown, sm[best].Utilization, rep.Rule, tol)
 	return err
-}
-
-func replayJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
-
-// replayYAML prints v with the keys of its JSON encoding, in block style.
-func replayYAML(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	var n yaml.Node
-	if err := yaml.Unmarshal(b, &n); err != nil {
-		return err
-	}
-	setBlock(&n)
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	if err := enc.Encode(&n); err != nil {
-		return err
-	}
-	return enc.Close()
-}
-
-// setBlock drops the flow and quoting styles the JSON round trip left, so
-// the encoder prints block style and quotes only where YAML needs it.
-func setBlock(n *yaml.Node) {
-	n.Style = 0
-	for _, c := range n.Content {
-		setBlock(c)
-	}
 }
