@@ -126,21 +126,24 @@ func (s *State) vclusterNames() string {
 }
 
 // modify returns a copy of a for a command to change and store in a's
-// place. Unlike Allocation.Clone it shares the request's slices and
-// pointers (Command, Env, Constraints, DependsOn, Array, HotDataFraction):
-// a request never changes once submitted, and the FSM replaces those fields
-// rather than writing into them. It copies Nodes and copies History with
-// room for the transition the change is about to record. This is the hot
-// path of every placement and completion.
+// place. Unlike Allocation.Clone it shares what the FSM never writes into:
+// the request's slices and pointers (Command, Env, Constraints, DependsOn,
+// Array, HotDataFraction: a request never changes once submitted), Nodes
+// and ExitCode (the FSM replaces them, never writes through them). It
+// copies History, with room for the transition the change is about to
+// record: History is the one slice the FSM appends to. This is the hot path
+// of every placement and completion.
 func modify(a *model.Allocation) *model.Allocation {
 	c := *a
-	c.Nodes = slices.Clone(a.Nodes)
 	c.History = make([]model.Transition, len(a.History), len(a.History)+1)
 	copy(c.History, a.History)
-	if a.ExitCode != nil {
-		e := *a.ExitCode
-		c.ExitCode = &e
-	}
+	return &c
+}
+
+// modifyNode returns a copy of n for a command to change and store in n's
+// place. It shares Features, which the FSM replaces but never writes into.
+func modifyNode(n *model.Node) *model.Node {
+	c := *n
 	return &c
 }
 
@@ -373,7 +376,7 @@ func (s *State) dependencyChanged(id uint64, t time.Time) {
 		if c.EligibleTime.IsZero() && c.State == w.State && c.Reason == w.Reason {
 			continue
 		}
-		s.putAlloc(c)
+		s.replaceAlloc(w, c)
 		if c.State.Terminal() {
 			s.dependencyChanged(c.ID, t)
 		}
@@ -422,17 +425,23 @@ func checkStale(s *State, ctx *assignCtx) *Rejection {
 	if ctx.alloc.ModifyVersion > ctx.item.Version {
 		return reject(CodeStale, "", "allocation %d changed at version %d after proposal version %d", ctx.alloc.ID, ctx.alloc.ModifyVersion, ctx.item.Version)
 	}
-	seen := make(map[string]bool, len(ctx.item.Nodes))
-	ctx.nodes = make([]*model.Node, 0, len(ctx.item.Nodes))
+	ctx.nodes = ctx.nodes[:0]
+	var seen map[*model.Node]bool // only for long node lists; short ones are scanned
+	if len(ctx.item.Nodes) > dupScanMax {
+		seen = make(map[*model.Node]bool, len(ctx.item.Nodes))
+	}
 	for _, name := range ctx.item.Nodes {
 		n := s.nodes[name]
 		if n == nil {
 			return reject(CodeNotFound, "", "node %s does not exist", name)
 		}
-		if seen[name] {
+		// A name listed twice is the same node object twice.
+		if seen != nil && seen[n] || seen == nil && slices.Contains(ctx.nodes, n) {
 			return reject(CodeInvalid, "", "node %s listed twice", name)
 		}
-		seen[name] = true
+		if seen != nil {
+			seen[n] = true
+		}
 		if n.ModifyVersion > ctx.item.Version {
 			return reject(CodeStale, "", "node %s changed at version %d after proposal version %d", name, n.ModifyVersion, ctx.item.Version)
 		}
@@ -440,6 +449,10 @@ func checkStale(s *State, ctx *assignCtx) *Rejection {
 	}
 	return nil
 }
+
+// dupScanMax is the longest node list of an item checked for duplicates by
+// scanning rather than with a set.
+const dupScanMax = 16
 
 // checkOwnership enforces I1 (one allocation per node), I2 (ownership and
 // lending) and I7 (only Ready nodes take work).
@@ -511,8 +524,13 @@ func (s *State) applyAssignBatch(c *AssignBatch) *Result {
 		return &Result{Rejection: reject(CodeNotFound, "", "vcluster %q does not exist", c.VCluster)}
 	}
 	res := &Result{Items: make([]ItemResult, len(c.Items))}
+	// The node lists of the committed allocations are cut from one array
+	// (each clipped to its length), and hold the nodes' own names rather
+	// than the command's.
+	var names []string
+	ctx := &assignCtx{vc: vc}
 	for i, item := range c.Items {
-		ctx := &assignCtx{vc: vc, item: item}
+		ctx.item, ctx.alloc = item, nil
 		var rej *Rejection
 		for _, check := range assignChecks {
 			if rej = check(s, ctx); rej != nil {
@@ -523,18 +541,27 @@ func (s *State) applyAssignBatch(c *AssignBatch) *Result {
 		if rej != nil {
 			continue
 		}
+		if names == nil {
+			total := 0
+			for _, it := range c.Items[i:] {
+				total += len(it.Nodes)
+			}
+			names = make([]string, 0, total)
+		}
+		start := len(names)
 		for _, n := range ctx.nodes {
-			nc := n.Clone()
+			nc := modifyNode(n)
 			nc.CurrentVCluster = vc.Name // a borrow when it was another's
 			nc.Allocation = item.AllocID
 			nc.DeriveState()
-			s.putNode(nc)
+			s.replaceNode(n, nc)
+			names = append(names, n.Name)
 		}
 		a := modify(ctx.alloc)
-		a.Nodes = slices.Clone(item.Nodes)
+		a.Nodes = names[start:len(names):len(names)]
 		a.CancelRequested = false
 		transition(a, model.StateStaging, "", c.Time)
-		s.putAlloc(a)
+		s.replaceAlloc(ctx.alloc, a)
 		s.touch()
 	}
 	return res
@@ -593,7 +620,7 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	default:
 		return reject(CodeInvalid, "", "state %s cannot be reported", u.State)
 	}
-	s.putAlloc(c)
+	s.replaceAlloc(a, c)
 	s.touch()
 	if c.State == model.StateRunning || c.State.Terminal() {
 		s.dependencyChanged(c.ID, t)
@@ -645,14 +672,14 @@ func (s *State) releaseNodes(a *model.Allocation, _ time.Time) {
 		if n == nil || n.Allocation != a.ID {
 			continue
 		}
-		nc := n.Clone()
+		nc := modifyNode(n)
 		nc.Allocation = 0
 		if nc.Borrowed() {
 			nc.CurrentVCluster = nc.HomeVCluster
 			nc.ReturnRequested = false
 		}
 		nc.DeriveState()
-		s.putNode(nc)
+		s.replaceNode(n, nc)
 	}
 }
 
@@ -685,7 +712,7 @@ func (s *State) applyCancel(c *Cancel) *Result {
 		} else {
 			s.finish(cp, model.StateCancelled, reason, nil, c.Time)
 		}
-		s.putAlloc(cp)
+		s.replaceAlloc(a, cp)
 		s.touch()
 		res.Items[i].Committed = true
 		if cp.State.Terminal() {
@@ -739,7 +766,7 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 		if old == nil {
 			n = &model.Node{Name: in.Name, HomeVCluster: in.HomeVCluster, CurrentVCluster: in.HomeVCluster}
 		} else {
-			n = old.Clone()
+			n = modifyNode(old)
 			if n.Idle() && !n.Borrowed() {
 				n.HomeVCluster, n.CurrentVCluster = in.HomeVCluster, in.HomeVCluster
 			}
@@ -777,7 +804,7 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 			res.Items[i].Rejection = reject(CodeNotFound, "", "node %s does not exist", name)
 			continue
 		}
-		nc := n.Clone()
+		nc := modifyNode(n)
 		switch c.Action {
 		case ActionDrain:
 			nc.Drain = true
@@ -836,7 +863,7 @@ func (s *State) applyReturnNodes(c *ReturnNodes) *Result {
 		case !n.Idle():
 			res.Items[i].Rejection = reject(CodeConflict, "", "node %s runs allocation %d; reclaim it instead", name, n.Allocation)
 		default:
-			nc := n.Clone()
+			nc := modifyNode(n)
 			nc.CurrentVCluster = nc.HomeVCluster
 			nc.ReturnRequested = false
 			s.putNode(nc)
@@ -857,14 +884,14 @@ func (s *State) applyReclaim(c *Reclaim) *Result {
 		case !n.Borrowed():
 			res.Items[i].Committed = true
 		case n.Idle():
-			nc := n.Clone()
+			nc := modifyNode(n)
 			nc.CurrentVCluster = nc.HomeVCluster
 			nc.ReturnRequested = false
 			s.putNode(nc)
 			s.touch()
 			res.Items[i].Committed = true
 		case !n.ReturnRequested:
-			nc := n.Clone()
+			nc := modifyNode(n)
 			nc.ReturnRequested = true
 			s.putNode(nc)
 			s.touch()

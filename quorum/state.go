@@ -122,42 +122,59 @@ func nodeUsageDelta(u Usage, n *model.Node, sign int) Usage {
 
 func (s *State) indexNode(n *model.Node, sign int) {
 	k := GroupKey{n.CurrentVCluster, n.Group}
-	s.idx.groupUsage[k] = nodeUsageDelta(s.idx.groupUsage[k], n, sign)
-	if u := s.idx.groupUsage[k]; u == (Usage{}) {
-		delete(s.idx.groupUsage, k)
-	}
-	s.idx.vclusterUsage[n.CurrentVCluster] = nodeUsageDelta(s.idx.vclusterUsage[n.CurrentVCluster], n, sign)
-	if u := s.idx.vclusterUsage[n.CurrentVCluster]; u == (Usage{}) {
-		delete(s.idx.vclusterUsage, n.CurrentVCluster)
-	}
+	putUsage(s.idx.groupUsage, k, nodeUsageDelta(s.idx.groupUsage[k], n, sign))
+	putUsage(s.idx.vclusterUsage, n.CurrentVCluster, nodeUsageDelta(s.idx.vclusterUsage[n.CurrentVCluster], n, sign))
 	addInt(s.idx.homeCount, n.HomeVCluster, sign)
 	w := int64(n.Watts()) * int64(sign)
 	s.idx.drawWatts += w
-	s.idx.vclusterDraw[n.CurrentVCluster] += w
-	if s.idx.vclusterDraw[n.CurrentVCluster] == 0 {
-		delete(s.idx.vclusterDraw, n.CurrentVCluster)
-	}
+	addInt(s.idx.vclusterDraw, n.CurrentVCluster, w)
 	if n.Borrowed() {
 		addInt(s.idx.borrowed, BorrowKey{n.HomeVCluster, n.CurrentVCluster}, sign)
 	}
 }
 
-func addInt[K comparable](m map[K]int, k K, d int) {
-	m[k] += d
-	if m[k] == 0 {
+// reindexNode moves the indexes from old to n, its replacement. When the
+// node keeps its vCluster and group — a placement or a release at home —
+// each index entry is read and written once, rather than once to remove old
+// and once to add n.
+func (s *State) reindexNode(old, n *model.Node) {
+	if old.CurrentVCluster != n.CurrentVCluster || old.HomeVCluster != n.HomeVCluster || old.Group != n.Group {
+		s.indexNode(old, -1)
+		s.indexNode(n, +1)
+		return
+	}
+	if nodeUsageDelta(Usage{}, old, -1) != nodeUsageDelta(Usage{}, n, -1) {
+		k := GroupKey{n.CurrentVCluster, n.Group}
+		putUsage(s.idx.groupUsage, k, nodeUsageDelta(nodeUsageDelta(s.idx.groupUsage[k], old, -1), n, +1))
+		putUsage(s.idx.vclusterUsage, n.CurrentVCluster,
+			nodeUsageDelta(nodeUsageDelta(s.idx.vclusterUsage[n.CurrentVCluster], old, -1), n, +1))
+	}
+	if w := int64(n.Watts()) - int64(old.Watts()); w != 0 {
+		s.idx.drawWatts += w
+		addInt(s.idx.vclusterDraw, n.CurrentVCluster, w)
+	}
+	// homeCount and borrowed depend only on the vClusters, unchanged.
+}
+
+// putUsage stores u under k, dropping the entry when it is empty.
+func putUsage[K comparable](m map[K]Usage, k K, u Usage) {
+	if u == (Usage{}) {
 		delete(m, k)
+	} else {
+		m[k] = u
+	}
+}
+
+func addInt[K comparable, V int | int64](m map[K]V, k K, d V) {
+	if v := m[k] + d; v == 0 {
+		delete(m, k)
+	} else {
+		m[k] = v
 	}
 }
 
 func (s *State) indexAlloc(a *model.Allocation, sign int) {
 	add := sign > 0
-	setMember := func(m map[uint64]struct{}) {
-		if add {
-			m[a.ID] = struct{}{}
-		} else {
-			delete(m, a.ID)
-		}
-	}
 	switch {
 	case a.State == model.StatePending:
 		m := s.idx.pending[a.VCluster]
@@ -165,7 +182,7 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 			m = map[uint64]struct{}{}
 			s.idx.pending[a.VCluster] = m
 		}
-		setMember(m)
+		setMember(m, a.ID, add)
 		if len(m) == 0 {
 			delete(s.idx.pending, a.VCluster)
 		}
@@ -184,7 +201,7 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 			}
 		}
 	case a.State.Active():
-		setMember(s.idx.active)
+		setMember(s.idx.active, a.ID, add)
 		tr := s.idx.tenantRun[a.Tenant]
 		tr.Allocations += sign
 		tr.Nodes += sign * len(a.Nodes)
@@ -194,10 +211,10 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 			s.idx.tenantRun[a.Tenant] = tr
 		}
 		if a.State == model.StateStaging {
-			setMember(s.idx.staging)
+			setMember(s.idx.staging, a.ID, add)
 		}
 		if a.CancelRequested {
-			setMember(s.idx.cancelling)
+			setMember(s.idx.cancelling, a.ID, add)
 		}
 	case a.State.Terminal():
 		s.idx.terminal += sign
@@ -207,8 +224,14 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 // putNode stores n (a fresh copy owned by the state) in place of the node of
 // the same name, keeping indexes in step and stamping the version.
 func (s *State) putNode(n *model.Node) {
-	if old := s.nodes[n.Name]; old != nil {
-		s.indexNode(old, -1)
+	s.replaceNode(s.nodes[n.Name], n)
+}
+
+// replaceNode is putNode when the caller holds the stored node already
+// (old, nil for a new name): one map lookup fewer on the hot path.
+func (s *State) replaceNode(old, n *model.Node) {
+	if old != nil {
+		s.reindexNode(old, n)
 		if old.Group != n.Group {
 			addInt(s.idx.groupNodes, old.Group, -1)
 			addInt(s.idx.groupNodes, n.Group, +1)
@@ -217,22 +240,56 @@ func (s *State) putNode(n *model.Node) {
 		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
 		s.nodeNames = slices.Insert(s.nodeNames, i, n.Name)
 		addInt(s.idx.groupNodes, n.Group, +1)
+		s.indexNode(n, +1)
 	}
 	n.ModifyVersion = s.Version
 	s.dirtyAt = s.Version
 	s.nodes[n.Name] = n
-	s.indexNode(n, +1)
 }
 
 // putAlloc stores a (a fresh copy) in place of the allocation with its id.
 func (s *State) putAlloc(a *model.Allocation) {
-	if old := s.allocs[a.ID]; old != nil {
-		s.indexAlloc(old, -1)
+	s.replaceAlloc(s.allocs[a.ID], a)
+}
+
+// replaceAlloc is putAlloc when the caller holds the stored allocation
+// already (old, nil for a new id).
+func (s *State) replaceAlloc(old, a *model.Allocation) {
+	if old != nil {
+		s.reindexAlloc(old, a)
+	} else {
+		s.indexAlloc(a, +1)
 	}
 	a.ModifyVersion = s.Version
 	s.dirtyAt = s.Version
 	s.allocs[a.ID] = a
-	s.indexAlloc(a, +1)
+}
+
+// reindexAlloc moves the indexes from old to a, its replacement. An
+// allocation that stays active on as many nodes (Staging → Running,
+// Running ⇄ Checkpointing, a cancel request) keeps its entries in the
+// active set and its tenant's counts; only its staging and cancelling
+// membership can change.
+func (s *State) reindexAlloc(old, a *model.Allocation) {
+	if !old.State.Active() || !a.State.Active() || old.Tenant != a.Tenant || len(old.Nodes) != len(a.Nodes) {
+		s.indexAlloc(old, -1)
+		s.indexAlloc(a, +1)
+		return
+	}
+	if was, is := old.State == model.StateStaging, a.State == model.StateStaging; was != is {
+		setMember(s.idx.staging, a.ID, is)
+	}
+	if old.CancelRequested != a.CancelRequested {
+		setMember(s.idx.cancelling, a.ID, a.CancelRequested)
+	}
+}
+
+func setMember(m map[uint64]struct{}, id uint64, in bool) {
+	if in {
+		m[id] = struct{}{}
+	} else {
+		delete(m, id)
+	}
 }
 
 func (s *State) deleteAlloc(id uint64) {
