@@ -223,21 +223,28 @@ func serverCommand() *cli.Command {
 		Name:   "server",
 		Usage:  "run one quorum member",
 		Flags:  flags,
-		Before: altsrc.InitInputSourceWithContext(flags, configSource),
+		Before: loadConfig(flags),
 		Action: runServer,
 	}
 }
 
-// configSource reads --config when given.
-func configSource(c *cli.Context) (altsrc.InputSourceContext, error) {
-	if c.String("config") == "" {
-		return &altsrc.MapInputSource{}, nil
+// loadConfig fills flags from the --config YAML file (keys are flag names).
+// A missing or malformed file is bad input: exit code 2.
+func loadConfig(flags []cli.Flag) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		path := c.String("config")
+		if path == "" {
+			return nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return usageError{&model.FieldError{Field: "config", Value: path, Allowed: "a readable YAML file whose keys are flag names"}}
+		}
+		err := altsrc.InitInputSourceWithContext(flags, altsrc.NewYamlSourceFromFlagFunc("config"))(c)
+		if err != nil {
+			return usageError{fmt.Errorf("config %s: %w", path, err)}
+		}
+		return nil
 	}
-	src, err := altsrc.NewYamlSourceFromFlagFunc("config")(c)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("config %s: %w", c.String("config"), err)}
-	}
-	return src, nil
 }
 
 func splitList(s string) []string {
@@ -326,7 +333,7 @@ func agentCommand() *cli.Command {
 		Name:   "agent",
 		Usage:  "run a node agent (one node, or --simulate N nodes)",
 		Flags:  flags,
-		Before: altsrc.InitInputSourceWithContext(flags, configSource),
+		Before: loadConfig(flags),
 		Action: runAgent,
 	}
 }
