@@ -61,10 +61,12 @@ func app() *cli.App {
 			return nil
 		},
 		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand()},
-		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
 }
+
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 
 // signalContext ends on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
@@ -97,7 +99,8 @@ func devCommand() *cli.Command {
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 		},
-		Action: runDev,
+		Action:       runDev,
+		OnUsageError: onUsageError,
 	}
 }
 
@@ -220,11 +223,12 @@ func serverCommand() *cli.Command {
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	return &cli.Command{
-		Name:   "server",
-		Usage:  "run one quorum member",
-		Flags:  flags,
-		Before: loadConfig(flags),
-		Action: runServer,
+		Name:         "server",
+		Usage:        "run one quorum member",
+		Flags:        flags,
+		Before:       loadConfig(flags),
+		Action:       runServer,
+		OnUsageError: onUsageError,
 	}
 }
 
@@ -330,11 +334,12 @@ func agentCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 	}
 	return &cli.Command{
-		Name:   "agent",
-		Usage:  "run a node agent (one node, or --simulate N nodes)",
-		Flags:  flags,
-		Before: loadConfig(flags),
-		Action: runAgent,
+		Name:         "agent",
+		Usage:        "run a node agent (one node, or --simulate N nodes)",
+		Flags:        flags,
+		Before:       loadConfig(flags),
+		Action:       runAgent,
+		OnUsageError: onUsageError,
 	}
 }
 

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFlagAndConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("id: [broken\n"), 0o644)
+	wrongType := filepath.Join(dir, "wrong.yaml")
+	os.WriteFile(wrongType, []byte("id: s1\nbootstrap: sometimes\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--data-dir", dir}, "invalid id"},
+		{[]string{"server", "--id", "s1"}, "invalid data-dir"},
+		{[]string{"server", "--config", filepath.Join(dir, "missing.yaml")}, "invalid config"},
+		{[]string{"server", "--config", bad}, "config"},
+		{[]string{"server", "--config", wrongType, "--data-dir", dir}, "bootstrap"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--bootstrap", "--join", "127.0.0.1:1"}, "bootstrap"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--vclusters", "bad name"}, "vcluster"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--power-budget-kw", "-3"}, "power-budget-kw"},
+		{[]string{"dev", "--nodes", "0"}, "nodes"},
+		{[]string{"dev", "--groups", "99", "--nodes", "8"}, "groups"},
+		{[]string{"dev", "--vclusters", "a:3,b:x"}, "vclusters"},
+		{[]string{"dev", "--node-watts", "400:100"}, "node-watts"},
+		{[]string{"agent"}, "server"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--simulate", "-1"}, "simulate"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--node-watts", "x"}, "node-watts"},
+		{[]string{"--log-level", "loud", "dev"}, "log-level"},
+		{[]string{"server", "--no-such-flag"}, "no-such-flag"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			err := app().Run(append([]string{"latticed"}, tc.args...))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if code := exitCode(err); code != 2 {
+				t.Fatalf("exit code %d (%v), want 2", code, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
