@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/latticehpc/lattice/model"
 )
@@ -24,8 +26,9 @@ import (
 //
 //	body         = format:byte(=1) header payload        (nothing may follow)
 //	header       = request_id:str seconds:varint nanos:uvarint
-//	               (the time as Unix seconds and nanoseconds < 1e9, in UTC;
-//	               the zero time.Time is seconds -62135596800, nanos 0)
+//	               (the time as Unix seconds and nanoseconds < 1e9, in UTC,
+//	               within years 0-9999 as JSON times, so that a snapshot can
+//	               hold it; the zero time.Time is seconds -62135596800)
 //	AssignBatch  = vcluster:str count:uvarint assign_item{count}
 //	assign_item  = alloc_id:uvarint version:uvarint nodes:uvarint node:str{nodes}
 //	UpdateAllocs = count:uvarint update{count}
@@ -34,9 +37,12 @@ import (
 //	               0 followed by str for any other value (kept verbatim)
 //	flags        = bit 0: exit_code follows (ExitCode != nil); other bits 0
 //
-// Counts are checked against the bytes left before anything is allocated,
-// so garbage can neither panic nor make Decode allocate much more than the
-// body's size. Decoded slices are nil when empty and times are UTC.
+// Strings are UTF-8: Encode replaces invalid bytes as encoding/json does,
+// Decode refuses them (a snapshot, which is JSON, could not keep them
+// verbatim). Counts are checked against the bytes left before anything is
+// allocated, so garbage can neither panic nor make Decode allocate much
+// more than the body's size. Decoded slices are nil when empty and times
+// are UTC.
 
 // binaryFormat is the first byte of every binary body.
 const binaryFormat = 1
@@ -53,20 +59,33 @@ const flagExitCode = 1 << 0
 // zeroTimeUnix is time.Time{}.Unix(): the zero time encodes like any other.
 const zeroTimeUnix = -62135596800
 
+// The times a body may carry: those a JSON snapshot can write.
+var (
+	minTimeUnix = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	maxTimeUnix = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
+)
+
 var errTruncated = errors.New("truncated body")
 
 // --- encoding ----------------------------------------------------------------------
 
 func appendStr(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
-func appendHeader(b []byte, h *Header) []byte {
+func appendHeader(b []byte, h *Header) ([]byte, error) {
+	sec := h.Time.Unix()
+	if sec < minTimeUnix || sec > maxTimeUnix {
+		return nil, fmt.Errorf("time %v outside years 0-9999", h.Time)
+	}
 	b = append(b, binaryFormat)
 	b = appendStr(b, h.RequestID)
-	b = binary.AppendVarint(b, h.Time.Unix())
-	return binary.AppendUvarint(b, uint64(h.Time.Nanosecond()))
+	b = binary.AppendVarint(b, sec)
+	return binary.AppendUvarint(b, uint64(h.Time.Nanosecond())), nil
 }
 
 func appendState(b []byte, st model.AllocState) []byte {
@@ -78,7 +97,7 @@ func appendState(b []byte, st model.AllocState) []byte {
 	return appendStr(append(b, 0), string(st))
 }
 
-func encodeAssignBatch(c *AssignBatch) []byte {
+func encodeAssignBatch(c *AssignBatch) ([]byte, error) {
 	size := 1 + 32 + len(c.RequestID) + len(c.VCluster) + 10
 	for _, it := range c.Items {
 		size += 12
@@ -87,8 +106,10 @@ func encodeAssignBatch(c *AssignBatch) []byte {
 		}
 	}
 	b := make([]byte, 0, size)
-	b = append(b, byte(CmdAssignBatch))
-	b = appendHeader(b, &c.Header)
+	b, err := appendHeader(append(b, byte(CmdAssignBatch)), &c.Header)
+	if err != nil {
+		return nil, err
+	}
 	b = appendStr(b, c.VCluster)
 	b = binary.AppendUvarint(b, uint64(len(c.Items)))
 	for _, it := range c.Items {
@@ -99,17 +120,19 @@ func encodeAssignBatch(c *AssignBatch) []byte {
 			b = appendStr(b, n)
 		}
 	}
-	return b
+	return b, nil
 }
 
-func encodeUpdateAllocs(c *UpdateAllocs) []byte {
+func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 	size := 1 + 32 + len(c.RequestID) + 10
 	for _, u := range c.Updates {
 		size += 16 + len(u.Reason)
 	}
 	b := make([]byte, 0, size)
-	b = append(b, byte(CmdUpdateAllocs))
-	b = appendHeader(b, &c.Header)
+	b, err := appendHeader(append(b, byte(CmdUpdateAllocs)), &c.Header)
+	if err != nil {
+		return nil, err
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.Updates)))
 	for _, u := range c.Updates {
 		b = binary.AppendUvarint(b, u.AllocID)
@@ -122,7 +145,7 @@ func encodeUpdateAllocs(c *UpdateAllocs) []byte {
 		b = append(b, flagExitCode)
 		b = binary.AppendVarint(b, int64(*u.ExitCode))
 	}
-	return b
+	return b, nil
 }
 
 // --- decoding ----------------------------------------------------------------------
@@ -218,6 +241,10 @@ func (r *reader) bytes() []byte {
 		return nil
 	}
 	s := r.b[r.off : r.off+int(n)]
+	if !utf8.Valid(s) {
+		r.fail(errors.New("string is not UTF-8"))
+		return nil
+	}
 	r.off += int(n)
 	return s
 }
@@ -257,8 +284,8 @@ func (r *reader) header(h *Header) {
 	if r.err != nil {
 		return
 	}
-	if nsec >= 1e9 {
-		r.fail(fmt.Errorf("nanoseconds %d out of range", nsec))
+	if nsec >= 1e9 || sec < minTimeUnix || sec > maxTimeUnix {
+		r.fail(fmt.Errorf("time %d s %d ns outside years 0-9999", sec, nsec))
 		return
 	}
 	if sec == zeroTimeUnix && nsec == 0 {

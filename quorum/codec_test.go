@@ -91,6 +91,41 @@ func TestCodecTimes(t *testing.T) {
 	}
 }
 
+// TestCodecKeepsWhatSnapshotsCanWrite: a binary body carries only what the
+// JSON snapshot can hold verbatim, as the JSON bodies did. Encode refuses
+// times beyond years 0-9999 and replaces invalid UTF-8; Decode refuses both.
+func TestCodecKeepsWhatSnapshotsCanWrite(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		if _, err := Encode(&AssignBatch{Header: Header{Time: at}}); err == nil {
+			t.Errorf("time %v encoded", at)
+		}
+		body := []byte{byte(CmdUpdateAllocs), binaryFormat, 0}
+		body = binary.AppendVarint(body, at.Unix())
+		body = append(body, 0, 0)
+		if _, err := Decode(body); err == nil || !strings.Contains(err.Error(), "years") {
+			t.Errorf("time %v decoded: %v", at, err)
+		}
+	}
+	data, err := Encode(&UpdateAllocs{Updates: []AllocUpdate{{AllocID: 1, State: model.StateFailed, Reason: "bad \xff\xfe byte"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.(*UpdateAllocs).Updates[0].Reason; got != "bad \uFFFD byte" {
+		t.Errorf("invalid UTF-8 came back %q", got)
+	}
+	raw := []byte{byte(CmdAssignBatch), binaryFormat, 0, 0, 0, 2, 'v', 0xff, 0}
+	if _, err := Decode(raw); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("invalid UTF-8 decoded: %v", err)
+	}
+}
+
 // TestCodecCoversEveryField fails when a field is added to a command with a
 // binary body: the codec would silently drop it. Add the field to the
 // layout in codec.go (a new format version if it changes the meaning of

@@ -245,9 +245,17 @@ func (*SetDefaults) Type() CommandType    { return CmdSetDefaults }
 func Encode(c Command) ([]byte, error) {
 	switch c := c.(type) {
 	case *AssignBatch:
-		return encodeAssignBatch(c), nil
+		b, err := encodeAssignBatch(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", c.Type(), err)
+		}
+		return b, nil
 	case *UpdateAllocs:
-		return encodeUpdateAllocs(c), nil
+		b, err := encodeUpdateAllocs(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", c.Type(), err)
+		}
+		return b, nil
 	}
 	body, err := json.Marshal(c)
 	if err != nil {
