@@ -436,11 +436,14 @@ func checkStale(s *State, ctx *assignCtx) *Rejection {
 			return reject(CodeNotFound, "", "node %s does not exist", name)
 		}
 		// A name listed twice is the same node object twice.
-		if seen != nil && seen[n] || seen == nil && slices.Contains(ctx.nodes, n) {
-			return reject(CodeInvalid, "", "node %s listed twice", name)
-		}
+		var dup bool
 		if seen != nil {
-			seen[n] = true
+			dup, seen[n] = seen[n], true
+		} else {
+			dup = slices.Contains(ctx.nodes, n)
+		}
+		if dup {
+			return reject(CodeInvalid, "", "node %s listed twice", name)
 		}
 		if n.ModifyVersion > ctx.item.Version {
 			return reject(CodeStale, "", "node %s changed at version %d after proposal version %d", name, n.ModifyVersion, ctx.item.Version)

@@ -125,6 +125,17 @@ func TestAssignRefusals(t *testing.T) {
 		{"same node twice", func(f *fixture) (string, uint64, []string) {
 			return "batch", f.submit("batch", 2), []string{"b0", "b0"}
 		}, CodeInvalid, "", 0},
+		{"same node twice in a long list", func(f *fixture) (string, uint64, []string) {
+			var ns []model.Node
+			var names []string
+			for i := range dupScanMax + 2 {
+				ns = append(ns, model.Node{Name: fmt.Sprintf("x%02d", i), HomeVCluster: "batch", IdleWatts: 100, BusyWatts: 400})
+				names = append(names, ns[i].Name)
+			}
+			f.ok(&RegisterNodes{Agent: "a2", Nodes: ns})
+			names[len(names)-1] = names[3]
+			return "batch", f.submit("batch", len(names)), names
+		}, CodeInvalid, "", 0},
 		{"stale proposal", func(f *fixture) (string, uint64, []string) {
 			id := f.submit("batch", 1)
 			f.ok(&RegisterNodes{Agent: "a1", Nodes: []model.Node{{Name: "b2", HomeVCluster: "batch", Group: 1, IdleWatts: 100, BusyWatts: 400}}})
