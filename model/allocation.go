@@ -108,12 +108,13 @@ type CheckpointMode string
 
 // Checkpoint modes.
 const (
-	CheckpointNone   CheckpointMode = "none"
-	CheckpointSignal CheckpointMode = "signal" // SIGUSR1 to the process group
-	CheckpointHook   CheckpointMode = "hook"   // the agent runs the allocation's checkpoint hook
+	CheckpointNone    CheckpointMode = "none"
+	CheckpointSignal  CheckpointMode = "signal"  // SIGUSR1 to the process group
+	CheckpointHook    CheckpointMode = "hook"    // the agent runs the allocation's checkpoint hook
+	CheckpointWebhook CheckpointMode = "webhook" // HTTP POST to the allocation's URL; acked by `checkpoint done`
 )
 
-// ParseCheckpointMode accepts "", none, signal or hook.
+// ParseCheckpointMode accepts "", none, signal, hook or webhook.
 func ParseCheckpointMode(s string) (CheckpointMode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "none":
@@ -122,8 +123,31 @@ func ParseCheckpointMode(s string) (CheckpointMode, error) {
 		return CheckpointSignal, nil
 	case "hook":
 		return CheckpointHook, nil
+	case "webhook":
+		return CheckpointWebhook, nil
 	}
-	return "", fieldErr("checkpoint", s, "signal, hook or none")
+	return "", fieldErr("checkpoint", s, "signal, hook, webhook or none")
+}
+
+// Checkpointable reports whether work in this mode can be asked to checkpoint.
+func (m CheckpointMode) Checkpointable() bool {
+	return m == CheckpointSignal || m == CheckpointHook || m == CheckpointWebhook
+}
+
+// Preemption kinds: why an allocation was stopped and requeued.
+const (
+	PreemptReclaim = "reclaim" // its borrowed nodes went back to their home vCluster
+	PreemptClass   = "preempt" // higher-class work of its vCluster needed the nodes
+)
+
+// Preemption records the latest reclaim or preemption of an allocation.
+type Preemption struct {
+	Kind       string    `json:"kind"`                  // PreemptReclaim or PreemptClass
+	ByVCluster string    `json:"by_vcluster,omitempty"` // the vCluster that took the nodes
+	ForAlloc   uint64    `json:"for_alloc,omitempty"`   // the allocation they were taken for
+	Time       time.Time `json:"time"`
+	// Deadline is when the checkpoint must be done; then the agent stops it.
+	Deadline time.Time `json:"deadline"`
 }
 
 // DependencyCondition is a Slurm-style dependency type.
@@ -189,6 +213,17 @@ type Request struct {
 	GPUsPerNode     int          `json:"gpus_per_node,omitempty"`
 	Stdout          string       `json:"stdout,omitempty"` // output file pattern (%j %A %a %x)
 	Stderr          string       `json:"stderr,omitempty"`
+	// CheckpointSignal names the signal of signal-mode checkpoints (e.g.
+	// "USR1", "SIGUSR2", "10"); empty = SIGUSR1. CheckpointSignalSecs, when
+	// > 0, also sends it that many seconds before the walltime ends
+	// (#SBATCH --signal=SIG@secs).
+	CheckpointSignal     string `json:"checkpoint_signal,omitempty"`
+	CheckpointSignalSecs int    `json:"checkpoint_signal_secs,omitempty"`
+	// CheckpointHook is the command a hook-mode checkpoint runs (sh -c, with
+	// the job's environment); CheckpointWebhook the URL a webhook-mode
+	// checkpoint POSTs to.
+	CheckpointHook    string `json:"checkpoint_hook,omitempty"`
+	CheckpointWebhook string `json:"checkpoint_webhook,omitempty"`
 }
 
 // Limits on requests.
@@ -254,6 +289,9 @@ func (r *Request) Validate() error {
 		return fieldErr("priority-class", itoa(r.PriorityClass), "an integer 0..10")
 	}
 	if _, err := ParseCheckpointMode(string(r.Checkpoint)); err != nil {
+		return err
+	}
+	if err := r.validateCheckpoint(); err != nil {
 		return err
 	}
 	if r.CheckpointMinutes < 0 {
@@ -323,6 +361,15 @@ type Allocation struct {
 	History         []Transition `json:"history,omitempty"`
 	RequeueCount    int          `json:"requeue_count,omitempty"`
 	CheckpointCount int          `json:"checkpoint_count,omitempty"`
+	// LastCheckpointAt is when its latest checkpoint was acknowledged.
+	LastCheckpointAt time.Time `json:"last_checkpoint_at,omitzero"`
+	// CheckpointReason and CheckpointDeadline describe the checkpoint in
+	// progress while CHECKPOINTING (user, proactive, signal, reclaim, preempt).
+	CheckpointReason   string    `json:"checkpoint_reason,omitempty"`
+	CheckpointDeadline time.Time `json:"checkpoint_deadline,omitzero"`
+	// Preemption is the latest reclaim or preemption that stopped it (kept
+	// after it is requeued, so users can see why and by whom).
+	Preemption *Preemption `json:"preemption,omitempty"`
 	// CancelRequested marks an active allocation a user cancelled: its
 	// agent is stopping it and will report it Cancelled.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
@@ -362,7 +409,41 @@ func (a *Allocation) Clone() *Allocation {
 		c.ExitCode = &e
 	}
 	c.History = slices.Clone(a.History)
+	if a.Preemption != nil {
+		p := *a.Preemption
+		c.Preemption = &p
+	}
 	return &c
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// MaxCheckpointHookBytes bounds a checkpoint hook command or webhook URL.
+const MaxCheckpointHookBytes = 4096
+
+func (r *Request) validateCheckpoint() error {
+	if _, err := ParseCheckpointMode(string(r.Checkpoint)); err != nil {
+		return err
+	}
+	if r.CheckpointSignal != "" {
+		if _, err := ParseSignal(r.CheckpointSignal); err != nil {
+			return err
+		}
+	}
+	if r.CheckpointSignalSecs < 0 || r.CheckpointSignalSecs > 65535 {
+		return fieldErr("signal", itoa(r.CheckpointSignalSecs)+"s", "a lead time of 0..65535 seconds")
+	}
+	if len(r.CheckpointHook) > MaxCheckpointHookBytes || strings.ContainsRune(r.CheckpointHook, 0) {
+		return fieldErr("checkpoint-hook", fmt.Sprintf("%d bytes", len(r.CheckpointHook)), fmt.Sprintf("a command of at most %d bytes", MaxCheckpointHookBytes))
+	}
+	if r.Checkpoint == CheckpointHook && strings.TrimSpace(r.CheckpointHook) == "" {
+		return fieldErr("checkpoint-hook", "", "a command to run (--checkpoint-hook CMD) when --checkpoint hook")
+	}
+	if r.Checkpoint == CheckpointWebhook {
+		u := r.CheckpointWebhook
+		if !(strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) || len(u) > MaxCheckpointHookBytes || strings.ContainsAny(u, " \t\n") {
+			return fieldErr("checkpoint-webhook", u, "an http:// or https:// URL (--checkpoint-webhook URL) when --checkpoint webhook")
+		}
+	}
+	return nil
+}

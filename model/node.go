@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // NodeState is the administrative and health state of a node.
@@ -64,6 +65,16 @@ type Node struct {
 	// ReturnRequested marks a busy borrowed node its home vCluster reclaimed:
 	// it goes home as soon as its allocation ends.
 	ReturnRequested bool `json:"return_requested,omitempty"`
+	// ReservedFor holds an idle node for one pending allocation (the job a
+	// reclaim or a preemption freed it for) until ReservedUntil: no other
+	// allocation may start on it before then.
+	ReservedFor   uint64    `json:"reserved_for,omitempty"`
+	ReservedUntil time.Time `json:"reserved_until,omitzero"`
+	// ReclaimedFrom is the vCluster a reclaim last took the node back from,
+	// at ReclaimedAt: that vCluster may not borrow it again until its home's
+	// reclaim back-off has passed (anti-thrash).
+	ReclaimedFrom string    `json:"reclaimed_from,omitempty"`
+	ReclaimedAt   time.Time `json:"reclaimed_at,omitzero"`
 	// ModifyVersion is the quorum state version of the node's last change.
 	ModifyVersion uint64 `json:"modify_version,omitempty"`
 }
@@ -89,6 +100,12 @@ func (n *Node) Idle() bool { return n.Allocation == 0 }
 
 // Schedulable reports whether the node may take new work now: Ready and idle.
 func (n *Node) Schedulable() bool { return n.State == NodeReady && n.Allocation == 0 }
+
+// ReservedAgainst reports whether the node is held for an allocation other
+// than id at t.
+func (n *Node) ReservedAgainst(id uint64, t time.Time) bool {
+	return n.ReservedFor != 0 && n.ReservedFor != id && t.Before(n.ReservedUntil)
+}
 
 // Borrowed reports whether the node is lent out to another vCluster.
 func (n *Node) Borrowed() bool { return n.CurrentVCluster != n.HomeVCluster }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -50,6 +51,134 @@ type VCluster struct {
 	AllowBorrowing bool `json:"allow_borrowing"`
 	// PowerCapWatts bounds the estimated draw of the nodes it currently uses; 0 = none.
 	PowerCapWatts int64 `json:"power_cap_watts,omitempty"`
+
+	// Algorithm is how the loop places work (backfill, fifo, binpack,
+	// sensitive); empty = the type's default (AlgorithmFor).
+	Algorithm Algorithm `json:"algorithm,omitempty"`
+	// MaxLendFraction bounds the share of its home nodes lent out at once,
+	// in (0,1]; 0 (older states) means 1.
+	MaxLendFraction float64 `json:"max_lend_fraction,omitempty"`
+	// ReclaimGrace is how long a borrower's (or a preemption victim's)
+	// allocation has to checkpoint before it is stopped; 0 = DefaultReclaimGrace.
+	ReclaimGrace time.Duration `json:"reclaim_grace,omitempty"`
+	// ReclaimBackoff is how long a node this vCluster reclaimed may not be
+	// borrowed again by the vCluster it was taken from; 0 = DefaultReclaimBackoff.
+	ReclaimBackoff time.Duration `json:"reclaim_backoff,omitempty"`
+	// Preemption lets higher-class pending work of this vCluster preempt
+	// strictly lower classes running on its nodes.
+	Preemption bool `json:"preemption,omitempty"`
+	// PreemptHorizon: no victim is chosen when the preemptor is expected to
+	// start within this long without one; 0 = DefaultPreemptHorizon.
+	PreemptHorizon time.Duration `json:"preempt_horizon,omitempty"`
+	// CheckpointableOnlyOnBorrowed keeps work that cannot checkpoint off
+	// borrowed nodes (it could not be reclaimed without losing its progress).
+	CheckpointableOnlyOnBorrowed bool `json:"checkpointable_only_on_borrowed,omitempty"`
+}
+
+// Algorithm is a vCluster's placement behaviour.
+type Algorithm string
+
+// Algorithms.
+const (
+	// AlgorithmBackfill: score order with a head reservation and backfill
+	// (GreedyTopologyAwareBackfill); hpc-batch and ml-training.
+	AlgorithmBackfill Algorithm = "backfill"
+	// AlgorithmFIFO: strict order, nothing starts past a blocked head
+	// (interactive).
+	AlgorithmFIFO Algorithm = "fifo"
+	// AlgorithmBinpack: fill the busiest dragonfly group first, keep whole
+	// groups free (service).
+	AlgorithmBinpack Algorithm = "binpack"
+	// AlgorithmSensitive: one conformance group per allocation (hard), never
+	// lends, never borrows, never preempted.
+	AlgorithmSensitive Algorithm = "sensitive"
+)
+
+// Algorithms lists the algorithms.
+var Algorithms = []Algorithm{AlgorithmBackfill, AlgorithmFIFO, AlgorithmBinpack, AlgorithmSensitive}
+
+// ParseAlgorithm accepts a known algorithm name in any letter case.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	for _, a := range Algorithms {
+		if strings.EqualFold(strings.TrimSpace(s), string(a)) {
+			return a, nil
+		}
+	}
+	return "", fieldErr("algorithm", s, joinStates(Algorithms))
+}
+
+// AlgorithmFor is a type's default algorithm.
+func AlgorithmFor(t VClusterType) Algorithm {
+	switch t {
+	case TypeInteractive:
+		return AlgorithmFIFO
+	case TypeService:
+		return AlgorithmBinpack
+	case TypeSensitive:
+		return AlgorithmSensitive
+	}
+	return AlgorithmBackfill
+}
+
+// EffectiveAlgorithm is the algorithm the loop runs.
+func (v *VCluster) EffectiveAlgorithm() Algorithm {
+	if v.Algorithm != "" {
+		return v.Algorithm
+	}
+	return AlgorithmFor(v.Type)
+}
+
+// Sensitive reports whether the vCluster follows the sensitive rules: one
+// conformance group, no lending, no borrowing, no preemption of its work.
+func (v *VCluster) Sensitive() bool { return v.EffectiveAlgorithm() == AlgorithmSensitive }
+
+// Lends reports whether other vClusters may borrow its idle nodes.
+func (v *VCluster) Lends() bool { return v.AllowLending && !v.Sensitive() }
+
+// Borrows reports whether it may borrow other vClusters' idle nodes.
+func (v *VCluster) Borrows() bool { return v.AllowBorrowing && !v.Sensitive() }
+
+// Preempts reports whether its higher-class work may preempt lower classes.
+func (v *VCluster) Preempts() bool { return v.Preemption && !v.Sensitive() }
+
+// LendFraction is MaxLendFraction with its default.
+func (v *VCluster) LendFraction() float64 {
+	if v.MaxLendFraction <= 0 || v.MaxLendFraction > 1 {
+		return 1
+	}
+	return v.MaxLendFraction
+}
+
+// Grace is ReclaimGrace with its default.
+func (v *VCluster) Grace() time.Duration {
+	if v.ReclaimGrace > 0 {
+		return v.ReclaimGrace
+	}
+	return DefaultReclaimGrace
+}
+
+// Backoff is ReclaimBackoff with its default.
+func (v *VCluster) Backoff() time.Duration {
+	if v.ReclaimBackoff > 0 {
+		return v.ReclaimBackoff
+	}
+	return DefaultReclaimBackoff
+}
+
+// Horizon is PreemptHorizon with its default.
+func (v *VCluster) Horizon() time.Duration {
+	if v.PreemptHorizon > 0 {
+		return v.PreemptHorizon
+	}
+	return DefaultPreemptHorizon
+}
+
+// MaxLendable is how many of homeNodes may be lent at once.
+func (v *VCluster) MaxLendable(homeNodes int) int {
+	if !v.Lends() {
+		return 0
+	}
+	return int(math.Floor(v.LendFraction()*float64(homeNodes) + 1e-9))
 }
 
 // Defaults for vCluster settings.
@@ -57,6 +186,14 @@ const (
 	DefaultCycleInterval    = 5 * time.Second
 	DefaultMinInterval      = 500 * time.Millisecond
 	DefaultReservationDepth = 1
+	// DefaultReclaimGrace is how long a reclaimed or preempted allocation
+	// has to checkpoint before it is stopped.
+	DefaultReclaimGrace = 60 * time.Second
+	// DefaultReclaimBackoff keeps a reclaimed node from going back to the
+	// vCluster it was taken from (anti-thrash).
+	DefaultReclaimBackoff = 5 * time.Minute
+	// DefaultPreemptHorizon: no preemption for work expected to start this soon anyway.
+	DefaultPreemptHorizon = 2 * time.Minute
 )
 
 // Validate checks a vCluster definition.
@@ -80,6 +217,22 @@ func (v *VCluster) Validate() error {
 	}
 	if v.PowerCapWatts < 0 {
 		return fieldErr("power-cap", fmt.Sprint(v.PowerCapWatts), "watts >= 0 (0 = no cap)")
+	}
+	if v.Algorithm != "" {
+		if _, err := ParseAlgorithm(string(v.Algorithm)); err != nil {
+			return err
+		}
+	}
+	if v.MaxLendFraction < 0 || v.MaxLendFraction > 1 {
+		return fieldErr("max-lend-fraction", fmt.Sprint(v.MaxLendFraction), "a fraction between 0 and 1")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"reclaim-grace", v.ReclaimGrace}, {"reclaim-backoff", v.ReclaimBackoff}, {"preempt-horizon", v.PreemptHorizon}} {
+		if d.v < 0 || d.v > 24*time.Hour {
+			return fieldErr(d.field, d.v.String(), "a duration between 0 (default) and 24h")
+		}
 	}
 	return nil
 }

@@ -29,6 +29,8 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		PriorityClass: int(p.PriorityClass), Checkpoint: model.CheckpointMode(p.Checkpoint),
 		CheckpointMinutes: p.CheckpointMinutes, Constraints: p.Constraints,
 		GPUType: p.GpuType, GPUsPerNode: int(p.GpusPerNode), Stdout: p.Stdout, Stderr: p.Stderr,
+		CheckpointSignal: p.CheckpointSignal, CheckpointSignalSecs: int(p.CheckpointSignalSecs),
+		CheckpointHook: p.CheckpointHook, CheckpointWebhook: p.CheckpointWebhook,
 	}
 	if p.HotDataFraction > 0 {
 		f := p.HotDataFraction
@@ -55,6 +57,8 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		Checkpoint: string(r.Checkpoint), CheckpointMinutes: r.CheckpointMinutes,
 		Constraints: r.Constraints, GpuType: r.GPUType, GpusPerNode: int32(r.GPUsPerNode),
 		Stdout: r.Stdout, Stderr: r.Stderr, HotDataFraction: -1,
+		CheckpointSignal: r.CheckpointSignal, CheckpointSignalSecs: int32(r.CheckpointSignalSecs),
+		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook,
 	}
 	if r.HotDataFraction != nil {
 		p.HotDataFraction = *r.HotDataFraction
@@ -76,6 +80,12 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 		StartTimeUnixMs: unixMS(a.StartTime), EndTimeUnixMs: unixMS(a.EndTime),
 		ArrayJobId: a.ArrayJobID, ArrayIndex: int32(a.ArrayIndex), DagId: a.DAGID,
 		RequeueCount: int32(a.RequeueCount), CheckpointCount: int32(a.CheckpointCount),
+		LastCheckpointUnixMs: unixMS(a.LastCheckpointAt), CheckpointReason: a.CheckpointReason,
+		CheckpointDeadlineUnixMs: unixMS(a.CheckpointDeadline),
+	}
+	if pr := a.Preemption; pr != nil {
+		p.Preemption = &latticev1.Preemption{Kind: pr.Kind, ByVcluster: pr.ByVCluster, ForAllocation: pr.ForAlloc,
+			TimeUnixMs: unixMS(pr.Time), DeadlineUnixMs: unixMS(pr.Deadline)}
 	}
 	if a.ExitCode != nil {
 		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)
@@ -92,7 +102,9 @@ func nodeToProto(n *model.Node, displayAlloc string, lastSeen time.Time) *lattic
 		Group: int32(n.Group), Fingerprint: n.Fingerprint, Allocation: n.Allocation, AllocationDisplayId: displayAlloc,
 		PowerWatts: int32(n.Watts()), GpuType: n.GPUType, Gpus: int32(n.GPUs), Features: n.Features,
 		IdleWatts: int32(n.IdleWatts), BusyWatts: int32(n.BusyWatts), StateReason: n.StateReason, Agent: n.Agent,
-		LastHeartbeatUnixMs: unixMS(lastSeen),
+		LastHeartbeatUnixMs: unixMS(lastSeen), Borrowed: n.Borrowed(), ReturnRequested: n.ReturnRequested,
+		ReservedFor: n.ReservedFor, ReservedUntilUnixMs: unixMS(n.ReservedUntil),
+		ReclaimedFrom: n.ReclaimedFrom, ReclaimedAtUnixMs: unixMS(n.ReclaimedAt),
 	}
 }
 

@@ -818,22 +818,30 @@ func (x *VClusterUsage) GetPowerWatts() int64 {
 }
 
 type VClusterInfo struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Type             string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	WeightsProfile   string                 `protobuf:"bytes,3,opt,name=weights_profile,json=weightsProfile,proto3" json:"weights_profile,omitempty"`
-	Weights          []*Weight              `protobuf:"bytes,4,rep,name=weights,proto3" json:"weights,omitempty"`
-	CycleMs          int64                  `protobuf:"varint,5,opt,name=cycle_ms,json=cycleMs,proto3" json:"cycle_ms,omitempty"`
-	MinIntervalMs    int64                  `protobuf:"varint,6,opt,name=min_interval_ms,json=minIntervalMs,proto3" json:"min_interval_ms,omitempty"`
-	ReservationDepth int32                  `protobuf:"varint,7,opt,name=reservation_depth,json=reservationDepth,proto3" json:"reservation_depth,omitempty"` // -1 = all
-	AllowLending     bool                   `protobuf:"varint,8,opt,name=allow_lending,json=allowLending,proto3" json:"allow_lending,omitempty"`
-	AllowBorrowing   bool                   `protobuf:"varint,9,opt,name=allow_borrowing,json=allowBorrowing,proto3" json:"allow_borrowing,omitempty"`
-	PowerCapWatts    int64                  `protobuf:"varint,10,opt,name=power_cap_watts,json=powerCapWatts,proto3" json:"power_cap_watts,omitempty"`
-	Usage            *VClusterUsage         `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
-	LastCycleUnixMs  int64                  `protobuf:"varint,12,opt,name=last_cycle_unix_ms,json=lastCycleUnixMs,proto3" json:"last_cycle_unix_ms,omitempty"`
-	LastCycleSeconds float64                `protobuf:"fixed64,13,opt,name=last_cycle_seconds,json=lastCycleSeconds,proto3" json:"last_cycle_seconds,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	Name                         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type                         string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	WeightsProfile               string                 `protobuf:"bytes,3,opt,name=weights_profile,json=weightsProfile,proto3" json:"weights_profile,omitempty"`
+	Weights                      []*Weight              `protobuf:"bytes,4,rep,name=weights,proto3" json:"weights,omitempty"`
+	CycleMs                      int64                  `protobuf:"varint,5,opt,name=cycle_ms,json=cycleMs,proto3" json:"cycle_ms,omitempty"`
+	MinIntervalMs                int64                  `protobuf:"varint,6,opt,name=min_interval_ms,json=minIntervalMs,proto3" json:"min_interval_ms,omitempty"`
+	ReservationDepth             int32                  `protobuf:"varint,7,opt,name=reservation_depth,json=reservationDepth,proto3" json:"reservation_depth,omitempty"` // -1 = all
+	AllowLending                 bool                   `protobuf:"varint,8,opt,name=allow_lending,json=allowLending,proto3" json:"allow_lending,omitempty"`
+	AllowBorrowing               bool                   `protobuf:"varint,9,opt,name=allow_borrowing,json=allowBorrowing,proto3" json:"allow_borrowing,omitempty"`
+	PowerCapWatts                int64                  `protobuf:"varint,10,opt,name=power_cap_watts,json=powerCapWatts,proto3" json:"power_cap_watts,omitempty"`
+	Usage                        *VClusterUsage         `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
+	LastCycleUnixMs              int64                  `protobuf:"varint,12,opt,name=last_cycle_unix_ms,json=lastCycleUnixMs,proto3" json:"last_cycle_unix_ms,omitempty"`
+	LastCycleSeconds             float64                `protobuf:"fixed64,13,opt,name=last_cycle_seconds,json=lastCycleSeconds,proto3" json:"last_cycle_seconds,omitempty"`
+	Algorithm                    string                 `protobuf:"bytes,14,opt,name=algorithm,proto3" json:"algorithm,omitempty"` // backfill, fifo, binpack, sensitive
+	MaxLendFraction              float64                `protobuf:"fixed64,15,opt,name=max_lend_fraction,json=maxLendFraction,proto3" json:"max_lend_fraction,omitempty"`
+	ReclaimGraceMs               int64                  `protobuf:"varint,16,opt,name=reclaim_grace_ms,json=reclaimGraceMs,proto3" json:"reclaim_grace_ms,omitempty"`
+	ReclaimBackoffMs             int64                  `protobuf:"varint,17,opt,name=reclaim_backoff_ms,json=reclaimBackoffMs,proto3" json:"reclaim_backoff_ms,omitempty"`
+	Preemption                   bool                   `protobuf:"varint,18,opt,name=preemption,proto3" json:"preemption,omitempty"`
+	PreemptHorizonMs             int64                  `protobuf:"varint,19,opt,name=preempt_horizon_ms,json=preemptHorizonMs,proto3" json:"preempt_horizon_ms,omitempty"`
+	CheckpointableOnlyOnBorrowed bool                   `protobuf:"varint,20,opt,name=checkpointable_only_on_borrowed,json=checkpointableOnlyOnBorrowed,proto3" json:"checkpointable_only_on_borrowed,omitempty"`
+	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"` // recovered panics of its loop since this member leads
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *VClusterInfo) Reset() {
@@ -957,6 +965,62 @@ func (x *VClusterInfo) GetLastCycleSeconds() float64 {
 	return 0
 }
 
+func (x *VClusterInfo) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *VClusterInfo) GetMaxLendFraction() float64 {
+	if x != nil {
+		return x.MaxLendFraction
+	}
+	return 0
+}
+
+func (x *VClusterInfo) GetReclaimGraceMs() int64 {
+	if x != nil {
+		return x.ReclaimGraceMs
+	}
+	return 0
+}
+
+func (x *VClusterInfo) GetReclaimBackoffMs() int64 {
+	if x != nil {
+		return x.ReclaimBackoffMs
+	}
+	return 0
+}
+
+func (x *VClusterInfo) GetPreemption() bool {
+	if x != nil {
+		return x.Preemption
+	}
+	return false
+}
+
+func (x *VClusterInfo) GetPreemptHorizonMs() int64 {
+	if x != nil {
+		return x.PreemptHorizonMs
+	}
+	return 0
+}
+
+func (x *VClusterInfo) GetCheckpointableOnlyOnBorrowed() bool {
+	if x != nil {
+		return x.CheckpointableOnlyOnBorrowed
+	}
+	return false
+}
+
+func (x *VClusterInfo) GetPanics() int64 {
+	if x != nil {
+		return x.Panics
+	}
+	return 0
+}
+
 type ListVClustersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1038,24 +1102,34 @@ func (x *ListVClustersResponse) GetVclusters() []*VClusterInfo {
 }
 
 type SetVClusterRequest struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	Name                string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	WeightsProfile      string                 `protobuf:"bytes,2,opt,name=weights_profile,json=weightsProfile,proto3" json:"weights_profile,omitempty"` // empty = unchanged
-	Weights             []*Weight              `protobuf:"bytes,3,rep,name=weights,proto3" json:"weights,omitempty"`                                     // overrides, applied after the profile
-	CycleMs             int64                  `protobuf:"varint,4,opt,name=cycle_ms,json=cycleMs,proto3" json:"cycle_ms,omitempty"`                     // 0 = unchanged
-	SetReservationDepth bool                   `protobuf:"varint,5,opt,name=set_reservation_depth,json=setReservationDepth,proto3" json:"set_reservation_depth,omitempty"`
-	ReservationDepth    int32                  `protobuf:"varint,6,opt,name=reservation_depth,json=reservationDepth,proto3" json:"reservation_depth,omitempty"`
-	SetLending          bool                   `protobuf:"varint,7,opt,name=set_lending,json=setLending,proto3" json:"set_lending,omitempty"`
-	AllowLending        bool                   `protobuf:"varint,8,opt,name=allow_lending,json=allowLending,proto3" json:"allow_lending,omitempty"`
-	SetBorrowing        bool                   `protobuf:"varint,9,opt,name=set_borrowing,json=setBorrowing,proto3" json:"set_borrowing,omitempty"`
-	AllowBorrowing      bool                   `protobuf:"varint,10,opt,name=allow_borrowing,json=allowBorrowing,proto3" json:"allow_borrowing,omitempty"`
-	SetPowerCap         bool                   `protobuf:"varint,11,opt,name=set_power_cap,json=setPowerCap,proto3" json:"set_power_cap,omitempty"`
-	PowerCapWatts       int64                  `protobuf:"varint,12,opt,name=power_cap_watts,json=powerCapWatts,proto3" json:"power_cap_watts,omitempty"`
-	ClientRequestId     string                 `protobuf:"bytes,13,opt,name=client_request_id,json=clientRequestId,proto3" json:"client_request_id,omitempty"`
-	Type                string                 `protobuf:"bytes,14,opt,name=type,proto3" json:"type,omitempty"` // for a new vCluster
-	Create              bool                   `protobuf:"varint,15,opt,name=create,proto3" json:"create,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	state                           protoimpl.MessageState `protogen:"open.v1"`
+	Name                            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	WeightsProfile                  string                 `protobuf:"bytes,2,opt,name=weights_profile,json=weightsProfile,proto3" json:"weights_profile,omitempty"` // empty = unchanged
+	Weights                         []*Weight              `protobuf:"bytes,3,rep,name=weights,proto3" json:"weights,omitempty"`                                     // overrides, applied after the profile
+	CycleMs                         int64                  `protobuf:"varint,4,opt,name=cycle_ms,json=cycleMs,proto3" json:"cycle_ms,omitempty"`                     // 0 = unchanged
+	SetReservationDepth             bool                   `protobuf:"varint,5,opt,name=set_reservation_depth,json=setReservationDepth,proto3" json:"set_reservation_depth,omitempty"`
+	ReservationDepth                int32                  `protobuf:"varint,6,opt,name=reservation_depth,json=reservationDepth,proto3" json:"reservation_depth,omitempty"`
+	SetLending                      bool                   `protobuf:"varint,7,opt,name=set_lending,json=setLending,proto3" json:"set_lending,omitempty"`
+	AllowLending                    bool                   `protobuf:"varint,8,opt,name=allow_lending,json=allowLending,proto3" json:"allow_lending,omitempty"`
+	SetBorrowing                    bool                   `protobuf:"varint,9,opt,name=set_borrowing,json=setBorrowing,proto3" json:"set_borrowing,omitempty"`
+	AllowBorrowing                  bool                   `protobuf:"varint,10,opt,name=allow_borrowing,json=allowBorrowing,proto3" json:"allow_borrowing,omitempty"`
+	SetPowerCap                     bool                   `protobuf:"varint,11,opt,name=set_power_cap,json=setPowerCap,proto3" json:"set_power_cap,omitempty"`
+	PowerCapWatts                   int64                  `protobuf:"varint,12,opt,name=power_cap_watts,json=powerCapWatts,proto3" json:"power_cap_watts,omitempty"`
+	ClientRequestId                 string                 `protobuf:"bytes,13,opt,name=client_request_id,json=clientRequestId,proto3" json:"client_request_id,omitempty"`
+	Type                            string                 `protobuf:"bytes,14,opt,name=type,proto3" json:"type,omitempty"` // for a new vCluster
+	Create                          bool                   `protobuf:"varint,15,opt,name=create,proto3" json:"create,omitempty"`
+	Algorithm                       string                 `protobuf:"bytes,16,opt,name=algorithm,proto3" json:"algorithm,omitempty"` // empty = unchanged
+	SetMaxLendFraction              bool                   `protobuf:"varint,17,opt,name=set_max_lend_fraction,json=setMaxLendFraction,proto3" json:"set_max_lend_fraction,omitempty"`
+	MaxLendFraction                 float64                `protobuf:"fixed64,18,opt,name=max_lend_fraction,json=maxLendFraction,proto3" json:"max_lend_fraction,omitempty"`
+	ReclaimGraceMs                  int64                  `protobuf:"varint,19,opt,name=reclaim_grace_ms,json=reclaimGraceMs,proto3" json:"reclaim_grace_ms,omitempty"`       // 0 = unchanged
+	ReclaimBackoffMs                int64                  `protobuf:"varint,20,opt,name=reclaim_backoff_ms,json=reclaimBackoffMs,proto3" json:"reclaim_backoff_ms,omitempty"` // 0 = unchanged
+	SetPreemption                   bool                   `protobuf:"varint,21,opt,name=set_preemption,json=setPreemption,proto3" json:"set_preemption,omitempty"`
+	Preemption                      bool                   `protobuf:"varint,22,opt,name=preemption,proto3" json:"preemption,omitempty"`
+	PreemptHorizonMs                int64                  `protobuf:"varint,23,opt,name=preempt_horizon_ms,json=preemptHorizonMs,proto3" json:"preempt_horizon_ms,omitempty"` // 0 = unchanged
+	SetCheckpointableOnlyOnBorrowed bool                   `protobuf:"varint,24,opt,name=set_checkpointable_only_on_borrowed,json=setCheckpointableOnlyOnBorrowed,proto3" json:"set_checkpointable_only_on_borrowed,omitempty"`
+	CheckpointableOnlyOnBorrowed    bool                   `protobuf:"varint,25,opt,name=checkpointable_only_on_borrowed,json=checkpointableOnlyOnBorrowed,proto3" json:"checkpointable_only_on_borrowed,omitempty"`
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *SetVClusterRequest) Reset() {
@@ -1189,6 +1263,76 @@ func (x *SetVClusterRequest) GetType() string {
 func (x *SetVClusterRequest) GetCreate() bool {
 	if x != nil {
 		return x.Create
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *SetVClusterRequest) GetSetMaxLendFraction() bool {
+	if x != nil {
+		return x.SetMaxLendFraction
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetMaxLendFraction() float64 {
+	if x != nil {
+		return x.MaxLendFraction
+	}
+	return 0
+}
+
+func (x *SetVClusterRequest) GetReclaimGraceMs() int64 {
+	if x != nil {
+		return x.ReclaimGraceMs
+	}
+	return 0
+}
+
+func (x *SetVClusterRequest) GetReclaimBackoffMs() int64 {
+	if x != nil {
+		return x.ReclaimBackoffMs
+	}
+	return 0
+}
+
+func (x *SetVClusterRequest) GetSetPreemption() bool {
+	if x != nil {
+		return x.SetPreemption
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetPreemption() bool {
+	if x != nil {
+		return x.Preemption
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetPreemptHorizonMs() int64 {
+	if x != nil {
+		return x.PreemptHorizonMs
+	}
+	return 0
+}
+
+func (x *SetVClusterRequest) GetSetCheckpointableOnlyOnBorrowed() bool {
+	if x != nil {
+		return x.SetCheckpointableOnlyOnBorrowed
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetCheckpointableOnlyOnBorrowed() bool {
+	if x != nil {
+		return x.CheckpointableOnlyOnBorrowed
 	}
 	return false
 }
@@ -1722,7 +1866,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\apending\x18\a \x01(\x05R\apending\x12\x18\n" +
 	"\arunning\x18\b \x01(\x05R\arunning\x12\x1f\n" +
 	"\vpower_watts\x18\t \x01(\x03R\n" +
-	"powerWatts\"\xff\x03\n" +
+	"powerWatts\"\xce\x06\n" +
 	"\fVClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12'\n" +
@@ -1737,10 +1881,20 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	" \x01(\x03R\rpowerCapWatts\x12/\n" +
 	"\x05usage\x18\v \x01(\v2\x19.lattice.v1.VClusterUsageR\x05usage\x12+\n" +
 	"\x12last_cycle_unix_ms\x18\f \x01(\x03R\x0flastCycleUnixMs\x12,\n" +
-	"\x12last_cycle_seconds\x18\r \x01(\x01R\x10lastCycleSeconds\"\x16\n" +
+	"\x12last_cycle_seconds\x18\r \x01(\x01R\x10lastCycleSeconds\x12\x1c\n" +
+	"\talgorithm\x18\x0e \x01(\tR\talgorithm\x12*\n" +
+	"\x11max_lend_fraction\x18\x0f \x01(\x01R\x0fmaxLendFraction\x12(\n" +
+	"\x10reclaim_grace_ms\x18\x10 \x01(\x03R\x0ereclaimGraceMs\x12,\n" +
+	"\x12reclaim_backoff_ms\x18\x11 \x01(\x03R\x10reclaimBackoffMs\x12\x1e\n" +
+	"\n" +
+	"preemption\x18\x12 \x01(\bR\n" +
+	"preemption\x12,\n" +
+	"\x12preempt_horizon_ms\x18\x13 \x01(\x03R\x10preemptHorizonMs\x12E\n" +
+	"\x1fcheckpointable_only_on_borrowed\x18\x14 \x01(\bR\x1ccheckpointableOnlyOnBorrowed\x12\x16\n" +
+	"\x06panics\x18\x15 \x01(\x03R\x06panics\"\x16\n" +
 	"\x14ListVClustersRequest\"O\n" +
 	"\x15ListVClustersResponse\x126\n" +
-	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\xb3\x04\n" +
+	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x92\b\n" +
 	"\x12SetVClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fweights_profile\x18\x02 \x01(\tR\x0eweightsProfile\x12,\n" +
@@ -1758,7 +1912,19 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x0fpower_cap_watts\x18\f \x01(\x03R\rpowerCapWatts\x12*\n" +
 	"\x11client_request_id\x18\r \x01(\tR\x0fclientRequestId\x12\x12\n" +
 	"\x04type\x18\x0e \x01(\tR\x04type\x12\x16\n" +
-	"\x06create\x18\x0f \x01(\bR\x06create\"\x11\n" +
+	"\x06create\x18\x0f \x01(\bR\x06create\x12\x1c\n" +
+	"\talgorithm\x18\x10 \x01(\tR\talgorithm\x121\n" +
+	"\x15set_max_lend_fraction\x18\x11 \x01(\bR\x12setMaxLendFraction\x12*\n" +
+	"\x11max_lend_fraction\x18\x12 \x01(\x01R\x0fmaxLendFraction\x12(\n" +
+	"\x10reclaim_grace_ms\x18\x13 \x01(\x03R\x0ereclaimGraceMs\x12,\n" +
+	"\x12reclaim_backoff_ms\x18\x14 \x01(\x03R\x10reclaimBackoffMs\x12%\n" +
+	"\x0eset_preemption\x18\x15 \x01(\bR\rsetPreemption\x12\x1e\n" +
+	"\n" +
+	"preemption\x18\x16 \x01(\bR\n" +
+	"preemption\x12,\n" +
+	"\x12preempt_horizon_ms\x18\x17 \x01(\x03R\x10preemptHorizonMs\x12L\n" +
+	"#set_checkpointable_only_on_borrowed\x18\x18 \x01(\bR\x1fsetCheckpointableOnlyOnBorrowed\x12E\n" +
+	"\x1fcheckpointable_only_on_borrowed\x18\x19 \x01(\bR\x1ccheckpointableOnlyOnBorrowed\"\x11\n" +
 	"\x0fGetPowerRequest\"r\n" +
 	"\bPowerUse\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +

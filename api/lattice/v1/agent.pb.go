@@ -305,11 +305,14 @@ func (x *Heartbeat) GetWatts() []int32 {
 type AllocationReport struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	AllocationId uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
-	State        string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`   // RUNNING, COMPLETED, FAILED, SUSPENDED, CHECKPOINTING
-	Reason       string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"` // NonZeroExit, WalltimeExceeded, Cancelled, LaunchFailed, ...
-	HasExitCode  bool                   `protobuf:"varint,4,opt,name=has_exit_code,json=hasExitCode,proto3" json:"has_exit_code,omitempty"`
-	ExitCode     int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Message      string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	State        string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // RUNNING, COMPLETED, FAILED, SUSPENDED, CHECKPOINTING
+	// NonZeroExit, WalltimeExceeded, Cancelled, LaunchFailed, Checkpointed
+	// (SUSPENDED or RUNNING after an acknowledged checkpoint), CheckpointFailed,
+	// CheckpointTimeout, ...
+	Reason      string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	HasExitCode bool   `protobuf:"varint,4,opt,name=has_exit_code,json=hasExitCode,proto3" json:"has_exit_code,omitempty"`
+	ExitCode    int32  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Message     string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// seq numbers reports per agent so the server acknowledges them.
 	Seq           uint64 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -488,6 +491,7 @@ type ServerMessage struct {
 	//	*ServerMessage_LogRequest
 	//	*ServerMessage_Checkpoint
 	//	*ServerMessage_Ack
+	//	*ServerMessage_CheckpointAck
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -575,6 +579,15 @@ func (x *ServerMessage) GetAck() *ReportAck {
 	return nil
 }
 
+func (x *ServerMessage) GetCheckpointAck() *CheckpointAck {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_CheckpointAck); ok {
+			return x.CheckpointAck
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -599,6 +612,10 @@ type ServerMessage_Ack struct {
 	Ack *ReportAck `protobuf:"bytes,5,opt,name=ack,proto3,oneof"`
 }
 
+type ServerMessage_CheckpointAck struct {
+	CheckpointAck *CheckpointAck `protobuf:"bytes,6,opt,name=checkpoint_ack,json=checkpointAck,proto3,oneof"`
+}
+
 func (*ServerMessage_Assign) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
@@ -608,6 +625,62 @@ func (*ServerMessage_LogRequest) isServerMessage_Msg() {}
 func (*ServerMessage_Checkpoint) isServerMessage_Msg() {}
 
 func (*ServerMessage_Ack) isServerMessage_Msg() {}
+
+func (*ServerMessage_CheckpointAck) isServerMessage_Msg() {}
+
+// CheckpointAck forwards a webhook-mode acknowledgement (CheckpointDone) to
+// the agent that waits for it.
+type CheckpointAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	Failed        bool                   `protobuf:"varint,2,opt,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointAck) Reset() {
+	*x = CheckpointAck{}
+	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointAck) ProtoMessage() {}
+
+func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
+func (*CheckpointAck) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CheckpointAck) GetAllocationId() uint64 {
+	if x != nil {
+		return x.AllocationId
+	}
+	return 0
+}
+
+func (x *CheckpointAck) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
 
 // Assignment asks the agent to run an allocation whose first node is one of its nodes.
 type Assignment struct {
@@ -622,7 +695,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	mi := &file_lattice_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +707,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	mi := &file_lattice_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +720,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Assignment) GetAllocation() *Allocation {
@@ -682,7 +755,7 @@ type CancelAllocation struct {
 
 func (x *CancelAllocation) Reset() {
 	*x = CancelAllocation{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	mi := &file_lattice_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +767,7 @@ func (x *CancelAllocation) String() string {
 func (*CancelAllocation) ProtoMessage() {}
 
 func (x *CancelAllocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	mi := &file_lattice_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +780,7 @@ func (x *CancelAllocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelAllocation.ProtoReflect.Descriptor instead.
 func (*CancelAllocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelAllocation) GetAllocationId() uint64 {
@@ -744,7 +817,7 @@ type LogRequest struct {
 
 func (x *LogRequest) Reset() {
 	*x = LogRequest{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[9]
+	mi := &file_lattice_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +829,7 @@ func (x *LogRequest) String() string {
 func (*LogRequest) ProtoMessage() {}
 
 func (x *LogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[9]
+	mi := &file_lattice_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +842,7 @@ func (x *LogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRequest.ProtoReflect.Descriptor instead.
 func (*LogRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LogRequest) GetRequestId() uint64 {
@@ -807,18 +880,31 @@ func (x *LogRequest) GetMaxBytes() int64 {
 	return 0
 }
 
+// CheckpointRequest asks the agent running an allocation to checkpoint it.
+// The agent delivers it by mode (signal, hook, webhook, none) and waits for
+// the acknowledgement until the deadline. With stop (a reclaim or a
+// preemption) it then stops the allocation (SIGTERM, grace, SIGKILL) and
+// reports SUSPENDED, or COMPLETED if the work finished on its own with exit
+// 0; without stop it reports RUNNING again with reason Checkpointed or
+// CheckpointFailed.
 type CheckpointRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	AllocationId   uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
 	Mode           string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"`
 	DeadlineUnixMs int64                  `protobuf:"varint,3,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
+	Stop           bool                   `protobuf:"varint,4,opt,name=stop,proto3" json:"stop,omitempty"`
+	Signal         int32                  `protobuf:"varint,5,opt,name=signal,proto3" json:"signal,omitempty"`                                 // signal mode: Linux signal number (default SIGUSR1)
+	Hook           string                 `protobuf:"bytes,6,opt,name=hook,proto3" json:"hook,omitempty"`                                      // hook mode: command (sh -c)
+	Webhook        string                 `protobuf:"bytes,7,opt,name=webhook,proto3" json:"webhook,omitempty"`                                // webhook mode: URL
+	Reason         string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`                                  // user, proactive, signal, reclaim, preempt
+	GraceSeconds   int64                  `protobuf:"varint,9,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"` // SIGTERM to SIGKILL
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[10]
+	mi := &file_lattice_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +916,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[10]
+	mi := &file_lattice_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +929,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckpointRequest) GetAllocationId() uint64 {
@@ -867,6 +953,48 @@ func (x *CheckpointRequest) GetDeadlineUnixMs() int64 {
 	return 0
 }
 
+func (x *CheckpointRequest) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
+}
+
+func (x *CheckpointRequest) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *CheckpointRequest) GetHook() string {
+	if x != nil {
+		return x.Hook
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetWebhook() string {
+	if x != nil {
+		return x.Webhook
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetGraceSeconds() int64 {
+	if x != nil {
+		return x.GraceSeconds
+	}
+	return 0
+}
+
 type ReportAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -876,7 +1004,7 @@ type ReportAck struct {
 
 func (x *ReportAck) Reset() {
 	*x = ReportAck{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[11]
+	mi := &file_lattice_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1016,7 @@ func (x *ReportAck) String() string {
 func (*ReportAck) ProtoMessage() {}
 
 func (x *ReportAck) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[11]
+	mi := &file_lattice_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1029,7 @@ func (x *ReportAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAck.ProtoReflect.Descriptor instead.
 func (*ReportAck) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReportAck) GetSeq() uint64 {
@@ -949,7 +1077,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xa7\x02\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xeb\x02\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -958,8 +1086,12 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"checkpoint\x18\x04 \x01(\v2\x1d.lattice.v1.CheckpointRequestH\x00R\n" +
 	"checkpoint\x12)\n" +
-	"\x03ack\x18\x05 \x01(\v2\x15.lattice.v1.ReportAckH\x00R\x03ackB\x05\n" +
-	"\x03msg\"\x8a\x01\n" +
+	"\x03ack\x18\x05 \x01(\v2\x15.lattice.v1.ReportAckH\x00R\x03ack\x12B\n" +
+	"\x0echeckpoint_ack\x18\x06 \x01(\v2\x19.lattice.v1.CheckpointAckH\x00R\rcheckpointAckB\x05\n" +
+	"\x03msg\"L\n" +
+	"\rCheckpointAck\x12#\n" +
+	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x16\n" +
+	"\x06failed\x18\x02 \x01(\bR\x06failed\"\x8a\x01\n" +
 	"\n" +
 	"Assignment\x126\n" +
 	"\n" +
@@ -979,11 +1111,17 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\rallocation_id\x18\x02 \x01(\x04R\fallocationId\x12\x16\n" +
 	"\x06stderr\x18\x03 \x01(\bR\x06stderr\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x1b\n" +
-	"\tmax_bytes\x18\x05 \x01(\x03R\bmaxBytes\"v\n" +
+	"\tmax_bytes\x18\x05 \x01(\x03R\bmaxBytes\"\x8d\x02\n" +
 	"\x11CheckpointRequest\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\tR\x04mode\x12(\n" +
-	"\x10deadline_unix_ms\x18\x03 \x01(\x03R\x0edeadlineUnixMs\"\x1d\n" +
+	"\x10deadline_unix_ms\x18\x03 \x01(\x03R\x0edeadlineUnixMs\x12\x12\n" +
+	"\x04stop\x18\x04 \x01(\bR\x04stop\x12\x16\n" +
+	"\x06signal\x18\x05 \x01(\x05R\x06signal\x12\x12\n" +
+	"\x04hook\x18\x06 \x01(\tR\x04hook\x12\x18\n" +
+	"\awebhook\x18\a \x01(\tR\awebhook\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x12#\n" +
+	"\rgrace_seconds\x18\t \x01(\x03R\fgraceSeconds\"\x1d\n" +
 	"\tReportAck\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq2R\n" +
 	"\fAgentService\x12B\n" +
@@ -1001,7 +1139,7 @@ func file_lattice_v1_agent_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_agent_proto_rawDescData
 }
 
-var file_lattice_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_lattice_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_lattice_v1_agent_proto_goTypes = []any{
 	(*AgentMessage)(nil),      // 0: lattice.v1.AgentMessage
 	(*AgentHello)(nil),        // 1: lattice.v1.AgentHello
@@ -1010,34 +1148,36 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*AllocationReport)(nil),  // 4: lattice.v1.AllocationReport
 	(*LogData)(nil),           // 5: lattice.v1.LogData
 	(*ServerMessage)(nil),     // 6: lattice.v1.ServerMessage
-	(*Assignment)(nil),        // 7: lattice.v1.Assignment
-	(*CancelAllocation)(nil),  // 8: lattice.v1.CancelAllocation
-	(*LogRequest)(nil),        // 9: lattice.v1.LogRequest
-	(*CheckpointRequest)(nil), // 10: lattice.v1.CheckpointRequest
-	(*ReportAck)(nil),         // 11: lattice.v1.ReportAck
-	(*Node)(nil),              // 12: lattice.v1.Node
-	(*Allocation)(nil),        // 13: lattice.v1.Allocation
+	(*CheckpointAck)(nil),     // 7: lattice.v1.CheckpointAck
+	(*Assignment)(nil),        // 8: lattice.v1.Assignment
+	(*CancelAllocation)(nil),  // 9: lattice.v1.CancelAllocation
+	(*LogRequest)(nil),        // 10: lattice.v1.LogRequest
+	(*CheckpointRequest)(nil), // 11: lattice.v1.CheckpointRequest
+	(*ReportAck)(nil),         // 12: lattice.v1.ReportAck
+	(*Node)(nil),              // 13: lattice.v1.Node
+	(*Allocation)(nil),        // 14: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
 	4,  // 1: lattice.v1.AgentMessage.report:type_name -> lattice.v1.AllocationReport
 	5,  // 2: lattice.v1.AgentMessage.log_data:type_name -> lattice.v1.LogData
 	3,  // 3: lattice.v1.AgentMessage.heartbeat:type_name -> lattice.v1.Heartbeat
-	12, // 4: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
+	13, // 4: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
 	2,  // 5: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
-	7,  // 6: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
-	8,  // 7: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
-	9,  // 8: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
-	10, // 9: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
-	11, // 10: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
-	13, // 11: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 12: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	6,  // 13: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	13, // [13:14] is the sub-list for method output_type
-	12, // [12:13] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 6: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
+	9,  // 7: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
+	10, // 8: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
+	11, // 9: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
+	12, // 10: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
+	7,  // 11: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
+	14, // 12: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 13: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	6,  // 14: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	14, // [14:15] is the sub-list for method output_type
+	13, // [13:14] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1059,6 +1199,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_LogRequest)(nil),
 		(*ServerMessage_Checkpoint)(nil),
 		(*ServerMessage_Ack)(nil),
+		(*ServerMessage_CheckpointAck)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1066,7 +1207,7 @@ func file_lattice_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_agent_proto_rawDesc), len(file_lattice_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,206 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type CheckpointAllocationRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClientRequestId string                 `protobuf:"bytes,2,opt,name=client_request_id,json=clientRequestId,proto3" json:"client_request_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CheckpointAllocationRequest) Reset() {
+	*x = CheckpointAllocationRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointAllocationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointAllocationRequest) ProtoMessage() {}
+
+func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointAllocationRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointAllocationRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CheckpointAllocationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CheckpointAllocationRequest) GetClientRequestId() string {
+	if x != nil {
+		return x.ClientRequestId
+	}
+	return ""
+}
+
+type CheckpointAllocationResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	State          string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`                                            // CHECKPOINTING once asked
+	DeadlineUnixMs int64                  `protobuf:"varint,3,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"` // when the agent gives up waiting for the acknowledgement
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CheckpointAllocationResponse) Reset() {
+	*x = CheckpointAllocationResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointAllocationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointAllocationResponse) ProtoMessage() {}
+
+func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointAllocationResponse.ProtoReflect.Descriptor instead.
+func (*CheckpointAllocationResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CheckpointAllocationResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CheckpointAllocationResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *CheckpointAllocationResponse) GetDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.DeadlineUnixMs
+	}
+	return 0
+}
+
+type CheckpointDoneRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Failed        bool                   `protobuf:"varint,2,opt,name=failed,proto3" json:"failed,omitempty"` // the application could not checkpoint
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointDoneRequest) Reset() {
+	*x = CheckpointDoneRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointDoneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointDoneRequest) ProtoMessage() {}
+
+func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointDoneRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointDoneRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CheckpointDoneRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CheckpointDoneRequest) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
+type CheckpointDoneResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointDoneResponse) Reset() {
+	*x = CheckpointDoneResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointDoneResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointDoneResponse) ProtoMessage() {}
+
+func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointDoneResponse.ProtoReflect.Descriptor instead.
+func (*CheckpointDoneResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
+}
+
 type Dependency struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Condition     string                 `protobuf:"bytes,1,opt,name=condition,proto3" json:"condition,omitempty"` // afterok, afterany, afternotok, after, aftercorr, singleton
@@ -31,7 +231,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +243,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +256,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Dependency) GetCondition() string {
@@ -85,7 +285,7 @@ type ArraySpec struct {
 
 func (x *ArraySpec) Reset() {
 	*x = ArraySpec{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +297,7 @@ func (x *ArraySpec) String() string {
 func (*ArraySpec) ProtoMessage() {}
 
 func (x *ArraySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +310,7 @@ func (x *ArraySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArraySpec.ProtoReflect.Descriptor instead.
 func (*ArraySpec) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ArraySpec) GetStart() int32 {
@@ -159,21 +359,25 @@ type AllocationRequest struct {
 	Checkpoint        string                 `protobuf:"bytes,13,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"` // none, signal, hook
 	CheckpointMinutes float64                `protobuf:"fixed64,14,opt,name=checkpoint_minutes,json=checkpointMinutes,proto3" json:"checkpoint_minutes,omitempty"`
 	// hot_data_fraction is the share of input data on the hot tier; negative = unknown.
-	HotDataFraction float64       `protobuf:"fixed64,15,opt,name=hot_data_fraction,json=hotDataFraction,proto3" json:"hot_data_fraction,omitempty"`
-	DependsOn       []*Dependency `protobuf:"bytes,16,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
-	Array           *ArraySpec    `protobuf:"bytes,17,opt,name=array,proto3" json:"array,omitempty"`
-	Constraints     []string      `protobuf:"bytes,18,rep,name=constraints,proto3" json:"constraints,omitempty"`
-	GpuType         string        `protobuf:"bytes,19,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
-	GpusPerNode     int32         `protobuf:"varint,20,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
-	Stdout          string        `protobuf:"bytes,21,opt,name=stdout,proto3" json:"stdout,omitempty"`
-	Stderr          string        `protobuf:"bytes,22,opt,name=stderr,proto3" json:"stderr,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	HotDataFraction      float64       `protobuf:"fixed64,15,opt,name=hot_data_fraction,json=hotDataFraction,proto3" json:"hot_data_fraction,omitempty"`
+	DependsOn            []*Dependency `protobuf:"bytes,16,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	Array                *ArraySpec    `protobuf:"bytes,17,opt,name=array,proto3" json:"array,omitempty"`
+	Constraints          []string      `protobuf:"bytes,18,rep,name=constraints,proto3" json:"constraints,omitempty"`
+	GpuType              string        `protobuf:"bytes,19,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
+	GpusPerNode          int32         `protobuf:"varint,20,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	Stdout               string        `protobuf:"bytes,21,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Stderr               string        `protobuf:"bytes,22,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	CheckpointSignal     string        `protobuf:"bytes,23,opt,name=checkpoint_signal,json=checkpointSignal,proto3" json:"checkpoint_signal,omitempty"`                // signal mode: the signal (default USR1)
+	CheckpointSignalSecs int32         `protobuf:"varint,24,opt,name=checkpoint_signal_secs,json=checkpointSignalSecs,proto3" json:"checkpoint_signal_secs,omitempty"` // also send it this long before the walltime ends (0 = no)
+	CheckpointHook       string        `protobuf:"bytes,25,opt,name=checkpoint_hook,json=checkpointHook,proto3" json:"checkpoint_hook,omitempty"`                      // hook mode: the command
+	CheckpointWebhook    string        `protobuf:"bytes,26,opt,name=checkpoint_webhook,json=checkpointWebhook,proto3" json:"checkpoint_webhook,omitempty"`             // webhook mode: the URL
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *AllocationRequest) Reset() {
 	*x = AllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -185,7 +389,7 @@ func (x *AllocationRequest) String() string {
 func (*AllocationRequest) ProtoMessage() {}
 
 func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -198,7 +402,7 @@ func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocationRequest.ProtoReflect.Descriptor instead.
 func (*AllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AllocationRequest) GetName() string {
@@ -355,6 +559,119 @@ func (x *AllocationRequest) GetStderr() string {
 	return ""
 }
 
+func (x *AllocationRequest) GetCheckpointSignal() string {
+	if x != nil {
+		return x.CheckpointSignal
+	}
+	return ""
+}
+
+func (x *AllocationRequest) GetCheckpointSignalSecs() int32 {
+	if x != nil {
+		return x.CheckpointSignalSecs
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetCheckpointHook() string {
+	if x != nil {
+		return x.CheckpointHook
+	}
+	return ""
+}
+
+func (x *AllocationRequest) GetCheckpointWebhook() string {
+	if x != nil {
+		return x.CheckpointWebhook
+	}
+	return ""
+}
+
+// Preemption is the latest reclaim or preemption of an allocation.
+type Preemption struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Kind           string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`                               // reclaim, preempt
+	ByVcluster     string                 `protobuf:"bytes,2,opt,name=by_vcluster,json=byVcluster,proto3" json:"by_vcluster,omitempty"` // the vCluster that took the nodes
+	ForAllocation  uint64                 `protobuf:"varint,3,opt,name=for_allocation,json=forAllocation,proto3" json:"for_allocation,omitempty"`
+	ForDisplayId   string                 `protobuf:"bytes,4,opt,name=for_display_id,json=forDisplayId,proto3" json:"for_display_id,omitempty"`
+	TimeUnixMs     int64                  `protobuf:"varint,5,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
+	DeadlineUnixMs int64                  `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Preemption) Reset() {
+	*x = Preemption{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Preemption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Preemption) ProtoMessage() {}
+
+func (x *Preemption) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
+func (*Preemption) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Preemption) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Preemption) GetByVcluster() string {
+	if x != nil {
+		return x.ByVcluster
+	}
+	return ""
+}
+
+func (x *Preemption) GetForAllocation() uint64 {
+	if x != nil {
+		return x.ForAllocation
+	}
+	return 0
+}
+
+func (x *Preemption) GetForDisplayId() string {
+	if x != nil {
+		return x.ForDisplayId
+	}
+	return ""
+}
+
+func (x *Preemption) GetTimeUnixMs() int64 {
+	if x != nil {
+		return x.TimeUnixMs
+	}
+	return 0
+}
+
+func (x *Preemption) GetDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.DeadlineUnixMs
+	}
+	return 0
+}
+
 type SubmitRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Request *AllocationRequest     `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
@@ -366,7 +683,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +695,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +708,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SubmitRequest) GetRequest() *AllocationRequest {
@@ -420,7 +737,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +749,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +762,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SubmitResponse) GetIds() []uint64 {
@@ -473,7 +790,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +802,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +815,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Transition) GetState() string {
@@ -543,14 +860,18 @@ type Allocation struct {
 	RequeueCount       int32                  `protobuf:"varint,17,opt,name=requeue_count,json=requeueCount,proto3" json:"requeue_count,omitempty"`
 	CheckpointCount    int32                  `protobuf:"varint,18,opt,name=checkpoint_count,json=checkpointCount,proto3" json:"checkpoint_count,omitempty"`
 	// Pending only: the latest explanation from the scheduler, if any.
-	Explanation   *Explanation `protobuf:"bytes,19,opt,name=explanation,proto3" json:"explanation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Explanation              *Explanation `protobuf:"bytes,19,opt,name=explanation,proto3" json:"explanation,omitempty"`
+	LastCheckpointUnixMs     int64        `protobuf:"varint,20,opt,name=last_checkpoint_unix_ms,json=lastCheckpointUnixMs,proto3" json:"last_checkpoint_unix_ms,omitempty"`
+	Preemption               *Preemption  `protobuf:"bytes,21,opt,name=preemption,proto3" json:"preemption,omitempty"`
+	CheckpointReason         string       `protobuf:"bytes,22,opt,name=checkpoint_reason,json=checkpointReason,proto3" json:"checkpoint_reason,omitempty"`                              // while CHECKPOINTING: user, proactive, signal, reclaim, preempt
+	CheckpointDeadlineUnixMs int64        `protobuf:"varint,23,opt,name=checkpoint_deadline_unix_ms,json=checkpointDeadlineUnixMs,proto3" json:"checkpoint_deadline_unix_ms,omitempty"` // while CHECKPOINTING
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +883,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +896,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Allocation) GetId() uint64 {
@@ -711,6 +1032,34 @@ func (x *Allocation) GetExplanation() *Explanation {
 	return nil
 }
 
+func (x *Allocation) GetLastCheckpointUnixMs() int64 {
+	if x != nil {
+		return x.LastCheckpointUnixMs
+	}
+	return 0
+}
+
+func (x *Allocation) GetPreemption() *Preemption {
+	if x != nil {
+		return x.Preemption
+	}
+	return nil
+}
+
+func (x *Allocation) GetCheckpointReason() string {
+	if x != nil {
+		return x.CheckpointReason
+	}
+	return ""
+}
+
+func (x *Allocation) GetCheckpointDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.CheckpointDeadlineUnixMs
+	}
+	return 0
+}
+
 type GetAllocationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is "12" or an array task "12_3".
@@ -721,7 +1070,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +1082,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +1095,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetAllocationRequest) GetId() string {
@@ -771,7 +1120,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +1132,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +1145,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListAllocationsRequest) GetStates() []string {
@@ -843,7 +1192,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +1204,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +1217,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -888,7 +1237,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +1249,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +1262,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelRequest) GetIds() []string {
@@ -941,7 +1290,7 @@ type CancelResult struct {
 
 func (x *CancelResult) Reset() {
 	*x = CancelResult{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1302,7 @@ func (x *CancelResult) String() string {
 func (*CancelResult) ProtoMessage() {}
 
 func (x *CancelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1315,7 @@ func (x *CancelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResult.ProtoReflect.Descriptor instead.
 func (*CancelResult) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelResult) GetId() string {
@@ -999,7 +1348,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1360,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1373,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelResponse) GetResults() []*CancelResult {
@@ -1046,7 +1395,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1407,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1420,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1113,7 +1462,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1474,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1487,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -1171,7 +1520,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1532,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1545,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExplainRequest) GetId() string {
@@ -1219,7 +1568,7 @@ type FactorScore struct {
 
 func (x *FactorScore) Reset() {
 	*x = FactorScore{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1580,7 @@ func (x *FactorScore) String() string {
 func (*FactorScore) ProtoMessage() {}
 
 func (x *FactorScore) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1593,7 @@ func (x *FactorScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactorScore.ProtoReflect.Descriptor instead.
 func (*FactorScore) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FactorScore) GetName() string {
@@ -1292,7 +1641,7 @@ type FilterCount struct {
 
 func (x *FilterCount) Reset() {
 	*x = FilterCount{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1653,7 @@ func (x *FilterCount) String() string {
 func (*FilterCount) ProtoMessage() {}
 
 func (x *FilterCount) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1666,7 @@ func (x *FilterCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterCount.ProtoReflect.Descriptor instead.
 func (*FilterCount) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FilterCount) GetFilter() string {
@@ -1354,7 +1703,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1715,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1728,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Explanation) GetId() string {
@@ -1471,7 +1820,18 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"<\n" +
+	"lattice.v1\"Y\n" +
+	"\x1bCheckpointAllocationRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"n\n" +
+	"\x1cCheckpointAllocationResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12(\n" +
+	"\x10deadline_unix_ms\x18\x03 \x01(\x03R\x0edeadlineUnixMs\"?\n" +
+	"\x15CheckpointDoneRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06failed\x18\x02 \x01(\bR\x06failed\"\x18\n" +
+	"\x16CheckpointDoneResponse\"<\n" +
 	"\n" +
 	"Dependency\x12\x1c\n" +
 	"\tcondition\x18\x01 \x01(\tR\tcondition\x12\x10\n" +
@@ -1480,7 +1840,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xd0\x05\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x8b\a\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -1507,7 +1867,21 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\bgpu_type\x18\x13 \x01(\tR\agpuType\x12\"\n" +
 	"\rgpus_per_node\x18\x14 \x01(\x05R\vgpusPerNode\x12\x16\n" +
 	"\x06stdout\x18\x15 \x01(\tR\x06stdout\x12\x16\n" +
-	"\x06stderr\x18\x16 \x01(\tR\x06stderr\"t\n" +
+	"\x06stderr\x18\x16 \x01(\tR\x06stderr\x12+\n" +
+	"\x11checkpoint_signal\x18\x17 \x01(\tR\x10checkpointSignal\x124\n" +
+	"\x16checkpoint_signal_secs\x18\x18 \x01(\x05R\x14checkpointSignalSecs\x12'\n" +
+	"\x0fcheckpoint_hook\x18\x19 \x01(\tR\x0echeckpointHook\x12-\n" +
+	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\"\xda\x01\n" +
+	"\n" +
+	"Preemption\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
+	"\vby_vcluster\x18\x02 \x01(\tR\n" +
+	"byVcluster\x12%\n" +
+	"\x0efor_allocation\x18\x03 \x01(\x04R\rforAllocation\x12$\n" +
+	"\x0efor_display_id\x18\x04 \x01(\tR\fforDisplayId\x12 \n" +
+	"\ftime_unix_ms\x18\x05 \x01(\x03R\n" +
+	"timeUnixMs\x12(\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"A\n" +
@@ -1520,7 +1894,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\xc8\x05\n" +
+	"timeUnixMs\"\xa3\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -1545,7 +1919,13 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\ahistory\x18\x10 \x03(\v2\x16.lattice.v1.TransitionR\ahistory\x12#\n" +
 	"\rrequeue_count\x18\x11 \x01(\x05R\frequeueCount\x12)\n" +
 	"\x10checkpoint_count\x18\x12 \x01(\x05R\x0fcheckpointCount\x129\n" +
-	"\vexplanation\x18\x13 \x01(\v2\x17.lattice.v1.ExplanationR\vexplanation\"&\n" +
+	"\vexplanation\x18\x13 \x01(\v2\x17.lattice.v1.ExplanationR\vexplanation\x125\n" +
+	"\x17last_checkpoint_unix_ms\x18\x14 \x01(\x03R\x14lastCheckpointUnixMs\x126\n" +
+	"\n" +
+	"preemption\x18\x15 \x01(\v2\x16.lattice.v1.PreemptionR\n" +
+	"preemption\x12+\n" +
+	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
+	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\xae\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
@@ -1598,14 +1978,17 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fweights_profile\x18\n" +
 	" \x01(\tR\x0eweightsProfile\x12%\n" +
 	"\x0equeue_position\x18\v \x01(\x05R\rqueuePosition\x12\x14\n" +
-	"\x05nodes\x18\f \x03(\tR\x05nodes2\xa0\x03\n" +
+	"\x05nodes\x18\f \x03(\tR\x05nodes2\xda\x04\n" +
 	"\x11AllocationService\x12?\n" +
 	"\x06Submit\x12\x19.lattice.v1.SubmitRequest\x1a\x1a.lattice.v1.SubmitResponse\x12?\n" +
 	"\x03Get\x12 .lattice.v1.GetAllocationRequest\x1a\x16.lattice.v1.Allocation\x12O\n" +
 	"\x04List\x12\".lattice.v1.ListAllocationsRequest\x1a#.lattice.v1.ListAllocationsResponse\x12?\n" +
 	"\x06Cancel\x12\x19.lattice.v1.CancelRequest\x1a\x1a.lattice.v1.CancelResponse\x127\n" +
 	"\x04Logs\x12\x17.lattice.v1.LogsRequest\x1a\x14.lattice.v1.LogChunk0\x01\x12>\n" +
-	"\aExplain\x12\x1a.lattice.v1.ExplainRequest\x1a\x17.lattice.v1.ExplanationB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
+	"\aExplain\x12\x1a.lattice.v1.ExplainRequest\x1a\x17.lattice.v1.Explanation\x12_\n" +
+	"\n" +
+	"Checkpoint\x12'.lattice.v1.CheckpointAllocationRequest\x1a(.lattice.v1.CheckpointAllocationResponse\x12W\n" +
+	"\x0eCheckpointDone\x12!.lattice.v1.CheckpointDoneRequest\x1a\".lattice.v1.CheckpointDoneResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
 var (
 	file_lattice_v1_allocation_proto_rawDescOnce sync.Once
@@ -1619,56 +2002,66 @@ func file_lattice_v1_allocation_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_allocation_proto_rawDescData
 }
 
-var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_lattice_v1_allocation_proto_goTypes = []any{
-	(*Dependency)(nil),              // 0: lattice.v1.Dependency
-	(*ArraySpec)(nil),               // 1: lattice.v1.ArraySpec
-	(*AllocationRequest)(nil),       // 2: lattice.v1.AllocationRequest
-	(*SubmitRequest)(nil),           // 3: lattice.v1.SubmitRequest
-	(*SubmitResponse)(nil),          // 4: lattice.v1.SubmitResponse
-	(*Transition)(nil),              // 5: lattice.v1.Transition
-	(*Allocation)(nil),              // 6: lattice.v1.Allocation
-	(*GetAllocationRequest)(nil),    // 7: lattice.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),  // 8: lattice.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil), // 9: lattice.v1.ListAllocationsResponse
-	(*CancelRequest)(nil),           // 10: lattice.v1.CancelRequest
-	(*CancelResult)(nil),            // 11: lattice.v1.CancelResult
-	(*CancelResponse)(nil),          // 12: lattice.v1.CancelResponse
-	(*LogsRequest)(nil),             // 13: lattice.v1.LogsRequest
-	(*LogChunk)(nil),                // 14: lattice.v1.LogChunk
-	(*ExplainRequest)(nil),          // 15: lattice.v1.ExplainRequest
-	(*FactorScore)(nil),             // 16: lattice.v1.FactorScore
-	(*FilterCount)(nil),             // 17: lattice.v1.FilterCount
-	(*Explanation)(nil),             // 18: lattice.v1.Explanation
+	(*CheckpointAllocationRequest)(nil),  // 0: lattice.v1.CheckpointAllocationRequest
+	(*CheckpointAllocationResponse)(nil), // 1: lattice.v1.CheckpointAllocationResponse
+	(*CheckpointDoneRequest)(nil),        // 2: lattice.v1.CheckpointDoneRequest
+	(*CheckpointDoneResponse)(nil),       // 3: lattice.v1.CheckpointDoneResponse
+	(*Dependency)(nil),                   // 4: lattice.v1.Dependency
+	(*ArraySpec)(nil),                    // 5: lattice.v1.ArraySpec
+	(*AllocationRequest)(nil),            // 6: lattice.v1.AllocationRequest
+	(*Preemption)(nil),                   // 7: lattice.v1.Preemption
+	(*SubmitRequest)(nil),                // 8: lattice.v1.SubmitRequest
+	(*SubmitResponse)(nil),               // 9: lattice.v1.SubmitResponse
+	(*Transition)(nil),                   // 10: lattice.v1.Transition
+	(*Allocation)(nil),                   // 11: lattice.v1.Allocation
+	(*GetAllocationRequest)(nil),         // 12: lattice.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 13: lattice.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 14: lattice.v1.ListAllocationsResponse
+	(*CancelRequest)(nil),                // 15: lattice.v1.CancelRequest
+	(*CancelResult)(nil),                 // 16: lattice.v1.CancelResult
+	(*CancelResponse)(nil),               // 17: lattice.v1.CancelResponse
+	(*LogsRequest)(nil),                  // 18: lattice.v1.LogsRequest
+	(*LogChunk)(nil),                     // 19: lattice.v1.LogChunk
+	(*ExplainRequest)(nil),               // 20: lattice.v1.ExplainRequest
+	(*FactorScore)(nil),                  // 21: lattice.v1.FactorScore
+	(*FilterCount)(nil),                  // 22: lattice.v1.FilterCount
+	(*Explanation)(nil),                  // 23: lattice.v1.Explanation
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
-	0,  // 0: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
-	1,  // 1: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
-	2,  // 2: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
-	2,  // 3: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
-	5,  // 4: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
-	18, // 5: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
-	6,  // 6: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	11, // 7: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	16, // 8: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	17, // 9: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	3,  // 10: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	7,  // 11: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	8,  // 12: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	10, // 13: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	13, // 14: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	15, // 15: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	4,  // 16: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	6,  // 17: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	9,  // 18: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	12, // 19: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	14, // 20: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	18, // 21: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	16, // [16:22] is the sub-list for method output_type
-	10, // [10:16] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	4,  // 0: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
+	5,  // 1: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
+	6,  // 2: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
+	6,  // 3: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
+	10, // 4: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
+	23, // 5: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
+	7,  // 6: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
+	11, // 7: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	16, // 8: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	21, // 9: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	22, // 10: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	8,  // 11: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	12, // 12: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	13, // 13: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	15, // 14: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	18, // 15: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	20, // 16: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	0,  // 17: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	2,  // 18: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	9,  // 19: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	11, // 20: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	14, // 21: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	17, // 22: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	19, // 23: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	23, // 24: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	1,  // 25: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	3,  // 26: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -1682,7 +2075,7 @@ func file_lattice_v1_allocation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_allocation_proto_rawDesc), len(file_lattice_v1_allocation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,12 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AllocationService_Submit_FullMethodName  = "/lattice.v1.AllocationService/Submit"
-	AllocationService_Get_FullMethodName     = "/lattice.v1.AllocationService/Get"
-	AllocationService_List_FullMethodName    = "/lattice.v1.AllocationService/List"
-	AllocationService_Cancel_FullMethodName  = "/lattice.v1.AllocationService/Cancel"
-	AllocationService_Logs_FullMethodName    = "/lattice.v1.AllocationService/Logs"
-	AllocationService_Explain_FullMethodName = "/lattice.v1.AllocationService/Explain"
+	AllocationService_Submit_FullMethodName         = "/lattice.v1.AllocationService/Submit"
+	AllocationService_Get_FullMethodName            = "/lattice.v1.AllocationService/Get"
+	AllocationService_List_FullMethodName           = "/lattice.v1.AllocationService/List"
+	AllocationService_Cancel_FullMethodName         = "/lattice.v1.AllocationService/Cancel"
+	AllocationService_Logs_FullMethodName           = "/lattice.v1.AllocationService/Logs"
+	AllocationService_Explain_FullMethodName        = "/lattice.v1.AllocationService/Explain"
+	AllocationService_Checkpoint_FullMethodName     = "/lattice.v1.AllocationService/Checkpoint"
+	AllocationService_CheckpointDone_FullMethodName = "/lattice.v1.AllocationService/CheckpointDone"
 )
 
 // AllocationServiceClient is the client API for AllocationService service.
@@ -40,6 +42,11 @@ type AllocationServiceClient interface {
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
 	Logs(ctx context.Context, in *LogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*Explanation, error)
+	// Checkpoint asks a running allocation to checkpoint now (it keeps running).
+	Checkpoint(ctx context.Context, in *CheckpointAllocationRequest, opts ...grpc.CallOption) (*CheckpointAllocationResponse, error)
+	// CheckpointDone acknowledges a webhook-mode checkpoint (the application
+	// calls it, or `latticectl checkpoint done ID`, once its checkpoint is written).
+	CheckpointDone(ctx context.Context, in *CheckpointDoneRequest, opts ...grpc.CallOption) (*CheckpointDoneResponse, error)
 }
 
 type allocationServiceClient struct {
@@ -119,6 +126,26 @@ func (c *allocationServiceClient) Explain(ctx context.Context, in *ExplainReques
 	return out, nil
 }
 
+func (c *allocationServiceClient) Checkpoint(ctx context.Context, in *CheckpointAllocationRequest, opts ...grpc.CallOption) (*CheckpointAllocationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckpointAllocationResponse)
+	err := c.cc.Invoke(ctx, AllocationService_Checkpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) CheckpointDone(ctx context.Context, in *CheckpointDoneRequest, opts ...grpc.CallOption) (*CheckpointDoneResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckpointDoneResponse)
+	err := c.cc.Invoke(ctx, AllocationService_CheckpointDone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AllocationServiceServer is the server API for AllocationService service.
 // All implementations must embed UnimplementedAllocationServiceServer
 // for forward compatibility.
@@ -132,6 +159,11 @@ type AllocationServiceServer interface {
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
 	Logs(*LogsRequest, grpc.ServerStreamingServer[LogChunk]) error
 	Explain(context.Context, *ExplainRequest) (*Explanation, error)
+	// Checkpoint asks a running allocation to checkpoint now (it keeps running).
+	Checkpoint(context.Context, *CheckpointAllocationRequest) (*CheckpointAllocationResponse, error)
+	// CheckpointDone acknowledges a webhook-mode checkpoint (the application
+	// calls it, or `latticectl checkpoint done ID`, once its checkpoint is written).
+	CheckpointDone(context.Context, *CheckpointDoneRequest) (*CheckpointDoneResponse, error)
 	mustEmbedUnimplementedAllocationServiceServer()
 }
 
@@ -159,6 +191,12 @@ func (UnimplementedAllocationServiceServer) Logs(*LogsRequest, grpc.ServerStream
 }
 func (UnimplementedAllocationServiceServer) Explain(context.Context, *ExplainRequest) (*Explanation, error) {
 	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedAllocationServiceServer) Checkpoint(context.Context, *CheckpointAllocationRequest) (*CheckpointAllocationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Checkpoint not implemented")
+}
+func (UnimplementedAllocationServiceServer) CheckpointDone(context.Context, *CheckpointDoneRequest) (*CheckpointDoneResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckpointDone not implemented")
 }
 func (UnimplementedAllocationServiceServer) mustEmbedUnimplementedAllocationServiceServer() {}
 func (UnimplementedAllocationServiceServer) testEmbeddedByValue()                           {}
@@ -282,6 +320,42 @@ func _AllocationService_Explain_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AllocationService_Checkpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckpointAllocationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).Checkpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_Checkpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).Checkpoint(ctx, req.(*CheckpointAllocationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_CheckpointDone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckpointDoneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).CheckpointDone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_CheckpointDone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).CheckpointDone(ctx, req.(*CheckpointDoneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AllocationService_ServiceDesc is the grpc.ServiceDesc for AllocationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -308,6 +382,14 @@ var AllocationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Explain",
 			Handler:    _AllocationService_Explain_Handler,
+		},
+		{
+			MethodName: "Checkpoint",
+			Handler:    _AllocationService_Checkpoint_Handler,
+		},
+		{
+			MethodName: "CheckpointDone",
+			Handler:    _AllocationService_CheckpointDone_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -40,6 +40,12 @@ type Node struct {
 	StateReason         string                 `protobuf:"bytes,15,opt,name=state_reason,json=stateReason,proto3" json:"state_reason,omitempty"`
 	Agent               string                 `protobuf:"bytes,16,opt,name=agent,proto3" json:"agent,omitempty"`
 	LastHeartbeatUnixMs int64                  `protobuf:"varint,17,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
+	Borrowed            bool                   `protobuf:"varint,18,opt,name=borrowed,proto3" json:"borrowed,omitempty"`                                      // current_vcluster differs from home_vcluster
+	ReturnRequested     bool                   `protobuf:"varint,19,opt,name=return_requested,json=returnRequested,proto3" json:"return_requested,omitempty"` // reclaimed by its home: goes back when its allocation ends
+	ReservedFor         uint64                 `protobuf:"varint,20,opt,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`             // held for this pending allocation (after a reclaim or preemption)
+	ReservedUntilUnixMs int64                  `protobuf:"varint,21,opt,name=reserved_until_unix_ms,json=reservedUntilUnixMs,proto3" json:"reserved_until_unix_ms,omitempty"`
+	ReclaimedFrom       string                 `protobuf:"bytes,22,opt,name=reclaimed_from,json=reclaimedFrom,proto3" json:"reclaimed_from,omitempty"` // may not be borrowed again by this vCluster until the back-off ends
+	ReclaimedAtUnixMs   int64                  `protobuf:"varint,23,opt,name=reclaimed_at_unix_ms,json=reclaimedAtUnixMs,proto3" json:"reclaimed_at_unix_ms,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -189,6 +195,48 @@ func (x *Node) GetAgent() string {
 func (x *Node) GetLastHeartbeatUnixMs() int64 {
 	if x != nil {
 		return x.LastHeartbeatUnixMs
+	}
+	return 0
+}
+
+func (x *Node) GetBorrowed() bool {
+	if x != nil {
+		return x.Borrowed
+	}
+	return false
+}
+
+func (x *Node) GetReturnRequested() bool {
+	if x != nil {
+		return x.ReturnRequested
+	}
+	return false
+}
+
+func (x *Node) GetReservedFor() uint64 {
+	if x != nil {
+		return x.ReservedFor
+	}
+	return 0
+}
+
+func (x *Node) GetReservedUntilUnixMs() int64 {
+	if x != nil {
+		return x.ReservedUntilUnixMs
+	}
+	return 0
+}
+
+func (x *Node) GetReclaimedFrom() string {
+	if x != nil {
+		return x.ReclaimedFrom
+	}
+	return ""
+}
+
+func (x *Node) GetReclaimedAtUnixMs() int64 {
+	if x != nil {
+		return x.ReclaimedAtUnixMs
 	}
 	return 0
 }
@@ -695,7 +743,7 @@ var File_lattice_v1_node_proto protoreflect.FileDescriptor
 const file_lattice_v1_node_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/node.proto\x12\n" +
-	"lattice.v1\"\xa4\x04\n" +
+	"lattice.v1\"\x9b\x06\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
@@ -719,7 +767,13 @@ const file_lattice_v1_node_proto_rawDesc = "" +
 	"busy_watts\x18\x0e \x01(\x05R\tbusyWatts\x12!\n" +
 	"\fstate_reason\x18\x0f \x01(\tR\vstateReason\x12\x14\n" +
 	"\x05agent\x18\x10 \x01(\tR\x05agent\x123\n" +
-	"\x16last_heartbeat_unix_ms\x18\x11 \x01(\x03R\x13lastHeartbeatUnixMs\"Y\n" +
+	"\x16last_heartbeat_unix_ms\x18\x11 \x01(\x03R\x13lastHeartbeatUnixMs\x12\x1a\n" +
+	"\bborrowed\x18\x12 \x01(\bR\bborrowed\x12)\n" +
+	"\x10return_requested\x18\x13 \x01(\bR\x0freturnRequested\x12!\n" +
+	"\freserved_for\x18\x14 \x01(\x04R\vreservedFor\x123\n" +
+	"\x16reserved_until_unix_ms\x18\x15 \x01(\x03R\x13reservedUntilUnixMs\x12%\n" +
+	"\x0ereclaimed_from\x18\x16 \x01(\tR\rreclaimedFrom\x12/\n" +
+	"\x14reclaimed_at_unix_ms\x18\x17 \x01(\x03R\x11reclaimedAtUnixMs\"Y\n" +
 	"\x14RegisterNodesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\"7\n" +
