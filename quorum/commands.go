@@ -30,6 +30,8 @@ const (
 	CmdSetMember      CommandType = 14
 	CmdRemoveMember   CommandType = 15
 	CmdSetDefaults    CommandType = 16
+	CmdPreempt        CommandType = 17
+	CmdCheckpoint     CommandType = 18
 )
 
 var commandNames = map[CommandType]string{
@@ -38,6 +40,7 @@ var commandNames = map[CommandType]string{
 	CmdSetVCluster: "set_vcluster", CmdSetTenant: "set_tenant", CmdSetPowerBudget: "set_power_budget",
 	CmdRequeue: "requeue", CmdReturnNodes: "return_nodes", CmdReclaim: "reclaim", CmdPrune: "prune",
 	CmdSetMember: "set_member", CmdRemoveMember: "remove_member", CmdSetDefaults: "set_defaults",
+	CmdPreempt: "preempt", CmdCheckpoint: "checkpoint",
 }
 
 func (t CommandType) String() string {
@@ -185,11 +188,64 @@ type ReturnNodes struct {
 }
 
 // Reclaim asks for borrowed nodes back: idle ones return at once, busy ones
-// are marked and return when their allocation ends (after the checkpoint
-// broker has had it checkpointed or stopped).
+// are marked and return when their allocation ends. Nodes alone (an
+// admin's reclaim) only marks them. Items, proposed by a home vCluster's
+// loop, also start the borrowers' checkpoints: each item's busy lent nodes
+// are marked, their allocations move to CHECKPOINTING with a Preemption
+// record (deadline = Time + the home's reclaim grace), the borrower may not
+// borrow them again for the home's back-off, and every node of Reserve is
+// held for ForAlloc until ReserveUntil.
 type Reclaim struct {
 	Header
-	Nodes []string `json:"nodes"`
+	Nodes        []string      `json:"nodes,omitempty"`
+	VCluster     string        `json:"vcluster,omitempty"` // the home vCluster reclaiming (with Items)
+	Items        []ReclaimItem `json:"items,omitempty"`
+	ReserveUntil time.Time     `json:"reserve_until,omitzero"`
+}
+
+// ReclaimItem is one reclaim for one pending allocation of the home vCluster.
+type ReclaimItem struct {
+	ForAlloc uint64   `json:"for_alloc"`
+	Nodes    []string `json:"nodes"`
+	Reserve  []string `json:"reserve,omitempty"`
+	Version  uint64   `json:"version"`
+}
+
+// Preempt stops running allocations of a vCluster for a pending one of a
+// strictly higher priority class. Each item is checked (classes, class 10
+// never a victim, the victims' vCluster allows preemption, staleness) and
+// commits whole or not at all: its victims move to CHECKPOINTING with a
+// Preemption record (deadline = Time + the vCluster's reclaim grace) and
+// its Reserve nodes are held for ForAlloc until ReserveUntil.
+type Preempt struct {
+	Header
+	VCluster     string        `json:"vcluster"`
+	Items        []PreemptItem `json:"items"`
+	ReserveUntil time.Time     `json:"reserve_until,omitzero"`
+}
+
+// PreemptItem is one preemption: the victims freeing Reserve for ForAlloc.
+type PreemptItem struct {
+	ForAlloc uint64   `json:"for_alloc"`
+	Victims  []uint64 `json:"victims"`
+	Reserve  []string `json:"reserve,omitempty"`
+	Version  uint64   `json:"version"`
+}
+
+// Checkpoint asks running allocations to checkpoint and keep running (a
+// user's request, a proactive checkpoint of the broker, sbatch's --signal
+// lead time): RUNNING → CHECKPOINTING until the agent reports it RUNNING
+// again (Checkpointed or not).
+type Checkpoint struct {
+	Header
+	Items []CheckpointItem `json:"items"`
+}
+
+// CheckpointItem is one checkpoint request.
+type CheckpointItem struct {
+	AllocID  uint64    `json:"alloc_id"`
+	Reason   string    `json:"reason"` // user, proactive, signal
+	Deadline time.Time `json:"deadline"`
 }
 
 // Prune drops terminal allocations that ended before Before (retention).
@@ -239,6 +295,8 @@ func (*Prune) Type() CommandType          { return CmdPrune }
 func (*SetMember) Type() CommandType      { return CmdSetMember }
 func (*RemoveMember) Type() CommandType   { return CmdRemoveMember }
 func (*SetDefaults) Type() CommandType    { return CmdSetDefaults }
+func (*Preempt) Type() CommandType        { return CmdPreempt }
+func (*Checkpoint) Type() CommandType     { return CmdCheckpoint }
 
 // Encode serialises a command as one type byte followed by its body:
 // binary for AssignBatch and UpdateAllocs (see codec.go), JSON for the others.
@@ -313,6 +371,10 @@ func Decode(data []byte) (Command, error) {
 		c = &RemoveMember{}
 	case CmdSetDefaults:
 		c = &SetDefaults{}
+	case CmdPreempt:
+		c = &Preempt{}
+	case CmdCheckpoint:
+		c = &Checkpoint{}
 	default:
 		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
 	}

@@ -334,3 +334,62 @@ func newVCluster(name string, t model.VClusterType) model.VCluster {
 	}
 	return vc
 }
+
+// reserveUntil is how long the nodes of a reclaim or a preemption are held
+// for the allocation they were freed for: the victims' checkpoint grace,
+// the agent's kill grace, and a minute for the stop to be reported and the
+// next cycle to place it.
+func (s *Server) reserveUntil(grace time.Duration) time.Time {
+	return s.cfg.Clock().Add(grace + s.cfg.KillGrace + time.Minute)
+}
+
+// maxGrace is the reclaim grace of vCluster name (and of any vCluster, when
+// the reclaim takes nodes from several borrowers, the home's is what counts).
+func (s *Server) graceOf(name string) time.Duration {
+	grace := model.DefaultReclaimGrace
+	s.view(func(st *quorum.State) {
+		if vc := st.VCluster(name); vc != nil {
+			grace = vc.Grace()
+		}
+	})
+	return grace
+}
+
+// Reclaim implements vcluster.Proposer: one Raft entry with every reclaim
+// of a home vCluster's cycle.
+func (s *Server) Reclaim(ctx context.Context, vc string, items []vcluster.ReclaimProposal) ([]vcluster.Outcome, error) {
+	cmd := &quorum.Reclaim{VCluster: vc, ReserveUntil: s.reserveUntil(s.graceOf(vc))}
+	for _, it := range items {
+		cmd.Items = append(cmd.Items, quorum.ReclaimItem{ForAlloc: it.ForAlloc, Nodes: it.Nodes, Reserve: it.Reserve, Version: it.Version})
+	}
+	return s.proposeItems(ctx, cmd, "reclaim")
+}
+
+// Preempt implements vcluster.Proposer.
+func (s *Server) Preempt(ctx context.Context, vc string, items []vcluster.PreemptProposal) ([]vcluster.Outcome, error) {
+	cmd := &quorum.Preempt{VCluster: vc, ReserveUntil: s.reserveUntil(s.graceOf(vc))}
+	for _, it := range items {
+		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Reserve: it.Reserve, Version: it.Version})
+	}
+	return s.proposeItems(ctx, cmd, "preempt")
+}
+
+// proposeItems proposes a batch command and turns its per-item results into outcomes.
+func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, kind string) ([]vcluster.Outcome, error) {
+	r, err := s.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rejection != nil {
+		return nil, r.Rejection
+	}
+	out := make([]vcluster.Outcome, len(r.Items))
+	for i, it := range r.Items {
+		out[i] = vcluster.Outcome{AllocID: it.ID, Committed: it.Committed}
+		if it.Rejection != nil {
+			out[i].Reason, out[i].Message = it.Rejection.Reason, it.Rejection.Message
+			s.log.Debug(kind+" rejected", "alloc", it.ID, "why", it.Rejection.Message)
+		}
+	}
+	return out, nil
+}

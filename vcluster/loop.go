@@ -36,9 +36,36 @@ type Outcome struct {
 	Message   string
 }
 
-// Proposer sends one cycle's batch to the quorum.
+// ReclaimProposal asks for lent nodes back so that ForAlloc, a pending
+// allocation of the proposing (home) vCluster, can start on Reserve. The
+// quorum moves the borrowers' allocations on Nodes to CHECKPOINTING (the
+// checkpoint broker asks them to checkpoint within the home's reclaim
+// grace; then they are stopped and requeued), marks Nodes to go home when
+// they are free, and holds every node of Reserve for ForAlloc until the
+// leader's deadline.
+type ReclaimProposal struct {
+	ForAlloc uint64
+	Nodes    []string // busy nodes lent to other vClusters, to take back
+	Reserve  []string // every node of the planned start (idle own ones too)
+	Version  uint64
+}
+
+// PreemptProposal asks the quorum to preempt Victims (running allocations
+// of this vCluster of a strictly lower priority class) so that ForAlloc can
+// start on Reserve.
+type PreemptProposal struct {
+	ForAlloc uint64
+	Victims  []uint64
+	Reserve  []string
+	Version  uint64
+}
+
+// Proposer sends one cycle's proposals to the quorum. Outcomes of Reclaim
+// and Preempt carry ForAlloc as AllocID.
 type Proposer interface {
 	AssignBatch(ctx context.Context, vcluster string, items []Assignment) ([]Outcome, error)
+	Reclaim(ctx context.Context, vcluster string, items []ReclaimProposal) ([]Outcome, error)
+	Preempt(ctx context.Context, vcluster string, items []PreemptProposal) ([]Outcome, error)
 }
 
 // Planner is the scheduling algorithm: solver.Solve in production.
