@@ -171,8 +171,10 @@ func TestSubmitSendsTheRequest(t *testing.T) {
 		req.GetWalltimeSeconds() != 3600 || len(req.GetCommand()) != 0 {
 		t.Errorf("request %v", req)
 	}
-	// 14_0 was resolved to allocation 14 through Get.
-	if deps := req.GetDependsOn(); len(deps) != 1 || deps[0].GetCondition() != "afterok" || !reflect.DeepEqual(deps[0].GetIds(), []uint64{14}) {
+	// 14_0 was resolved to allocation 14 through Get, and marked as one
+	// task (14 alone would mean the whole array).
+	if deps := req.GetDependsOn(); len(deps) != 1 || deps[0].GetCondition() != "afterok" || !reflect.DeepEqual(deps[0].GetIds(), []uint64{14}) ||
+		!deps[0].GetTask() || req.GetDependencyAny() {
 		t.Errorf("depends_on %v", deps)
 	}
 	if f.submits[0].GetClientRequestId() == "" {
@@ -187,6 +189,16 @@ func TestSubmitSendsTheRequest(t *testing.T) {
 	}
 	if got := f.submits[1].GetRequest().GetCommand(); !reflect.DeepEqual(got, []string{"sh", "-c", "echo hello-$LATTICE_ALLOC_ID"}) {
 		t.Errorf("command %q", got)
+	}
+	r = run(t, servers(f.addr), "submit", "-J", "post", "--dependency", "afterok:14?afternotok:12,singleton", "--", "true")
+	mustCode(t, r, ExitUsage)
+	if !strings.Contains(r.stderr, "not both") {
+		t.Errorf("mixed separators: %q", r.stderr)
+	}
+	r = run(t, servers(f.addr), "submit", "-J", "post", "--dependency", "afterok:14?afternotok:12", "--", "true")
+	mustCode(t, r, 0)
+	if req := f.submits[len(f.submits)-1].GetRequest(); !req.GetDependencyAny() || len(req.GetDependsOn()) != 2 || req.GetDependsOn()[0].GetTask() {
+		t.Errorf("any-of request %v", req)
 	}
 	r = run(t, servers(f.addr), "submit", "-d", "afterok:77_1", "--", "true")
 	mustCode(t, r, ExitNotFound)

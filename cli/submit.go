@@ -349,11 +349,11 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 		return nil, wrap(err)
 	}
 	if v, wrap := get(optDependsOn, ""); v != "" {
-		deps, err := resolveTaskIDs(v, in.resolveTask)
-		if err != nil {
-			return nil, wrap(err)
+		var task model.TaskResolver
+		if in.resolveTask != nil {
+			task = func(arr uint64, i int) (uint64, error) { return in.resolveTask(fmt.Sprintf("%d_%d", arr, i)) }
 		}
-		if req.DependsOn, err = model.ParseDependencies(deps); err != nil {
+		if req.DependsOn, req.DependencyAny, err = model.ParseDependencies(v, task); err != nil {
 			return nil, wrap(err)
 		}
 	}
@@ -428,37 +428,6 @@ func defaultName(in submitInput) string {
 		return filepath.Base(in.scriptPath)
 	}
 	return ""
-}
-
-var taskIDPattern = regexp.MustCompile(`^[0-9]+_[0-9]+$`)
-
-// resolveTaskIDs rewrites array task ids (12_3) in a dependency list to
-// allocation ids, asking the server; model.ParseDependencies takes only
-// plain ids.
-func resolveTaskIDs(deps string, resolve func(string) (uint64, error)) (string, error) {
-	if !strings.Contains(deps, "_") {
-		return deps, nil
-	}
-	parts := strings.FieldsFunc(deps, func(r rune) bool { return r == ',' || r == '?' })
-	for i, part := range parts {
-		fields := strings.Split(part, ":")
-		for j, f := range fields[1:] {
-			if !taskIDPattern.MatchString(f) {
-				continue
-			}
-			if resolve == nil {
-				return "", &model.FieldError{Field: "depends-on", Value: f,
-					Allowed: "plain allocation ids with --dry-run (array task ids such as 12_3 are looked up on the server)"}
-			}
-			id, err := resolve(f)
-			if err != nil {
-				return "", err
-			}
-			fields[j+1] = strconv.FormatUint(id, 10)
-		}
-		parts[i] = strings.Join(fields, ":")
-	}
-	return strings.Join(parts, ","), nil
 }
 
 const gresAllowed = "gpu[:TYPE][:N], e.g. gpu:4 or gpu:a100:4 (only GPUs are supported)"
@@ -581,8 +550,9 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		p.HotDataFraction = *req.HotDataFraction
 	}
 	for _, d := range req.DependsOn {
-		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs})
+		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
+	p.DependencyAny = req.DependencyAny
 	if a := req.Array; a != nil {
 		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
 	}
@@ -603,6 +573,7 @@ type dryRunView struct {
 	PriorityClass   int                `json:"priority_class"`
 	Array           *model.ArraySpec   `json:"array"`
 	DependsOn       []model.Dependency `json:"depends_on"`
+	DependencyAny   bool               `json:"dependency_any,omitempty"`
 	Constraints     []string           `json:"constraints"`
 	GPUType         string             `json:"gpu_type"`
 	GPUsPerNode     int                `json:"gpus_per_node"`
@@ -646,6 +617,7 @@ func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView 
 		d.IDs = nonNil(d.IDs)
 		v.DependsOn = append(v.DependsOn, d)
 	}
+	v.DependencyAny = req.DependencyAny
 	if len(req.Command) > 0 {
 		v.EntrypointKind, v.Command, v.Entrypoint = "command", req.Command, shellJoin(req.Command)
 	} else {
@@ -669,15 +641,7 @@ func dryRunTable(w io.Writer, v dryRunView) error {
 		}
 		kv(w, "Array", s)
 	}
-	var deps []string
-	for _, d := range v.DependsOn {
-		s := string(d.Condition)
-		for _, id := range d.IDs {
-			s += ":" + strconv.FormatUint(id, 10)
-		}
-		deps = append(deps, s)
-	}
-	kv(w, "Depends on", orDash(strings.Join(deps, ",")))
+	kv(w, "Depends on", orDash(model.FormatDependencies(v.DependsOn, v.DependencyAny)))
 	kv(w, "Constraints", orDash(strings.Join(v.Constraints, "&")))
 	if v.GPUsPerNode > 0 || v.GPUType != "" {
 		kv(w, "GPUs per node", fmt.Sprintf("%d %s", v.GPUsPerNode, v.GPUType))

@@ -162,10 +162,13 @@ const (
 	AfterCorr  DependencyCondition = "aftercorr" // array task i after task i of the other array
 )
 
-// Dependency is one condition over one or more earlier allocations.
+// Dependency is one condition over one or more earlier allocations. An id
+// that starts an array stands for every task of the array, unless Task is
+// set: then each id is one allocation (a task named as ARRAYID_INDEX).
 type Dependency struct {
 	Condition DependencyCondition `json:"condition"`
 	IDs       []uint64            `json:"ids"`
+	Task      bool                `json:"task,omitempty"`
 }
 
 // ArraySpec is a job array: indexes Start..End by Step, at most MaxConcurrent
@@ -207,6 +210,7 @@ type Request struct {
 	// HotDataFraction is the share of input data on the hot tier (f5); nil = unknown.
 	HotDataFraction *float64     `json:"hot_data_fraction,omitempty"`
 	DependsOn       []Dependency `json:"depends_on,omitempty"`
+	DependencyAny   bool         `json:"dependency_any,omitempty"` // DependsOn holds when any one condition does (Slurm's '?')
 	Array           *ArraySpec   `json:"array,omitempty"`
 	Constraints     []string     `json:"constraints,omitempty"` // node features, all required
 	GPUType         string       `json:"gpu_type,omitempty"`
@@ -253,6 +257,7 @@ func (r *Request) ApplyDefaults() {
 		r.Checkpoint = CheckpointNone
 	}
 	r.Constraints = NormalizeFeatures(slices.Clone(r.Constraints))
+	r.normalizeDependencies()
 }
 
 // Validate checks a request. It does not know the cluster: whether the
@@ -303,13 +308,8 @@ func (r *Request) Validate() error {
 	if r.GPUsPerNode < 0 {
 		return fieldErr("gpus-per-node", itoa(r.GPUsPerNode), "a count >= 0")
 	}
-	for _, d := range r.DependsOn {
-		if _, err := ParseDependencyCondition(string(d.Condition)); err != nil {
-			return err
-		}
-		if len(d.IDs) == 0 {
-			return fieldErr("depends-on", string(d.Condition), "CONDITION:ID[:ID...]")
-		}
+	if err := r.validateDependencies(); err != nil {
+		return err
 	}
 	if a := r.Array; a != nil {
 		if a.Start < 0 || a.End < a.Start || a.Step < 1 || a.MaxConcurrent < 0 || (a.End-a.Start)/a.Step+1 > MaxArrayTasks {
@@ -347,6 +347,9 @@ type Allocation struct {
 	DAGID      uint64 `json:"dag_id,omitempty"`
 	// ArrayMaxConcurrent is copied from the array spec onto every task.
 	ArrayMaxConcurrent int `json:"array_max_concurrent,omitempty"`
+	// ReasonDetail says more about Reason in a sentence, e.g. which
+	// dependency can never be satisfied.
+	ReasonDetail string `json:"reason_detail,omitempty"`
 
 	State    AllocState `json:"state"`
 	Reason   string     `json:"reason,omitempty"`

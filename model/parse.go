@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,55 +167,6 @@ func ParseArraySpec(s string) (*ArraySpec, error) {
 		return nil, fieldErr("array", s, fmt.Sprintf("at most %d tasks", MaxArrayTasks))
 	}
 	return &spec, nil
-}
-
-var dependencyConditions = []DependencyCondition{AfterOK, AfterAny, AfterNotOK, AfterStart, AfterCorr}
-
-// ParseDependencyCondition accepts a known condition name.
-func ParseDependencyCondition(s string) (DependencyCondition, error) {
-	c := DependencyCondition(strings.ToLower(strings.TrimSpace(s)))
-	if slices.Contains(dependencyConditions, c) {
-		return c, nil
-	}
-	return "", fieldErr("depends-on", s, joinStates(dependencyConditions))
-}
-
-// ParseDependencies reads Slurm's dependency list:
-// "afterok:12:13,afterany:14" (also "?"-separated, meaning any-of in Slurm;
-// treated as all-of here). Array task ids such as 12_3 are not accepted here;
-// the CLI resolves them first.
-func ParseDependencies(s string) ([]Dependency, error) {
-	in := strings.TrimSpace(s)
-	if in == "" {
-		return nil, nil
-	}
-	allowed := "CONDITION:ID[:ID...][,CONDITION:ID...] with CONDITION one of " + joinStates(dependencyConditions)
-	var out []Dependency
-	for _, part := range strings.FieldsFunc(in, func(r rune) bool { return r == ',' || r == '?' }) {
-		fields := strings.Split(part, ":")
-		cond, err := ParseDependencyCondition(fields[0])
-		if err != nil {
-			if _, numErr := strconv.ParseUint(fields[0], 10, 64); numErr == nil {
-				// A bare id means "after" in Slurm's old syntax; we ask for
-				// the explicit condition instead of guessing.
-				return nil, fieldErr("depends-on", part, allowed)
-			}
-			return nil, err
-		}
-		d := Dependency{Condition: cond}
-		for _, f := range fields[1:] {
-			id, err := strconv.ParseUint(f, 10, 64)
-			if err != nil || id == 0 {
-				return nil, fieldErr("depends-on", part, allowed)
-			}
-			d.IDs = append(d.IDs, id)
-		}
-		if len(d.IDs) == 0 {
-			return nil, fieldErr("depends-on", part, allowed)
-		}
-		out = append(out, d)
-	}
-	return out, nil
 }
 
 // ParseConstraint reads FEATURE[&FEATURE...] (Slurm's AND form; ',' is

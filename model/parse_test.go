@@ -107,18 +107,6 @@ func TestParseArraySpec(t *testing.T) {
 	}
 }
 
-func TestParseDependencies(t *testing.T) {
-	got, err := ParseDependencies("afterok:12:13,afterany:14")
-	if err != nil || len(got) != 2 || got[0].Condition != AfterOK || len(got[0].IDs) != 2 || got[1].IDs[0] != 14 {
-		t.Fatalf("ParseDependencies = %+v, %v", got, err)
-	}
-	for _, bad := range []string{"afterok", "afterok:x", "whenever:12", "12", "afterok:0"} {
-		if _, err := ParseDependencies(bad); err == nil || !strings.Contains(err.Error(), "depends-on") {
-			t.Errorf("ParseDependencies(%q) = %v", bad, err)
-		}
-	}
-}
-
 func TestParseConstraint(t *testing.T) {
 	got, err := ParseConstraint("ib&a100&ib")
 	if err != nil || strings.Join(got, ",") != "a100,ib" {

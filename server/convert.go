@@ -37,8 +37,9 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.HotDataFraction = &f
 	}
 	for _, d := range p.DependsOn {
-		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids})
+		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids, Task: d.Task})
 	}
+	r.DependencyAny = p.DependencyAny
 	if a := p.Array; a != nil {
 		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
 		if r.Array.Step == 0 {
@@ -64,8 +65,9 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		p.HotDataFraction = *r.HotDataFraction
 	}
 	for _, d := range r.DependsOn {
-		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs})
+		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
+	p.DependencyAny = r.DependencyAny
 	if a := r.Array; a != nil {
 		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
 	}
@@ -81,7 +83,7 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 		ArrayJobId: a.ArrayJobID, ArrayIndex: int32(a.ArrayIndex), DagId: a.DAGID,
 		RequeueCount: int32(a.RequeueCount), CheckpointCount: int32(a.CheckpointCount),
 		LastCheckpointUnixMs: unixMS(a.LastCheckpointAt), CheckpointReason: a.CheckpointReason,
-		CheckpointDeadlineUnixMs: unixMS(a.CheckpointDeadline),
+		CheckpointDeadlineUnixMs: unixMS(a.CheckpointDeadline), ReasonDetail: a.ReasonDetail,
 	}
 	if pr := a.Preemption; pr != nil {
 		p.Preemption = &latticev1.Preemption{Kind: pr.Kind, ByVcluster: pr.ByVCluster, ForAllocation: pr.ForAlloc,

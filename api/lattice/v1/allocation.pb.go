@@ -224,7 +224,8 @@ func (*CheckpointDoneResponse) Descriptor() ([]byte, []int) {
 type Dependency struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Condition     string                 `protobuf:"bytes,1,opt,name=condition,proto3" json:"condition,omitempty"` // afterok, afterany, afternotok, after, aftercorr, singleton
-	Ids           []uint64               `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Ids           []uint64               `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`     // an array's id means every task of it, unless task
+	Task          bool                   `protobuf:"varint,3,opt,name=task,proto3" json:"task,omitempty"`          // the ids are single allocations (array tasks named ARRAYID_INDEX)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +272,13 @@ func (x *Dependency) GetIds() []uint64 {
 		return x.Ids
 	}
 	return nil
+}
+
+func (x *Dependency) GetTask() bool {
+	if x != nil {
+		return x.Task
+	}
+	return false
 }
 
 type ArraySpec struct {
@@ -361,6 +369,7 @@ type AllocationRequest struct {
 	// hot_data_fraction is the share of input data on the hot tier; negative = unknown.
 	HotDataFraction      float64       `protobuf:"fixed64,15,opt,name=hot_data_fraction,json=hotDataFraction,proto3" json:"hot_data_fraction,omitempty"`
 	DependsOn            []*Dependency `protobuf:"bytes,16,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	DependencyAny        bool          `protobuf:"varint,32,opt,name=dependency_any,json=dependencyAny,proto3" json:"dependency_any,omitempty"` // depends_on holds when any one of them does (Slurm's '?')
 	Array                *ArraySpec    `protobuf:"bytes,17,opt,name=array,proto3" json:"array,omitempty"`
 	Constraints          []string      `protobuf:"bytes,18,rep,name=constraints,proto3" json:"constraints,omitempty"`
 	GpuType              string        `protobuf:"bytes,19,opt,name=gpu_type,json=gpuType,proto3" json:"gpu_type,omitempty"`
@@ -515,6 +524,13 @@ func (x *AllocationRequest) GetDependsOn() []*Dependency {
 		return x.DependsOn
 	}
 	return nil
+}
+
+func (x *AllocationRequest) GetDependencyAny() bool {
+	if x != nil {
+		return x.DependencyAny
+	}
+	return false
 }
 
 func (x *AllocationRequest) GetArray() *ArraySpec {
@@ -856,6 +872,7 @@ type Allocation struct {
 	ArrayJobId         uint64                 `protobuf:"varint,13,opt,name=array_job_id,json=arrayJobId,proto3" json:"array_job_id,omitempty"`
 	ArrayIndex         int32                  `protobuf:"varint,14,opt,name=array_index,json=arrayIndex,proto3" json:"array_index,omitempty"`
 	DagId              uint64                 `protobuf:"varint,15,opt,name=dag_id,json=dagId,proto3" json:"dag_id,omitempty"`
+	ReasonDetail       string                 `protobuf:"bytes,32,opt,name=reason_detail,json=reasonDetail,proto3" json:"reason_detail,omitempty"` // a sentence about reason, e.g. the dependency that can never be satisfied
 	History            []*Transition          `protobuf:"bytes,16,rep,name=history,proto3" json:"history,omitempty"`
 	RequeueCount       int32                  `protobuf:"varint,17,opt,name=requeue_count,json=requeueCount,proto3" json:"requeue_count,omitempty"`
 	CheckpointCount    int32                  `protobuf:"varint,18,opt,name=checkpoint_count,json=checkpointCount,proto3" json:"checkpoint_count,omitempty"`
@@ -1002,6 +1019,13 @@ func (x *Allocation) GetDagId() uint64 {
 		return x.DagId
 	}
 	return 0
+}
+
+func (x *Allocation) GetReasonDetail() string {
+	if x != nil {
+		return x.ReasonDetail
+	}
+	return ""
 }
 
 func (x *Allocation) GetHistory() []*Transition {
@@ -1831,16 +1855,17 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x15CheckpointDoneRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\"\x18\n" +
-	"\x16CheckpointDoneResponse\"<\n" +
+	"\x16CheckpointDoneResponse\"P\n" +
 	"\n" +
 	"Dependency\x12\x1c\n" +
 	"\tcondition\x18\x01 \x01(\tR\tcondition\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\x04R\x03ids\"n\n" +
+	"\x03ids\x18\x02 \x03(\x04R\x03ids\x12\x12\n" +
+	"\x04task\x18\x03 \x01(\bR\x04task\"n\n" +
 	"\tArraySpec\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x8b\a\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xb2\a\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -1861,7 +1886,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x12checkpoint_minutes\x18\x0e \x01(\x01R\x11checkpointMinutes\x12*\n" +
 	"\x11hot_data_fraction\x18\x0f \x01(\x01R\x0fhotDataFraction\x125\n" +
 	"\n" +
-	"depends_on\x18\x10 \x03(\v2\x16.lattice.v1.DependencyR\tdependsOn\x12+\n" +
+	"depends_on\x18\x10 \x03(\v2\x16.lattice.v1.DependencyR\tdependsOn\x12%\n" +
+	"\x0edependency_any\x18  \x01(\bR\rdependencyAny\x12+\n" +
 	"\x05array\x18\x11 \x01(\v2\x15.lattice.v1.ArraySpecR\x05array\x12 \n" +
 	"\vconstraints\x18\x12 \x03(\tR\vconstraints\x12\x19\n" +
 	"\bgpu_type\x18\x13 \x01(\tR\agpuType\x12\"\n" +
@@ -1894,7 +1920,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\xa3\a\n" +
+	"timeUnixMs\"\xc8\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -1915,7 +1941,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"arrayJobId\x12\x1f\n" +
 	"\varray_index\x18\x0e \x01(\x05R\n" +
 	"arrayIndex\x12\x15\n" +
-	"\x06dag_id\x18\x0f \x01(\x04R\x05dagId\x120\n" +
+	"\x06dag_id\x18\x0f \x01(\x04R\x05dagId\x12#\n" +
+	"\rreason_detail\x18  \x01(\tR\freasonDetail\x120\n" +
 	"\ahistory\x18\x10 \x03(\v2\x16.lattice.v1.TransitionR\ahistory\x12#\n" +
 	"\rrequeue_count\x18\x11 \x01(\x05R\frequeueCount\x12)\n" +
 	"\x10checkpoint_count\x18\x12 \x01(\x05R\x0fcheckpointCount\x129\n" +
