@@ -116,6 +116,7 @@ func CheckInvariants(s *State) []string {
 	if !reflect.DeepEqual(normalizeIdx(fresh.idx), normalizeIdx(s.idx)) {
 		bad("derived indexes out of step with the objects")
 	}
+	v = append(v, checkDependencies(s, fresh)...)
 	return v
 }
 

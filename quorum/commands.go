@@ -81,10 +81,13 @@ type ItemDep struct {
 }
 
 // Submit creates allocations: one, an array (expanded here), or a DAG. All or nothing.
+// A DAG's items are its stages in topological order, named by Request.Name;
+// Name is the workflow's name (dag_id of the file).
 type Submit struct {
 	Header
 	Items []SubmitItem `json:"items"`
 	DAG   bool         `json:"dag,omitempty"`
+	Name  string       `json:"name,omitempty"`
 }
 
 // AssignItem proposes to start one allocation on Nodes. Version is the state

@@ -97,23 +97,41 @@ func (g *commandLog) next() Command {
 		return &RegisterNodes{Header: h, Agent: fmt.Sprintf("a%d", g.pick(3)), Nodes: ns}
 	case r < 30:
 		req := model.Request{VCluster: vcs[g.pick(3)], Tenant: fmt.Sprintf("t%d", g.pick(4)), Command: []string{"true"},
-			NodesMin: 1 + g.pick(4), Walltime: time.Duration(1+g.pick(120)) * time.Minute, PriorityClass: g.pick(11)}
+			Name: fmt.Sprintf("job%d", g.pick(6)), NodesMin: 1 + g.pick(4), Walltime: time.Duration(1+g.pick(120)) * time.Minute, PriorityClass: g.pick(11)}
 		if g.pick(8) == 0 {
-			req.Array = &model.ArraySpec{Start: 0, End: g.pick(6), Step: 1, MaxConcurrent: g.pick(3)}
+			req.Array = &model.ArraySpec{Start: g.pick(2), End: 2 + g.pick(6), Step: 1 + g.pick(2), MaxConcurrent: g.pick(3)}
 		}
-		if g.pick(5) == 0 && len(s.allocs) > 0 {
-			ids := s.allocIDs()
-			req.DependsOn = []model.Dependency{{Condition: []model.DependencyCondition{model.AfterOK, model.AfterAny, model.AfterNotOK, model.AfterStart}[g.pick(4)],
-				IDs: []uint64{ids[g.pick(len(ids))]}}}
+		if g.pick(3) == 0 && len(s.allocs) > 0 {
+			req.DependsOn, req.DependencyAny = g.dependencies(s)
+		}
+		if g.pick(8) == 0 {
+			req.DependsOn = append(req.DependsOn, model.Dependency{Condition: model.Singleton})
 		}
 		items := []SubmitItem{{Request: req}}
-		dag := false
-		if g.pick(10) == 0 {
-			dag = true
-			items = append(items, SubmitItem{Request: req, AfterItems: []ItemDep{{Condition: model.AfterOK, Index: 0}}})
-			items[1].Request.Array = nil
+		if g.pick(10) != 0 {
+			return &Submit{Header: h, Items: items}
 		}
-		return &Submit{Header: h, Items: items, DAG: dag}
+		// A DAG of two to five stages: fan-out, fan-in, arrays, every condition.
+		conds := []model.DependencyCondition{model.AfterOK, model.AfterAny, model.AfterNotOK, model.AfterStart, model.AfterCorr}
+		items[0].Request.Name = "stage0"
+		for i := 1; i < 2+g.pick(4); i++ {
+			it := SubmitItem{Request: req}
+			it.Request.Name = fmt.Sprintf("stage%d", i)
+			it.Request.DependsOn = nil
+			if g.pick(3) == 0 {
+				it.Request.Array = &model.ArraySpec{Start: 0, End: 1 + g.pick(4), Step: 1, MaxConcurrent: g.pick(2)}
+			} else {
+				it.Request.Array = nil
+			}
+			if g.pick(6) == 0 {
+				it.Request.DependsOn = []model.Dependency{{Condition: model.Singleton}}
+			}
+			for k := 0; k < 1+g.pick(2); k++ {
+				it.AfterItems = append(it.AfterItems, ItemDep{Condition: conds[g.pick(len(conds))], Index: g.pick(i)})
+			}
+			items = append(items, it)
+		}
+		return &Submit{Header: h, Items: items, DAG: true, Name: fmt.Sprintf("dag%d", g.pick(3))}
 	case r < 55 && len(pending) > 0 && len(nodes) > 0:
 		cmd := &AssignBatch{Header: h, VCluster: vcs[g.pick(3)]}
 		for range 1 + g.pick(4) {
@@ -168,6 +186,25 @@ func (g *commandLog) next() Command {
 	default:
 		return &SetMember{Header: h, Member: Member{ID: fmt.Sprintf("m%d", g.pick(3)), RaftAddr: "r", APIAddr: "a"}}
 	}
+}
+
+// dependencies picks one to three conditions on existing allocations, in
+// every form: single ids, whole arrays, array tasks, all of or any of.
+func (g *commandLog) dependencies(s *State) ([]model.Dependency, bool) {
+	ids := s.allocIDs()
+	conds := []model.DependencyCondition{model.AfterOK, model.AfterAny, model.AfterNotOK, model.AfterStart, model.AfterCorr}
+	var deps []model.Dependency
+	for range 1 + g.pick(3) {
+		id := ids[g.pick(len(ids))]
+		if a := s.allocs[id]; a.ArrayJobID != 0 && g.pick(2) == 0 {
+			id = a.ArrayJobID // the whole array, while it is retained
+			if s.allocs[id] == nil {
+				id = a.ID
+			}
+		}
+		deps = append(deps, model.Dependency{Condition: conds[g.pick(len(conds))], IDs: []uint64{id}, Task: g.pick(5) == 0})
+	}
+	return deps, g.pick(3) == 0
 }
 
 func snapshotBytes(t *testing.T, f *FSM) []byte {

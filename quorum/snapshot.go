@@ -15,7 +15,7 @@ import (
 
 // Snapshots (and backups) are a stream of typed JSON records, one per line,
 // in a fixed order — header, meta, vclusters, tenants, members, nodes,
-// allocations, remembered requests — ending with a SHA-256 checksum of every
+// allocations, DAGs, remembered requests — ending with a SHA-256 checksum of every
 // byte before it. The same state always gives the same bytes.
 
 const snapshotFormat = 1
@@ -29,6 +29,7 @@ type record struct {
 	Member     *Member           `json:"member,omitempty"`
 	Node       *model.Node       `json:"node,omitempty"`
 	Allocation *model.Allocation `json:"allocation,omitempty"`
+	DAG        *model.DAG        `json:"dag,omitempty"`
 	RequestID  string            `json:"request_id,omitempty"`
 	Result     *Result           `json:"result,omitempty"`
 	Records    int               `json:"records,omitempty"`
@@ -51,6 +52,7 @@ type image struct {
 	members   []Member
 	nodes     []*model.Node
 	allocs    []*model.Allocation
+	dags      []*model.DAG
 	requests  []string
 	results   []*Result
 }
@@ -64,6 +66,7 @@ func (s *State) image() *image {
 		members:   s.Members(),
 		nodes:     s.Nodes(),
 		allocs:    s.Allocations(),
+		dags:      s.DAGs(),
 		requests:  slices.Clone(s.requestOrder),
 	}
 	im.results = make([]*Result, len(im.requests))
@@ -118,6 +121,11 @@ func (im *image) write(w io.Writer) error {
 	}
 	for _, a := range im.allocs {
 		if err := put(record{Kind: "allocation", Allocation: a}); err != nil {
+			return err
+		}
+	}
+	for _, d := range im.dags {
+		if err := put(record{Kind: "dag", DAG: d}); err != nil {
 			return err
 		}
 	}
@@ -234,6 +242,14 @@ func (s *State) load(rec *record, line int, sawHeader *bool) error {
 			return fmt.Errorf("%w: line %d: allocation %d twice", ErrCorrupt, line, rec.Allocation.ID)
 		}
 		s.allocs[rec.Allocation.ID] = rec.Allocation
+	case "dag":
+		if rec.DAG == nil {
+			return missing()
+		}
+		if _, dup := s.dags[rec.DAG.ID]; dup {
+			return fmt.Errorf("%w: line %d: DAG %d twice", ErrCorrupt, line, rec.DAG.ID)
+		}
+		s.dags[rec.DAG.ID] = rec.DAG
 	case "request":
 		if rec.Result == nil {
 			return missing()

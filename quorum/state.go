@@ -24,6 +24,7 @@ type State struct {
 	vclusters map[string]*model.VCluster
 	tenants   map[string]*model.Tenant
 	members   map[string]Member
+	dags      map[uint64]*model.DAG // workflows, by the id of their first allocation
 
 	// Idempotency: outcome of recent commands by request id, evicted oldest first.
 	requests     map[string]*Result
@@ -31,6 +32,9 @@ type State struct {
 
 	idx     indexes
 	dirtyAt uint64 // the version of the last command that changed something
+	// wake lists what the current command changed that waiting allocations
+	// depend on; it is empty between commands (dependencies.go).
+	wake wakeQueue
 }
 
 // MaxRememberedRequests bounds the idempotency table.
@@ -73,6 +77,7 @@ type indexes struct {
 	dependents    map[uint64][]uint64 // dependency id -> pending allocations waiting on it
 	terminal      int
 	groupNodes    map[int]int // nodes by dragonfly group, whatever their vCluster (Groups)
+	deps          depIndex    // arrays, singletons, DAG sizes; dependents' slots (dependencies.go)
 }
 
 func newIndexes() indexes {
@@ -89,6 +94,7 @@ func newIndexes() indexes {
 		cancelling:    map[uint64]struct{}{},
 		dependents:    map[uint64][]uint64{},
 		groupNodes:    map[int]int{},
+		deps:          newDepIndex(),
 	}
 }
 
@@ -101,6 +107,7 @@ func NewState() *State {
 		vclusters: map[string]*model.VCluster{},
 		tenants:   map[string]*model.Tenant{},
 		members:   map[string]Member{},
+		dags:      map[uint64]*model.DAG{},
 		requests:  map[string]*Result{},
 		idx:       newIndexes(),
 	}
@@ -186,20 +193,6 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 		if len(m) == 0 {
 			delete(s.idx.pending, a.VCluster)
 		}
-		if a.EligibleTime.IsZero() {
-			for _, d := range a.DependsOn {
-				for _, id := range d.IDs {
-					if add {
-						s.idx.dependents[id] = append(s.idx.dependents[id], a.ID)
-					} else {
-						s.idx.dependents[id] = slices.DeleteFunc(s.idx.dependents[id], func(x uint64) bool { return x == a.ID })
-						if len(s.idx.dependents[id]) == 0 {
-							delete(s.idx.dependents, id)
-						}
-					}
-				}
-			}
-		}
 	case a.State.Active():
 		setMember(s.idx.active, a.ID, add)
 		tr := s.idx.tenantRun[a.Tenant]
@@ -260,6 +253,7 @@ func (s *State) replaceAlloc(old, a *model.Allocation) {
 	} else {
 		s.indexAlloc(a, +1)
 	}
+	s.reindexDeps(old, a)
 	a.ModifyVersion = s.Version
 	s.dirtyAt = s.Version
 	s.allocs[a.ID] = a
@@ -295,6 +289,7 @@ func setMember(m map[uint64]struct{}, id uint64, in bool) {
 func (s *State) deleteAlloc(id uint64) {
 	if old := s.allocs[id]; old != nil {
 		s.indexAlloc(old, -1)
+		s.reindexDeps(old, nil)
 		delete(s.allocs, id)
 		s.dirtyAt = s.Version
 	}
@@ -309,6 +304,7 @@ func (s *State) rebuildIndexes() {
 	}
 	for _, id := range s.allocIDs() {
 		s.indexAlloc(s.allocs[id], +1)
+		s.indexDeps(s.allocs[id], +1)
 	}
 }
 
@@ -470,24 +466,19 @@ func (s *State) TenantRunning(tenant string) TenantRun { return s.idx.tenantRun[
 // scheduling cycle asks, so it is an index, not a scan of the nodes.
 func (s *State) Groups() int { return len(s.idx.groupNodes) }
 
-// LookupArrayTask finds task index of the array whose first task is arrayID.
+// LookupArrayTask finds task index of the array whose first task is
+// arrayID. Tasks get consecutive ids in index order, so this is arithmetic.
 func (s *State) LookupArrayTask(arrayID uint64, index int) *model.Allocation {
 	first := s.allocs[arrayID]
-	if first == nil || first.ArrayJobID != arrayID {
+	if first == nil || first.ArrayJobID != arrayID || first.Array == nil {
 		return nil
 	}
-	// Tasks get consecutive ids in index order.
-	if first.Array == nil {
+	pos, ok := first.Array.Position(index)
+	if !ok {
 		return nil
 	}
-	for pos, i := range first.Array.Indexes() {
-		if i == index {
-			a := s.allocs[arrayID+uint64(pos)]
-			if a != nil && a.ArrayJobID == arrayID && a.ArrayIndex == index {
-				return a
-			}
-			return nil
-		}
+	if a := s.allocs[arrayID+uint64(pos)]; a != nil && a.ArrayJobID == arrayID && a.ArrayIndex == index {
+		return a
 	}
 	return nil
 }
