@@ -32,6 +32,9 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 	if err := check.Validate(); err != nil {
 		return nil, rpcError(err)
 	}
+	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
+		return nil, rpcError(err)
+	}
 	res, err := a.s.propose(ctx, &quorum.Submit{
 		Header: quorum.Header{RequestID: req.ClientRequestId},
 		Items:  []quorum.SubmitItem{{Request: r}},

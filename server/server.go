@@ -40,6 +40,11 @@ type Config struct {
 	DefaultVCluster string
 	// PowerBudgetWatts is set at first start when > 0.
 	PowerBudgetWatts int64
+	// MaxArraySize bounds array indexes, as Slurm's MaxArraySize (0 =
+	// model.DefaultMaxArraySize); MaxDAGStages the stages of a workflow (0 =
+	// dag.DefaultMaxStages). Both are checked before anything is proposed.
+	MaxArraySize int
+	MaxDAGStages int
 
 	// Liveness: a node is Degraded after DegradedAfter without a heartbeat,
 	// Down after DownAfter; after winning leadership no node is marked for
@@ -162,6 +167,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
 	latticev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
+	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	return s, nil
 }
 

@@ -98,6 +98,7 @@ func devCommand() *cli.Command {
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
+			maxArraySizeFlag(), maxDAGStagesFlag(),
 		},
 		Action:       runDev,
 		OnUsageError: onUsageError,
@@ -140,10 +141,15 @@ func runDev(c *cli.Context) error {
 		return err
 	}
 	grace := c.Duration("grace")
+	maxArray, maxStages, err := limitFlags(c)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
 		ID: "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
+		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 	})
 	if err != nil {
 		return err
@@ -220,6 +226,8 @@ func serverCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("kill-grace", 30*time.Second, "SIGTERM to SIGKILL grace sent with cancellations")),
 		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations this long")),
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
+		altsrc.NewIntFlag(maxArraySizeFlag()),
+		altsrc.NewIntFlag(maxDAGStagesFlag()),
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	return &cli.Command{
@@ -284,6 +292,10 @@ func runServer(c *cli.Context) error {
 			return usageError{v.Validate()}
 		}
 	}
+	maxArray, maxStages, err := limitFlags(c)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
@@ -291,6 +303,7 @@ func runServer(c *cli.Context) error {
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"),
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
+		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 	})
 	if err != nil {
 		return err
