@@ -203,6 +203,9 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 	kv(w, "vCluster", orDash(v.VCluster))
 	kv(w, "State", v.State)
 	kv(w, "Reason", orDash(v.Reason))
+	if d := a.GetReasonDetail(); d != "" {
+		kv(w, "Reason detail", d)
+	}
 	kv(w, "Nodes", fmt.Sprintf("%s (%d; asked %s)", orDash(hostlist(v.Nodes)), len(v.Nodes), nodeRange(int(v.NodesMin), int(v.NodesMax))))
 	kv(w, "Walltime", model.FormatWalltime(secondsDur(v.WalltimeSeconds)))
 	kv(w, "Run time", r.runTime(a))
@@ -226,8 +229,11 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 		}
 		deps = append(deps, s)
 	}
-	if len(deps) > 0 {
-		kv(w, "Depends on", strings.Join(deps, ","))
+	if sep := ","; len(deps) > 0 {
+		if req.GetDependencyAny() {
+			sep = "?" // any one of them
+		}
+		kv(w, "Depends on", strings.Join(deps, sep))
 	}
 	if cs := req.GetConstraints(); len(cs) > 0 {
 		kv(w, "Constraints", strings.Join(cs, "&"))

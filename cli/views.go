@@ -42,6 +42,7 @@ type allocationView struct {
 	NodesMin        int32            `json:"nodes_min"`
 	NodesMax        int32            `json:"nodes_max"`
 	EligibleTime    *string          `json:"eligible_time"`
+	ReasonDetail    string           `json:"reason_detail,omitempty"` // e.g. the dependency that can never be satisfied
 	RequeueCount    int32            `json:"requeue_count"`
 	CheckpointCount int32            `json:"checkpoint_count"`
 	History         []transitionView `json:"history,omitempty"`     // show only
@@ -75,6 +76,7 @@ func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
 		NodesMin:        req.GetNodesMin(),
 		NodesMax:        req.GetNodesMax(),
 		EligibleTime:    rfc3339(a.GetEligibleTimeUnixMs()),
+		ReasonDetail:    a.GetReasonDetail(),
 		RequeueCount:    a.GetRequeueCount(),
 		CheckpointCount: a.GetCheckpointCount(),
 	}
