@@ -70,6 +70,7 @@ type indexes struct {
 	active        map[uint64]struct{}
 	staging       map[uint64]struct{}
 	cancelling    map[uint64]struct{}
+	checkpointing map[uint64]struct{}
 	dependents    map[uint64][]uint64 // dependency id -> pending allocations waiting on it
 	terminal      int
 	groupNodes    map[int]int // nodes by dragonfly group, whatever their vCluster (Groups)
@@ -87,6 +88,7 @@ func newIndexes() indexes {
 		active:        map[uint64]struct{}{},
 		staging:       map[uint64]struct{}{},
 		cancelling:    map[uint64]struct{}{},
+		checkpointing: map[uint64]struct{}{},
 		dependents:    map[uint64][]uint64{},
 		groupNodes:    map[int]int{},
 	}
@@ -216,6 +218,9 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 		if a.CancelRequested {
 			setMember(s.idx.cancelling, a.ID, add)
 		}
+		if a.State == model.StateCheckpointing {
+			setMember(s.idx.checkpointing, a.ID, add)
+		}
 	case a.State.Terminal():
 		s.idx.terminal += sign
 	}
@@ -281,6 +286,9 @@ func (s *State) reindexAlloc(old, a *model.Allocation) {
 	}
 	if old.CancelRequested != a.CancelRequested {
 		setMember(s.idx.cancelling, a.ID, a.CancelRequested)
+	}
+	if was, is := old.State == model.StateCheckpointing, a.State == model.StateCheckpointing; was != is {
+		setMember(s.idx.checkpointing, a.ID, is)
 	}
 }
 
@@ -390,6 +398,22 @@ func (s *State) Staging() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.s
 
 // Cancelling returns active allocations a user cancelled, in id order.
 func (s *State) Cancelling() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.cancelling)) }
+
+// Checkpointing lists the allocations being checkpointed, in id order.
+func (s *State) Checkpointing() []*model.Allocation {
+	return s.byIDs(sortedIDs(s.idx.checkpointing))
+}
+
+// Lent counts the nodes of home that other vClusters currently hold.
+func (s *State) Lent(home string) int {
+	n := 0
+	for k, c := range s.idx.borrowed { // a sum: map order does not matter
+		if k.Home == home {
+			n += c
+		}
+	}
+	return n
+}
 
 // VCluster returns a vCluster by name (nil if unknown).
 func (s *State) VCluster(name string) *model.VCluster { return s.vclusters[name] }
