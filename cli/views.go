@@ -37,15 +37,37 @@ type allocationView struct {
 	Checkpoint      string   `json:"checkpoint"`
 
 	// Extensions.
-	DisplayID       string           `json:"display_id"`
-	ArrayJobID      *uint64          `json:"array_job_id"`
-	NodesMin        int32            `json:"nodes_min"`
-	NodesMax        int32            `json:"nodes_max"`
-	EligibleTime    *string          `json:"eligible_time"`
-	RequeueCount    int32            `json:"requeue_count"`
-	CheckpointCount int32            `json:"checkpoint_count"`
-	History         []transitionView `json:"history,omitempty"`     // show only
-	Explanation     *explanationView `json:"explanation,omitempty"` // show only, while pending
+	DisplayID       string  `json:"display_id"`
+	ArrayJobID      *uint64 `json:"array_job_id"`
+	NodesMin        int32   `json:"nodes_min"`
+	NodesMax        int32   `json:"nodes_max"`
+	EligibleTime    *string `json:"eligible_time"`
+	RequeueCount    int32   `json:"requeue_count"`
+	CheckpointCount int32   `json:"checkpoint_count"`
+	LastCheckpoint  *string `json:"last_checkpoint"`
+	// While CHECKPOINTING: why (reclaim, preempt, user, proactive, signal) and until when.
+	CheckpointReason   string           `json:"checkpoint_reason,omitempty"`
+	CheckpointDeadline *string          `json:"checkpoint_deadline,omitempty"`
+	Preemption         *preemptionView  `json:"preemption,omitempty"`  // the latest reclaim or preemption
+	History            []transitionView `json:"history,omitempty"`     // show only
+	Explanation        *explanationView `json:"explanation,omitempty"` // show only, while pending
+}
+
+// preemptionView says who took an allocation's nodes, for whom and when.
+type preemptionView struct {
+	Kind          string  `json:"kind"` // reclaim, preempt
+	ByVCluster    string  `json:"by_vcluster"`
+	ForAllocation string  `json:"for_allocation"`
+	Time          *string `json:"time"`
+	Deadline      *string `json:"deadline"`
+}
+
+// preemptionText is one sentence on the latest reclaim or preemption.
+func preemptionText(p *preemptionView, when string) string {
+	if p.Kind == model.PreemptReclaim {
+		return fmt.Sprintf("its borrowed nodes were reclaimed by vCluster %s for allocation %s at %s", p.ByVCluster, p.ForAllocation, when)
+	}
+	return fmt.Sprintf("preempted in vCluster %s by higher-class allocation %s at %s", p.ByVCluster, p.ForAllocation, when)
 }
 
 type transitionView struct {
@@ -79,6 +101,16 @@ func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
 		CheckpointCount: a.GetCheckpointCount(),
 	}
 	v.NodeCount = nodeCount(a)
+	v.LastCheckpoint = rfc3339(a.GetLastCheckpointUnixMs())
+	v.CheckpointReason, v.CheckpointDeadline = a.GetCheckpointReason(), rfc3339(a.GetCheckpointDeadlineUnixMs())
+	if p := a.GetPreemption(); p != nil {
+		for_ := p.GetForDisplayId()
+		if for_ == "" {
+			for_ = fmt.Sprint(p.GetForAllocation())
+		}
+		v.Preemption = &preemptionView{Kind: p.GetKind(), ByVCluster: p.GetByVcluster(), ForAllocation: for_,
+			Time: rfc3339(p.GetTimeUnixMs()), Deadline: rfc3339(p.GetDeadlineUnixMs())}
+	}
 	if a.GetHasExitCode() {
 		e := a.GetExitCode()
 		v.ExitCode = &e
@@ -285,6 +317,15 @@ type vclusterView struct {
 	Usage            vclusterUsage      `json:"usage"`
 	LastCycle        *string            `json:"last_cycle"`
 	LastCycleSeconds float64            `json:"last_cycle_seconds"`
+	// Elastic sharing and preemption policy.
+	Algorithm                    string  `json:"algorithm"`
+	MaxLendFraction              float64 `json:"max_lend_fraction"`
+	ReclaimGraceSeconds          float64 `json:"reclaim_grace_seconds"`
+	ReclaimBackoffSeconds        float64 `json:"reclaim_backoff_seconds"`
+	Preemption                   bool    `json:"preemption"`
+	PreemptHorizonSeconds        float64 `json:"preempt_horizon_seconds"`
+	CheckpointableOnlyOnBorrowed bool    `json:"checkpointable_only_on_borrowed"`
+	LoopPanics                   int64   `json:"loop_panics"`
 }
 
 type vclusterUsage struct {
@@ -319,6 +360,11 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		},
 		LastCycle:        rfc3339(v.GetLastCycleUnixMs()),
 		LastCycleSeconds: v.GetLastCycleSeconds(),
+
+		Algorithm: v.GetAlgorithm(), MaxLendFraction: v.GetMaxLendFraction(),
+		ReclaimGraceSeconds: float64(v.GetReclaimGraceMs()) / 1000, ReclaimBackoffSeconds: float64(v.GetReclaimBackoffMs()) / 1000,
+		Preemption: v.GetPreemption(), PreemptHorizonSeconds: float64(v.GetPreemptHorizonMs()) / 1000,
+		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
 	}
 	for _, w := range v.GetWeights() {
 		out.Weights[w.GetFactor()] = w.GetValue()
