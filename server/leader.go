@@ -27,6 +27,28 @@ type leaderState struct {
 
 	disp *dispatcher
 	live *liveness
+
+	panicMu     sync.Mutex
+	panicCounts map[string]int64 // recovered scheduler panics by vCluster
+}
+
+// recordPanic counts and logs a scheduling cycle that panicked and was
+// recovered; the other loops keep running.
+func (l *leaderState) recordPanic(vc string, v any) {
+	l.panicMu.Lock()
+	if l.panicCounts == nil {
+		l.panicCounts = map[string]int64{}
+	}
+	l.panicCounts[vc]++
+	l.panicMu.Unlock()
+	l.s.metrics.loopPanics.WithLabelValues(vc).Inc()
+}
+
+// panics is how many cycles of vCluster vc panicked since this member leads.
+func (l *leaderState) panics(vc string) int64 {
+	l.panicMu.Lock()
+	defer l.panicMu.Unlock()
+	return l.panicCounts[vc]
 }
 
 type loopHandle struct {
@@ -321,16 +343,23 @@ func newVCluster(name string, t model.VClusterType) model.VCluster {
 		Name: name, Type: t, WeightsProfile: profile, Weights: w,
 		CycleInterval: model.DefaultCycleInterval, MinInterval: model.DefaultMinInterval,
 		ReservationDepth: model.DefaultReservationDepth,
+		Algorithm:        model.AlgorithmFor(t), MaxLendFraction: 1,
+		ReclaimGrace: model.DefaultReclaimGrace, ReclaimBackoff: model.DefaultReclaimBackoff,
+		PreemptHorizon: model.DefaultPreemptHorizon,
 	}
 	switch t {
 	case model.TypeSensitive:
-		// Sensitive nodes are never lent and sensitive work never borrows.
-	case model.TypeService, model.TypeInteractive:
-		// Interactive and service users expect their nodes at once; until
-		// reclaim with checkpointing lands they do not lend by default.
-		vc.AllowBorrowing = true
+		// Sensitive nodes are never lent, sensitive work never borrows and
+		// is never preempted.
 	default:
+		// Lent nodes come back through reclaim (checkpoint, then stop and
+		// requeue), so every other type lends its idle nodes; only work
+		// that can checkpoint runs on borrowed ones.
 		vc.AllowLending, vc.AllowBorrowing = true, true
+		vc.Preemption, vc.CheckpointableOnlyOnBorrowed = true, true
+	}
+	if t == model.TypeInteractive {
+		vc.ReclaimGrace = 30 * time.Second // interactive users wait for their nodes
 	}
 	return vc
 }
@@ -359,10 +388,27 @@ func (s *Server) graceOf(name string) time.Duration {
 // of a home vCluster's cycle.
 func (s *Server) Reclaim(ctx context.Context, vc string, items []vcluster.ReclaimProposal) ([]vcluster.Outcome, error) {
 	cmd := &quorum.Reclaim{VCluster: vc, ReserveUntil: s.reserveUntil(s.graceOf(vc))}
+	from := make([]string, len(items)) // the borrower, for the metrics
+	s.view(func(st *quorum.State) {
+		for i, it := range items {
+			if len(it.Nodes) > 0 {
+				if n := st.Node(it.Nodes[0]); n != nil {
+					from[i] = n.CurrentVCluster
+				}
+			}
+		}
+	})
 	for _, it := range items {
 		cmd.Items = append(cmd.Items, quorum.ReclaimItem{ForAlloc: it.ForAlloc, Nodes: it.Nodes, Reserve: it.Reserve, Version: it.Version})
 	}
-	return s.proposeItems(ctx, cmd, "reclaim")
+	out, err := s.proposeItems(ctx, cmd, "reclaim")
+	for i, o := range out {
+		if o.Committed && i < len(from) {
+			s.metrics.reclaims.WithLabelValues(vc, from[i]).Inc()
+			s.log.Info("reclaim", "vcluster", vc, "from", from[i], "for_alloc", o.AllocID, "nodes", items[i].Nodes)
+		}
+	}
+	return out, err
 }
 
 // Preempt implements vcluster.Proposer.
@@ -371,7 +417,14 @@ func (s *Server) Preempt(ctx context.Context, vc string, items []vcluster.Preemp
 	for _, it := range items {
 		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Reserve: it.Reserve, Version: it.Version})
 	}
-	return s.proposeItems(ctx, cmd, "preempt")
+	out, err := s.proposeItems(ctx, cmd, "preempt")
+	for i, o := range out {
+		if o.Committed {
+			s.metrics.preemptions.WithLabelValues(vc).Add(float64(len(items[i].Victims)))
+			s.log.Info("preemption", "vcluster", vc, "for_alloc", o.AllocID, "victims", items[i].Victims)
+		}
+	}
+	return out, err
 }
 
 // proposeItems proposes a batch command and turns its per-item results into outcomes.
