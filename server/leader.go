@@ -83,6 +83,7 @@ func (s *Server) startLeading(parent context.Context) {
 	l.run(l.live.run)
 	l.run(l.manageLoops)
 	l.run(l.prune)
+	l.run(l.broker)
 }
 
 func (s *Server) stopLeading() {

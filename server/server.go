@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/latticehpc/lattice/checkpoint"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +52,13 @@ type Config struct {
 	KillGrace time.Duration
 	// Retention keeps ended allocations this long (default 7 days).
 	Retention time.Duration
+	// Checkpoint holds the checkpoint cost model's parameters (default
+	// checkpoint.DefaultParams); BrokerInterval is how often the leader's
+	// checkpoint broker looks for --signal lead times and proactive
+	// checkpoints (default 15 s); NoProactiveCheckpoints turns the latter off.
+	Checkpoint             checkpoint.Params
+	BrokerInterval         time.Duration
+	NoProactiveCheckpoints bool
 
 	Logger *slog.Logger
 	// Clock mints command times on the leader (default time.Now().UTC()).
@@ -84,6 +92,12 @@ func (c *Config) defaults() error {
 	}
 	if c.LivenessGrace <= 0 {
 		c.LivenessGrace = c.DownAfter
+	}
+	if c.Checkpoint == (checkpoint.Params{}) {
+		c.Checkpoint = checkpoint.DefaultParams()
+	}
+	if err := c.Checkpoint.Validate(); err != nil {
+		return err
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 30 * time.Second

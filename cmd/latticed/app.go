@@ -87,7 +87,7 @@ func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "run everything in one process: a one-member quorum, the schedulers and a simulated cluster running real processes",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			str("data-dir", ".lattice/dev", "where Raft state, snapshots and job output live (survives restarts)"),
 			&cli.IntFlag{Name: "nodes", Value: 64, Usage: "simulated nodes", EnvVars: env("nodes")},
 			&cli.IntFlag{Name: "groups", Value: 4, Usage: "dragonfly groups the nodes are spread over", EnvVars: env("groups")},
@@ -98,7 +98,7 @@ func devCommand() *cli.Command {
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
-		},
+		}, checkpointFlags()...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
 	}
@@ -144,6 +144,8 @@ func runDev(c *cli.Context) error {
 		ID: "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
+		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"),
 	})
 	if err != nil {
 		return err
@@ -222,6 +224,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
+	flags = append(flags, checkpointFlags()...)
 	return &cli.Command{
 		Name:         "server",
 		Usage:        "run one quorum member",
@@ -291,6 +294,8 @@ func runServer(c *cli.Context) error {
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"),
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
+		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"),
 	})
 	if err != nil {
 		return err
