@@ -236,6 +236,14 @@ type nodeView struct {
 	BusyWatts           int32   `json:"busy_watts"`
 	Agent               string  `json:"agent"`
 	LastHeartbeat       *string `json:"last_heartbeat"`
+	// Elastic sharing: lent out (current != home), being reclaimed by its
+	// home, held for a pending allocation, reclaimed from a vCluster.
+	Borrowed        bool    `json:"borrowed"`
+	ReturnRequested bool    `json:"return_requested"`
+	ReservedFor     *uint64 `json:"reserved_for"`
+	ReservedUntil   *string `json:"reserved_until"`
+	ReclaimedFrom   string  `json:"reclaimed_from,omitempty"`
+	ReclaimedAt     *string `json:"reclaimed_at,omitempty"`
 }
 
 func nodeOf(n *latticev1.Node) nodeView {
@@ -255,6 +263,14 @@ func nodeOf(n *latticev1.Node) nodeView {
 		BusyWatts:       n.GetBusyWatts(),
 		Agent:           n.GetAgent(),
 		LastHeartbeat:   rfc3339(n.GetLastHeartbeatUnixMs()),
+		Borrowed:        n.GetBorrowed(),
+		ReturnRequested: n.GetReturnRequested(),
+		ReservedUntil:   rfc3339(n.GetReservedUntilUnixMs()),
+		ReclaimedFrom:   n.GetReclaimedFrom(),
+		ReclaimedAt:     rfc3339(n.GetReclaimedAtUnixMs()),
+	}
+	if id := n.GetReservedFor(); id != 0 {
+		v.ReservedFor = &id
 	}
 	if id := n.GetAllocation(); id != 0 {
 		v.Allocation = &id
