@@ -56,6 +56,10 @@ type Config struct {
 	// checkpoint.DefaultParams); BrokerInterval is how often the leader's
 	// checkpoint broker looks for --signal lead times and proactive
 	// checkpoints (default 15 s); NoProactiveCheckpoints turns the latter off.
+	// AuditState, when set, is called after every applied command with the
+	// state it left (under the FSM lock; soak tests check invariants).
+	AuditState func(quorum.Command, *quorum.State)
+
 	Checkpoint             checkpoint.Params
 	BrokerInterval         time.Duration
 	NoProactiveCheckpoints bool
@@ -150,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
+	s.fsm.Audit = cfg.AuditState
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
