@@ -121,8 +121,8 @@ type state struct {
 	// firstRes: own free nodes: start of their first reservation;
 	// borrowable nodes: their lending limit (Node.LendUntil); never = none.
 	firstRes []int64
-	delta           []int64 // watts added by starting work on the node (with a power limit)
-	minGPUs         int     // the fewest GPUs of a node, or 0
+	delta    []int64 // watts added by starting work on the node (with a power limit)
+	minGPUs  int     // the fewest GPUs of a node, or 0
 
 	nGroups, nFps  int
 	groupsInSystem int
