@@ -139,9 +139,11 @@ func (f *fakeState) Snapshot(string, time.Time) (*Snapshot, uint64, bool) {
 }
 
 type fakeProposer struct {
-	batches [][]Assignment
-	reject  map[uint64]string
-	err     error
+	batches  [][]Assignment
+	reclaims [][]ReclaimProposal
+	preempts [][]PreemptProposal
+	reject   map[uint64]string
+	err      error
 }
 
 func (f *fakeProposer) AssignBatch(_ context.Context, _ string, items []Assignment) ([]Outcome, error) {
@@ -249,4 +251,24 @@ type countingState struct {
 func (c *countingState) Snapshot(vc string, now time.Time) (*Snapshot, uint64, bool) {
 	c.snapshots++
 	return c.fakeState.Snapshot(vc, now)
+}
+
+func (f *fakeProposer) Reclaim(_ context.Context, _ string, items []ReclaimProposal) ([]Outcome, error) {
+	f.reclaims = append(f.reclaims, items)
+	out := make([]Outcome, len(items))
+	for i, it := range items {
+		r, rejected := f.reject[it.ForAlloc]
+		out[i] = Outcome{AllocID: it.ForAlloc, Committed: !rejected, Reason: r, Message: "m"}
+	}
+	return out, f.err
+}
+
+func (f *fakeProposer) Preempt(_ context.Context, _ string, items []PreemptProposal) ([]Outcome, error) {
+	f.preempts = append(f.preempts, items)
+	out := make([]Outcome, len(items))
+	for i, it := range items {
+		r, rejected := f.reject[it.ForAlloc]
+		out[i] = Outcome{AllocID: it.ForAlloc, Committed: !rejected, Reason: r, Message: "m"}
+	}
+	return out, f.err
 }
