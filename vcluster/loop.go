@@ -295,6 +295,13 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		x.Message = describe(&x.Explanation)
 		expl[e.JobID] = x
 	}
+	if snap.VCluster.EffectiveAlgorithm() == model.AlgorithmFIFO {
+		for _, x := range expl {
+			if x.Reason == model.ReasonPriority {
+				x.Message = "waits its turn: an allocation ahead of it in the queue cannot start yet (strict order)"
+			}
+		}
+	}
 	for id, n := range heldCounts(snap) {
 		if x := expl[id]; x != nil && x.Reason != "" {
 			x.Message = fmt.Sprintf("waits for %d node(s) held for it while the work on them is checkpointed (reclaim or preemption in progress)", n)
