@@ -17,15 +17,6 @@ import (
 	"github.com/latticehpc/lattice/model"
 )
 
-// Reasons of checkpoint outcomes the model does not name yet.
-const (
-	// ReasonCheckpointFailed: the hook exited non-zero, the webhook could
-	// not be delivered, or the application answered CheckpointDone failed.
-	ReasonCheckpointFailed = "CheckpointFailed"
-	// ReasonCheckpointTimeout: no acknowledgement before the deadline.
-	ReasonCheckpointTimeout = "CheckpointTimeout"
-)
-
 // Checkpoint delivery tuning.
 const (
 	// DefaultCheckpointWait is the deadline of a request that has none.
@@ -275,13 +266,13 @@ func (r *Runner) conclude(p *process, c *checkpointRun, res outcome, msg string)
 	reason := model.ReasonCheckpointed
 	switch res {
 	case failed:
-		reason = ReasonCheckpointFailed
+		reason = model.ReasonCheckpointFailed
 	case timedOut:
-		reason = ReasonCheckpointTimeout
+		reason = model.ReasonCheckpointTimeout
 	case undeliverable:
 		reason = model.ReasonPreempted
 		if !o.Stop {
-			reason = ReasonCheckpointFailed
+			reason = model.ReasonCheckpointFailed
 		}
 	}
 	r.mu.Lock()

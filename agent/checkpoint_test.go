@@ -193,7 +193,7 @@ func TestCheckpointAndStop(t *testing.T) {
 		{name: "request ignored: stopped after the deadline",
 			req:      &latticev1.AllocationRequest{Checkpoint: "signal", Command: []string{`trap '' USR1 TERM; ` + ready + `sleep 300 & sleep 300 & wait`}},
 			ck:       &latticev1.CheckpointRequest{Mode: "signal", Reason: "reclaim"},
-			deadline: time.Second, state: model.StateSuspended, reason: ReasonCheckpointTimeout, exit: 137, after: 2 * time.Second},
+			deadline: time.Second, state: model.StateSuspended, reason: model.ReasonCheckpointTimeout, exit: 137, after: 2 * time.Second},
 		{name: "exit 0 while asked: the work was done",
 			req:      &latticev1.AllocationRequest{Checkpoint: "signal", Command: []string{`trap 'exit 0' USR1; ` + ready + loop}},
 			ck:       &latticev1.CheckpointRequest{Mode: "signal", Reason: "reclaim"},
@@ -223,11 +223,11 @@ func TestCheckpointAndStop(t *testing.T) {
 		{name: "hook fails: stopped at once",
 			req:      &latticev1.AllocationRequest{Checkpoint: "hook", CheckpointHook: "echo cannot >&2; exit 3", Command: []string{termLog + ready + loop}},
 			ck:       &latticev1.CheckpointRequest{Mode: "hook", Reason: "reclaim"},
-			deadline: 30 * time.Second, state: model.StateSuspended, reason: ReasonCheckpointFailed, exit: 143, before: 8 * time.Second},
+			deadline: 30 * time.Second, state: model.StateSuspended, reason: model.ReasonCheckpointFailed, exit: 143, before: 8 * time.Second},
 		{name: "hook outlives the deadline",
 			req:      &latticev1.AllocationRequest{Checkpoint: "hook", CheckpointHook: "sleep 300", Command: []string{termLog + ready + loop}},
 			ck:       &latticev1.CheckpointRequest{Mode: "hook", Reason: "reclaim"},
-			deadline: time.Second, state: model.StateSuspended, reason: ReasonCheckpointTimeout, exit: 143, after: time.Second},
+			deadline: time.Second, state: model.StateSuspended, reason: model.ReasonCheckpointTimeout, exit: 143, after: time.Second},
 		{name: "mode none: stopped at once",
 			req:      &latticev1.AllocationRequest{Command: []string{ready + loop}},
 			ck:       &latticev1.CheckpointRequest{Mode: "none", Reason: "preempt"},
@@ -282,9 +282,9 @@ func TestCheckpointWebhook(t *testing.T) {
 		{name: "retried, then acknowledged", stop: true, answers: []int{503, 200}, ack: new(false),
 			state: model.StateSuspended, reason: model.ReasonCheckpointed, calls: 2},
 		{name: "the application reports failure", stop: true, answers: []int{200}, ack: new(true),
-			state: model.StateSuspended, reason: ReasonCheckpointFailed, calls: 1},
+			state: model.StateSuspended, reason: model.ReasonCheckpointFailed, calls: 1},
 		{name: "never accepted", stop: true, answers: []int{500},
-			state: model.StateSuspended, reason: ReasonCheckpointFailed, calls: webhookAttempts},
+			state: model.StateSuspended, reason: model.ReasonCheckpointFailed, calls: webhookAttempts},
 		{name: "acknowledged, keeps running", stop: false, answers: []int{204}, ack: new(false),
 			state: model.StateRunning, reason: model.ReasonCheckpointed, calls: 1},
 	}
@@ -373,16 +373,16 @@ func TestCheckpointWithoutStop(t *testing.T) {
 		{"signal acknowledged", &latticev1.AllocationRequest{Checkpoint: "signal", Command: []string{saveUSR1 + ready + loop}},
 			"signal", 20 * time.Second, model.StateRunning, model.ReasonCheckpointed},
 		{"signal ignored", &latticev1.AllocationRequest{Checkpoint: "signal", Command: []string{`trap '' USR1; ` + ready + loop}},
-			"signal", time.Second, model.StateRunning, ReasonCheckpointTimeout},
+			"signal", time.Second, model.StateRunning, model.ReasonCheckpointTimeout},
 		{"a done file left from before is no acknowledgement", &latticev1.AllocationRequest{Checkpoint: "signal",
 			Command: []string{`trap '' USR1; touch "$LATTICE_CHECKPOINT_DONE"; ` + ready + loop}},
-			"signal", time.Second, model.StateRunning, ReasonCheckpointTimeout},
+			"signal", time.Second, model.StateRunning, model.ReasonCheckpointTimeout},
 		{"hook fails", &latticev1.AllocationRequest{Checkpoint: "hook", CheckpointHook: "exit 1", Command: []string{ready + loop}},
-			"hook", 20 * time.Second, model.StateRunning, ReasonCheckpointFailed},
+			"hook", 20 * time.Second, model.StateRunning, model.ReasonCheckpointFailed},
 		{"hook acknowledges", &latticev1.AllocationRequest{Checkpoint: "hook", CheckpointHook: "true", Command: []string{ready + loop}},
 			"", 20 * time.Second, model.StateRunning, model.ReasonCheckpointed},
 		{"nothing to deliver", &latticev1.AllocationRequest{Command: []string{ready + loop}},
-			"none", 20 * time.Second, model.StateRunning, ReasonCheckpointFailed},
+			"none", 20 * time.Second, model.StateRunning, model.ReasonCheckpointFailed},
 		{"exits during the checkpoint: its exit wins", &latticev1.AllocationRequest{Checkpoint: "signal", Command: []string{`trap 'exit 0' USR1; ` + ready + loop}},
 			"signal", 20 * time.Second, model.StateCompleted, ""},
 	}
@@ -422,7 +422,7 @@ func TestCheckpointRequestDeliveredOnce(t *testing.T) {
 		DeadlineUnixMs: time.Now().Add(1500 * time.Millisecond).UnixMilli()}
 	h.checkpoint(req)
 	h.checkpoint(req) // resent by a new leader
-	h.expect(model.StateRunning, ReasonCheckpointTimeout)
+	h.expect(model.StateRunning, model.ReasonCheckpointTimeout)
 	h.checkpoint(req) // resent late
 	h.noReport(700 * time.Millisecond)
 	if got := readFile(t, count); got != "x\n" {
@@ -431,7 +431,7 @@ func TestCheckpointRequestDeliveredOnce(t *testing.T) {
 	// A new request (another deadline) is delivered again.
 	h.checkpoint(&latticev1.CheckpointRequest{AllocationId: id, Mode: "signal", Reason: "user",
 		DeadlineUnixMs: time.Now().Add(time.Second).UnixMilli()})
-	h.expect(model.StateRunning, ReasonCheckpointTimeout)
+	h.expect(model.StateRunning, model.ReasonCheckpointTimeout)
 	if got := readFile(t, count); got != "x\nx\n" {
 		t.Fatalf("count %q after a second request", got)
 	}

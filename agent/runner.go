@@ -480,7 +480,7 @@ func (r *Runner) wait(p *process) {
 // allocation was asked to checkpoint and stop, and will run again.
 func suspends(why string) bool {
 	switch why {
-	case model.ReasonCheckpointed, ReasonCheckpointFailed, ReasonCheckpointTimeout, model.ReasonPreempted:
+	case model.ReasonCheckpointed, model.ReasonCheckpointFailed, model.ReasonCheckpointTimeout, model.ReasonPreempted:
 		return true
 	}
 	return false

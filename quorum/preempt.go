@@ -25,12 +25,6 @@ const (
 	CheckpointSignal    = "signal"
 )
 
-// Agent report reasons after a checkpoint request.
-const (
-	ReasonCheckpointFailed  = "CheckpointFailed"
-	ReasonCheckpointTimeout = "CheckpointTimeout"
-)
-
 // stopping reports whether a is being checkpointed in order to be stopped
 // (a reclaim or a preemption), not to keep running.
 func stopping(a *model.Allocation) bool {

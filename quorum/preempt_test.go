@@ -248,7 +248,7 @@ func TestKeepRunningCheckpoint(t *testing.T) {
 		t.Fatalf("%+v", x)
 	}
 	f.ok(&Checkpoint{Items: []CheckpointItem{{AllocID: a, Reason: CheckpointProactive}}})
-	f.report(a, model.StateRunning, ReasonCheckpointTimeout)
+	f.report(a, model.StateRunning, model.ReasonCheckpointTimeout)
 	if x := f.alloc(a); x.CheckpointCount != 1 {
 		t.Fatalf("a timed-out checkpoint was counted: %+v", x)
 	}

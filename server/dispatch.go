@@ -482,9 +482,9 @@ func checkpointResult(u quorum.AllocUpdate) string {
 	switch {
 	case u.Reason == model.ReasonCheckpointed:
 		return "acked"
-	case u.Reason == quorum.ReasonCheckpointTimeout:
+	case u.Reason == model.ReasonCheckpointTimeout:
 		return "timed_out"
-	case u.Reason == quorum.ReasonCheckpointFailed:
+	case u.Reason == model.ReasonCheckpointFailed:
 		return "failed"
 	case u.State.Terminal():
 		return "ended" // the work ended meanwhile (completed, failed, cancelled)

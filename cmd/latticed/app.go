@@ -322,7 +322,9 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "server", Usage: "API addresses of quorum members, comma-separated (required)", EnvVars: []string{"LATTICE_SERVER"}}),
 		altsrc.NewStringFlag(str("id", host, "agent id")),
 		altsrc.NewStringFlag(str("data-dir", "", "where job output and scripts live (default: a temp dir per agent id)")),
-		altsrc.NewStringFlag(str("checkpoint-dir", "", "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)")),
+		// Its environment twin is LATTICE_AGENT_CHECKPOINT_DIR: LATTICE_CHECKPOINT_DIR is the job's own variable.
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint-dir", EnvVars: []string{"LATTICE_AGENT_CHECKPOINT_DIR"},
+			Usage: "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "group-size", Value: 16, Usage: "simulated nodes per dragonfly group", EnvVars: env("group-size")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "first-group", Usage: "dragonfly group of the first simulated node (or of this host)", EnvVars: env("first-group")}),
