@@ -336,7 +336,8 @@ func (a *Agent) ended(id uint64, rec *runRecord, r *latticev1.AllocationReport) 
 }
 
 func exitReport(e Exit) *latticev1.AllocationReport {
-	r := &latticev1.AllocationReport{AllocationId: e.AllocID, State: string(e.State), Reason: e.Reason, Message: e.Message}
+	r := &latticev1.AllocationReport{AllocationId: e.AllocID, State: string(e.State), Reason: e.Reason, Message: e.Message,
+		Run: int32(e.RequeueCount) + 1}
 	if e.ExitCode != nil {
 		r.HasExitCode, r.ExitCode = true, int32(*e.ExitCode)
 	}
@@ -382,7 +383,8 @@ func (a *Agent) onCheckpoint(c CheckpointResult) {
 	if !current {
 		return
 	}
-	a.report(&latticev1.AllocationReport{AllocationId: c.AllocID, State: string(model.StateRunning), Reason: c.Reason, Message: c.Message})
+	a.report(&latticev1.AllocationReport{AllocationId: c.AllocID, State: string(model.StateRunning), Reason: c.Reason, Message: c.Message,
+		Run: int32(c.RequeueCount) + 1})
 }
 
 func (a *Agent) handle(m *latticev1.ServerMessage) {
@@ -440,7 +442,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		deferred := rec.deferred != nil
 		a.mu.Unlock()
 		if !deferred && a.runner.IsRunning(id) {
-			a.report(&latticev1.AllocationReport{AllocationId: id, State: string(model.StateRunning)})
+			a.report(&latticev1.AllocationReport{AllocationId: id, State: string(model.StateRunning), Run: run + 1})
 		}
 		return // otherwise its exit report, or its start, is on its way
 	}
@@ -484,7 +486,7 @@ func (a *Agent) launch(l Launch) {
 		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
 		return
 	}
-	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning)})
+	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1})
 }
 
 // cancel stops the run of an allocation. A cancel whose reason is not
@@ -592,7 +594,7 @@ func (a *Agent) checkpoint(req *latticev1.CheckpointRequest) {
 
 func cloneReport(r *latticev1.AllocationReport) *latticev1.AllocationReport {
 	return &latticev1.AllocationReport{AllocationId: r.AllocationId, State: r.State, Reason: r.Reason,
-		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message}
+		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run}
 }
 
 // MaxLogChunk bounds one log read.

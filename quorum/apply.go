@@ -633,6 +633,9 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	if a == nil {
 		return reject(CodeNotFound, "", "allocation %d does not exist", u.AllocID)
 	}
+	if u.Run > 0 && u.Run-1 != a.RequeueCount {
+		return reject(CodeStale, "", "report of run %d of allocation %d, which is on run %d", u.Run-1, a.ID, a.RequeueCount)
+	}
 	if a.State == u.State {
 		return nil // a repeated report: idempotent
 	}

@@ -96,6 +96,11 @@ func TestReclaimCheckpointsRequeuesAndHoldsNodes(t *testing.T) {
 	if !slices.Equal(states[len(states)-3:], []model.AllocState{model.StateCheckpointing, model.StateSuspended, model.StatePending}) {
 		t.Fatalf("history %v", states)
 	}
+	// A resent report of the first run does not touch the requeued allocation.
+	r = f.apply(&UpdateAllocs{Updates: []AllocUpdate{{AllocID: borrower, State: model.StateFailed, Run: 1}}})
+	if r.Items[0].Committed || r.Items[0].Rejection.Code != CodeStale || f.alloc(borrower).State != model.StatePending {
+		t.Fatalf("a report of an earlier run was applied: %+v", r.Items[0])
+	}
 	for _, name := range []string{"b2", "b3"} {
 		if n := f.s.Node(name); n.Borrowed() || n.ReturnRequested || !n.Idle() {
 			t.Fatalf("%s did not go home: %+v", name, n)

@@ -383,7 +383,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			in.conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: in.report.Seq}}})
 			continue
 		}
-		u := quorum.AllocUpdate{AllocID: in.report.AllocationId, State: st, Reason: in.report.Reason}
+		u := quorum.AllocUpdate{AllocID: in.report.AllocationId, State: st, Reason: in.report.Reason, Run: int(in.report.Run)}
 		if in.report.HasExitCode {
 			code := int(in.report.ExitCode)
 			u.ExitCode = &code
