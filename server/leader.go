@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/latticehpc/lattice/checkpoint"
 	"sync"
 	"time"
 
@@ -27,6 +28,8 @@ type leaderState struct {
 
 	disp *dispatcher
 	live *liveness
+
+	board *vcluster.Board // lenders' reservations, shared by this term's loops
 
 	panicMu     sync.Mutex
 	panicCounts map[string]int64 // recovered scheduler panics by vCluster
@@ -70,7 +73,7 @@ func (s *Server) startLeading(parent context.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(parent)
-	l := &leaderState{s: s, ctx: ctx, cancel: cancel, since: time.Now(), loops: map[string]*loopHandle{}}
+	l := &leaderState{s: s, ctx: ctx, cancel: cancel, since: time.Now(), loops: map[string]*loopHandle{}, board: &vcluster.Board{}}
 	l.disp = newDispatcher(l)
 	l.live = newLiveness(l)
 	s.leader = l
@@ -176,6 +179,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 			loop := &vcluster.Loop{
 				Name: name, State: l.s, Proposer: l.s, Planner: solver.Solve,
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.metrics.observeCycle,
+				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
 			l.wg.Add(1)
@@ -264,6 +268,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 		snap = &vcluster.Snapshot{
 			Now:         now,
 			VCluster:    vc,
+			VClusters:   map[string]*model.VCluster{},
 			Lenders:     map[string]bool{},
 			Nodes:       st.Nodes(),
 			Allocations: map[uint64]*model.Allocation{},
@@ -274,7 +279,8 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			EnergyPrice: -1,
 		}
 		for _, v := range st.VClusters() {
-			if v.AllowLending {
+			snap.VClusters[v.Name] = v
+			if v.Lends() {
 				snap.Lenders[v.Name] = true
 			}
 		}
@@ -446,4 +452,10 @@ func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, kind stri
 		}
 	}
 	return out, nil
+}
+
+// victimCost prices preempting a running allocation now (node-hours), by
+// the checkpoint cost model: the loops choose the cheapest victims.
+func (s *Server) victimCost(a *model.Allocation, now time.Time) float64 {
+	return checkpoint.PreemptionCost(s.cfg.Checkpoint, checkpoint.JobFromAllocation(a, false), now)
 }
