@@ -313,7 +313,7 @@ func (s *state) commitStart(xs []int32, e int64) {
 				continue
 			}
 			ci := s.cell[x]
-			if s.binpack && s.own[x] {
+			if s.binpack && s.own[x] && !s.held[x] { // held ones count as busy already
 				c.busyG[s.group[x]]++
 			}
 			switch {
