@@ -76,10 +76,10 @@ func (a *soakAuditor) audit(c quorum.Command, s *quorum.State) {
 
 // TestSoakElasticSharing runs three vClusters with mixed priority classes
 // and checkpoint modes, borrowing, reclaim and preemption continuously, and
-// checks every commit. By default it runs 15 s; LATTICE_SOAK=10m runs the
+// checks every commit. By default it runs 10 s; LATTICE_SOAK=10m runs the
 // long soak: LATTICE_SOAK=10m go test -run TestSoakElasticSharing -timeout 30m -v ./server
 func TestSoakElasticSharing(t *testing.T) {
-	run := 15 * time.Second
+	run := 10 * time.Second
 	if v := os.Getenv("LATTICE_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -303,7 +303,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		}
 	}
 	for id, n := range heldCounts(snap) {
-		if x := expl[id]; x != nil && x.Reason != "" {
+		if x := expl[id]; x != nil && (x.Reason == model.ReasonResources || x.Reason == model.ReasonPriority) {
 			x.Message = fmt.Sprintf("waits for %d node(s) held for it while the work on them is checkpointed (reclaim or preemption in progress)", n)
 		}
 	}
