@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/latticehpc/lattice/model"
 )
@@ -343,6 +346,45 @@ func TestPreemptionPropertyNeverClass10(t *testing.T) {
 					t.Fatalf("round %d: class %d preempted for class %d", round, va.PriorityClass, pa.PriorityClass)
 				}
 			}
+		}
+	}
+}
+
+// Two schedulers' proposals for one node reach the FSM at the same instant
+// from two goroutines: exactly one commits (run with -race).
+func TestConcurrentProposalsForOneNodeCommitOnce(t *testing.T) {
+	for round := range 50 {
+		f := lendingFixture(t)
+		x := f.submitReq(model.Request{VCluster: "batch", NodesMin: 1})
+		y := f.submitReq(model.Request{VCluster: "ml", NodesMin: 1, Checkpoint: model.CheckpointSignal})
+		fsm := &FSM{state: f.s, changed: make(chan struct{})}
+		v := f.s.Version
+		cmds := []Command{
+			&AssignBatch{Header: Header{Time: f.now}, VCluster: "batch", Items: []AssignItem{{AllocID: x, Nodes: []string{"b1"}, Version: v}}},
+			&AssignBatch{Header: Header{Time: f.now}, VCluster: "ml", Items: []AssignItem{{AllocID: y, Nodes: []string{"b1"}, Version: v}}},
+		}
+		results := make([]*Result, 2)
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i, c := range cmds {
+			data, err := Encode(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				results[i] = fsm.Apply(&raft.Log{Type: raft.LogCommand, Index: uint64(10 + i), Data: data}).(*Result)
+			}()
+		}
+		start.Done()
+		done.Wait()
+		if got := btoi(results[0].Items[0].Committed) + btoi(results[1].Items[0].Committed); got != 1 {
+			t.Fatalf("round %d: %d of two racing proposals committed", round, got)
+		}
+		if v := CheckInvariants(f.s); len(v) > 0 {
+			t.Fatalf("round %d: %v", round, v)
 		}
 	}
 }
