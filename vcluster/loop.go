@@ -303,7 +303,16 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		}
 	}
 	for id, n := range heldCounts(snap) {
-		if x := expl[id]; x != nil && (x.Reason == model.ReasonResources || x.Reason == model.ReasonPriority) {
+		x := expl[id]
+		if x == nil {
+			continue
+		}
+		switch x.Reason {
+		case model.ReasonBadConstraints, model.ReasonNodesDrained:
+			// Lent nodes coming back for it are not in the input yet.
+			x.Reason = model.ReasonResources
+			fallthrough
+		case model.ReasonResources, model.ReasonPriority:
 			x.Message = fmt.Sprintf("waits for %d node(s) held for it while the work on them is checkpointed (reclaim or preemption in progress)", n)
 		}
 	}
