@@ -287,6 +287,15 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 		for _, a := range st.Active() {
 			snap.Allocations[a.ID] = a
 		}
+		// The allocations nodes are held for, so that a hold of one that is
+		// no longer pending (cancelled, started elsewhere) holds nothing.
+		for _, n := range snap.Nodes {
+			if id := n.ReservedFor; id != 0 && snap.Allocations[id] == nil {
+				if a := st.Allocation(id); a != nil {
+					snap.Allocations[id] = a
+				}
+			}
+		}
 		for _, t := range st.Tenants() {
 			snap.Tenants[t.Name] = t
 			run := st.TenantRunning(t.Name)
