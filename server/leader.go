@@ -333,22 +333,9 @@ func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.As
 	for i, it := range items {
 		cmd.Items[i] = quorum.AssignItem{AllocID: it.AllocID, Nodes: it.Nodes, Version: it.Version}
 	}
-	r, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if r.Rejection != nil {
-		return nil, r.Rejection
-	}
-	out := make([]vcluster.Outcome, len(r.Items))
-	for i, it := range r.Items {
-		out[i] = vcluster.Outcome{AllocID: it.ID, Committed: it.Committed}
-		if it.Rejection != nil {
-			out[i].Reason, out[i].Message = it.Rejection.Reason, it.Rejection.Message
-			s.metrics.assignRejected.WithLabelValues(string(it.Rejection.Code)).Inc()
-		}
-	}
-	return out, nil
+	return s.proposeItems(ctx, cmd, func(r *quorum.Rejection) {
+		s.metrics.assignRejected.WithLabelValues(string(r.Code)).Inc()
+	})
 }
 
 // newVCluster returns a vCluster of type t with that type's defaults.
@@ -417,7 +404,7 @@ func (s *Server) Reclaim(ctx context.Context, vc string, items []vcluster.Reclai
 	for _, it := range items {
 		cmd.Items = append(cmd.Items, quorum.ReclaimItem{ForAlloc: it.ForAlloc, Nodes: it.Nodes, Reserve: it.Reserve, Version: it.Version})
 	}
-	out, err := s.proposeItems(ctx, cmd, "reclaim")
+	out, err := s.proposeItems(ctx, cmd, nil)
 	for i, o := range out {
 		if o.Committed && i < len(from) {
 			s.metrics.reclaims.WithLabelValues(vc, from[i]).Inc()
@@ -433,7 +420,7 @@ func (s *Server) Preempt(ctx context.Context, vc string, items []vcluster.Preemp
 	for _, it := range items {
 		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Reserve: it.Reserve, Version: it.Version})
 	}
-	out, err := s.proposeItems(ctx, cmd, "preempt")
+	out, err := s.proposeItems(ctx, cmd, nil)
 	for i, o := range out {
 		if o.Committed {
 			s.metrics.preemptions.WithLabelValues(vc).Add(float64(len(items[i].Victims)))
@@ -443,8 +430,9 @@ func (s *Server) Preempt(ctx context.Context, vc string, items []vcluster.Preemp
 	return out, err
 }
 
-// proposeItems proposes a batch command and turns its per-item results into outcomes.
-func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, kind string) ([]vcluster.Outcome, error) {
+// proposeItems proposes a batch command and turns its per-item results
+// into outcomes; onReject, when set, sees each rejected item.
+func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, onReject func(*quorum.Rejection)) ([]vcluster.Outcome, error) {
 	r, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -457,7 +445,10 @@ func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, kind stri
 		out[i] = vcluster.Outcome{AllocID: it.ID, Committed: it.Committed}
 		if it.Rejection != nil {
 			out[i].Reason, out[i].Message = it.Rejection.Reason, it.Rejection.Message
-			s.log.Debug(kind+" rejected", "alloc", it.ID, "why", it.Rejection.Message)
+			s.log.Debug(cmd.Type().String()+" item rejected", "alloc", it.ID, "why", it.Rejection.Message)
+			if onReject != nil {
+				onReject(it.Rejection)
+			}
 		}
 	}
 	return out, nil
