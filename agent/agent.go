@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +28,12 @@ type Config struct {
 	ID      string   // agent id; defaults to the host name
 	Servers []string // API addresses of quorum members
 	DataDir string   // logs and scripts
-	Nodes   []model.Node
+	// CheckpointDir is the root of the allocations' checkpoint directories
+	// (LATTICE_CHECKPOINT_DIR = CheckpointDir/<allocation id>); default
+	// DataDir/checkpoints. Sites point it at shared storage so a requeued
+	// allocation finds its checkpoint on any node.
+	CheckpointDir string
+	Nodes         []model.Node
 	// HeartbeatInterval is how often liveness is reported (default 10 s).
 	HeartbeatInterval time.Duration
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
@@ -41,17 +47,49 @@ type Agent struct {
 	runner *Runner
 	log    *slog.Logger
 
-	mu        sync.Mutex
-	seq       uint64
-	pending   map[uint64]*latticev1.AllocationReport // by seq, until acknowledged
-	finished  map[uint64]*latticev1.AllocationReport // final report by allocation
-	finOrder  []uint64
-	launches  map[uint64]bool // allocations ever started here
+	mu      sync.Mutex
+	seq     uint64
+	pending map[uint64]*latticev1.AllocationReport // by seq, until acknowledged
+	// runs is, per allocation, the latest run this agent knows of.
+	runs      map[uint64]*runRecord
+	endOrder  []endedRun // runs that ended here, oldest first (memory bound)
+	endSeq    uint64
 	outbox    chan *latticev1.AgentMessage
 	connected bool
 }
 
-const maxFinishedRemembered = 10000
+// runRecord is what the agent knows of one run of an allocation. A run is
+// (allocation id, requeue count): after a SUSPENDED report the quorum
+// requeues the allocation and assigns it again with requeue_count + 1.
+type runRecord struct {
+	requeue int32
+	// started: launched here (or waiting for an older run to end, deferred).
+	started  bool
+	deferred *Launch
+	// final is how the run ended here, as reported; endSeq orders ends.
+	final  *latticev1.AllocationReport
+	endSeq uint64
+	// quiet: the quorum ended this run without the agent (a cancel whose
+	// reason is not Cancelled); its exit is not reported.
+	quiet bool
+	// cancelled: a user's cancel came before any run started here; the
+	// CANCELLED report made the allocation terminal, so nothing starts.
+	cancelled bool
+	// checkpoints are the deadlines of the checkpoint requests received,
+	// newest last, kept across runs: a request the server resends (after a
+	// leader change) is delivered once.
+	checkpoints []int64
+}
+
+type endedRun struct {
+	id  uint64
+	seq uint64
+}
+
+const (
+	maxFinishedRemembered    = 10000
+	maxCheckpointsRemembered = 16
+)
 
 // New prepares an agent.
 func New(cfg Config) (*Agent, error) {
@@ -80,13 +118,13 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a := &Agent{
-		cfg:      cfg,
-		log:      cfg.Logger.With("agent", cfg.ID),
-		pending:  map[uint64]*latticev1.AllocationReport{},
-		finished: map[uint64]*latticev1.AllocationReport{},
-		launches: map[uint64]bool{},
+		cfg:     cfg,
+		log:     cfg.Logger.With("agent", cfg.ID),
+		pending: map[uint64]*latticev1.AllocationReport{},
+		runs:    map[uint64]*runRecord{},
 	}
-	r, err := NewRunner(cfg.DataDir, a.log, a.onExit)
+	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log,
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint})
 	if err != nil {
 		return nil, err
 	}
@@ -272,16 +310,6 @@ func (a *Agent) report(r *latticev1.AllocationReport) {
 	a.seq++
 	r.Seq = a.seq
 	a.pending[r.Seq] = r
-	if st, _ := model.ParseAllocState(r.State); st.Terminal() {
-		if _, ok := a.finished[r.AllocationId]; !ok {
-			a.finOrder = append(a.finOrder, r.AllocationId)
-		}
-		a.finished[r.AllocationId] = r
-		if len(a.finOrder) > maxFinishedRemembered {
-			delete(a.finished, a.finOrder[0])
-			a.finOrder = a.finOrder[1:]
-		}
-	}
 	out := a.outbox
 	a.mu.Unlock()
 	if out != nil {
@@ -292,12 +320,71 @@ func (a *Agent) report(r *latticev1.AllocationReport) {
 	}
 }
 
-func (a *Agent) onExit(e Exit) {
-	r := &latticev1.AllocationReport{AllocationId: e.AllocID, State: string(e.State), Reason: e.Reason, Message: e.Message}
+// ended records how a run ended (a.mu held) and bounds what is remembered.
+func (a *Agent) ended(id uint64, rec *runRecord, r *latticev1.AllocationReport) {
+	rec.final = r
+	a.endSeq++
+	rec.endSeq = a.endSeq
+	a.endOrder = append(a.endOrder, endedRun{id: id, seq: a.endSeq})
+	for len(a.endOrder) > maxFinishedRemembered {
+		old := a.endOrder[0]
+		a.endOrder = a.endOrder[1:]
+		if o := a.runs[old.id]; o != nil && o.endSeq == old.seq {
+			delete(a.runs, old.id)
+		}
+	}
+}
+
+func exitReport(e Exit) *latticev1.AllocationReport {
+	r := &latticev1.AllocationReport{AllocationId: e.AllocID, State: string(e.State), Reason: e.Reason, Message: e.Message,
+		Run: int32(e.RequeueCount) + 1}
 	if e.ExitCode != nil {
 		r.HasExitCode, r.ExitCode = true, int32(*e.ExitCode)
 	}
-	a.report(r)
+	return r
+}
+
+// onExit reports how a run ended — unless the quorum has moved past it: a
+// newer run is known (the old one's report would be taken for the new
+// one's), or the quorum ended it itself.
+func (a *Agent) onExit(e Exit) {
+	r := exitReport(e)
+	a.mu.Lock()
+	rec := a.runs[e.AllocID]
+	stale := rec != nil && int32(e.RequeueCount) < rec.requeue
+	quiet := rec != nil && !stale && rec.quiet
+	var next *Launch
+	switch {
+	case rec == nil:
+	case stale:
+		next, rec.deferred = rec.deferred, nil
+	default:
+		a.ended(e.AllocID, rec, r)
+	}
+	a.mu.Unlock()
+	if stale || quiet {
+		a.log.Info("run ended without a report: the quorum moved past it", "alloc", e.AllocID, "run", e.RequeueCount,
+			"state", e.State, "reason", e.Reason)
+	} else {
+		a.report(r)
+	}
+	if next != nil {
+		a.launch(*next)
+	}
+}
+
+// onCheckpoint reports a checkpoint that left the run going: RUNNING again,
+// with the reason (Checkpointed, CheckpointFailed or CheckpointTimeout).
+func (a *Agent) onCheckpoint(c CheckpointResult) {
+	a.mu.Lock()
+	rec := a.runs[c.AllocID]
+	current := rec == nil || (rec.requeue == int32(c.RequeueCount) && rec.final == nil && !rec.quiet)
+	a.mu.Unlock()
+	if !current {
+		return
+	}
+	a.report(&latticev1.AllocationReport{AllocationId: c.AllocID, State: string(model.StateRunning), Reason: c.Reason, Message: c.Message,
+		Run: int32(c.RequeueCount) + 1})
 }
 
 func (a *Agent) handle(m *latticev1.ServerMessage) {
@@ -313,29 +400,53 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 	case *latticev1.ServerMessage_LogRequest:
 		a.send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_LogData{LogData: a.readLog(msg.LogRequest)}})
 	case *latticev1.ServerMessage_Checkpoint:
-		if msg.Checkpoint.Mode == string(model.CheckpointSignal) {
-			a.runner.Signal(msg.Checkpoint.AllocationId, syscall.SIGUSR1)
+		a.checkpoint(msg.Checkpoint)
+	case *latticev1.ServerMessage_CheckpointAck:
+		if !a.runner.CheckpointAck(msg.CheckpointAck.AllocationId, msg.CheckpointAck.Failed) {
+			a.log.Info("checkpoint acknowledgement with no checkpoint in progress", "alloc", msg.CheckpointAck.AllocationId)
 		}
 	}
 }
 
 func (a *Agent) assign(as *latticev1.Assignment) {
 	al := as.Allocation
-	id := al.Id
+	id, run := al.Id, al.RequeueCount
 	a.mu.Lock()
-	fin := a.finished[id]
-	started := a.launches[id]
-	a.launches[id] = true
-	a.mu.Unlock()
-	if fin != nil {
+	rec := a.runs[id]
+	switch {
+	case rec == nil:
+		rec = &runRecord{requeue: run}
+		a.runs[id] = rec
+	case rec.cancelled:
+		// Cancelled before it started here; the leader may not know yet.
+		fin := rec.final
+		a.mu.Unlock()
+		a.report(cloneReport(fin))
+		return
+	case run < rec.requeue:
+		a.mu.Unlock()
+		a.log.Info("assignment of an old run ignored", "alloc", id, "run", run, "latest", rec.requeue)
+		return
+	case run > rec.requeue:
+		rec = &runRecord{requeue: run, checkpoints: rec.checkpoints}
+		a.runs[id] = rec
+	}
+	if rec.final != nil {
 		// Ended here already; the leader may not know yet.
+		fin := rec.final
+		a.mu.Unlock()
 		a.report(cloneReport(fin))
 		return
 	}
-	if started && a.runner.IsRunning(id) {
-		a.report(&latticev1.AllocationReport{AllocationId: id, State: string(model.StateRunning)})
-		return
+	if rec.started {
+		deferred := rec.deferred != nil
+		a.mu.Unlock()
+		if !deferred && a.runner.IsRunning(id) {
+			a.report(&latticev1.AllocationReport{AllocationId: id, State: string(model.StateRunning), Run: run + 1})
+		}
+		return // otherwise its exit report, or its start, is on its way
 	}
+	rec.started = true
 	req := al.Request
 	grace := a.cfg.Grace
 	if as.GraceSeconds > 0 {
@@ -347,17 +458,45 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Command: req.GetCommand(), Script: req.GetScript(), Env: req.GetEnv(), WorkDir: req.GetWorkDir(),
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
+		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
 	}
-	if err := a.runner.Start(l); err != nil {
-		a.log.Warn("launch failed", "alloc", id, "err", err)
-		code := -1
-		a.onExit(Exit{AllocID: id, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
+	if s := req.GetCheckpointSignal(); s != "" {
+		if n, err := model.ParseSignal(s); err == nil {
+			l.CheckpointSignal = syscall.Signal(n)
+		}
+	}
+	if old, ok := a.runner.runOf(id); ok && old != int(run) {
+		// An older run still runs here (the quorum requeued it without
+		// our report): stop it; the new run starts when it has ended.
+		rec.deferred = &l
+		a.mu.Unlock()
+		a.log.Info("stopping an old run before starting its successor", "alloc", id, "old", old, "run", run)
+		a.runner.Stop(id, model.ReasonRequeued, grace)
 		return
 	}
-	a.report(&latticev1.AllocationReport{AllocationId: id, State: string(model.StateRunning)})
+	a.mu.Unlock()
+	a.launch(l)
 }
 
+// launch starts a run and reports RUNNING, or FAILED/LaunchFailed.
+func (a *Agent) launch(l Launch) {
+	if err := a.runner.Start(l); err != nil {
+		a.log.Warn("launch failed", "alloc", l.AllocID, "run", l.RequeueCount, "err", err)
+		code := -1
+		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
+		return
+	}
+	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1})
+}
+
+// cancel stops the run of an allocation. A cancel whose reason is not
+// Cancelled comes from a quorum that already ended or requeued the run: it
+// is stopped without a report. For a run that is not going, the agent
+// reports only what it knows: a terminal end again; nothing after a
+// SUSPENDED end (the allocation is requeued, not cancelled); CANCELLED when
+// nothing ever ran here and a user cancelled it.
 func (a *Agent) cancel(c *latticev1.CancelAllocation) {
+	id := c.AllocationId
 	grace := a.cfg.Grace
 	if c.GraceSeconds > 0 {
 		grace = time.Duration(c.GraceSeconds) * time.Second
@@ -366,23 +505,96 @@ func (a *Agent) cancel(c *latticev1.CancelAllocation) {
 	if reason == "" {
 		reason = model.ReasonCancelled
 	}
-	if a.runner.Stop(c.AllocationId, reason, grace) {
-		return // the exit report follows
-	}
+	userCancel := reason == model.ReasonCancelled
+	cancelled := &latticev1.AllocationReport{AllocationId: id, State: string(model.StateCancelled), Reason: model.ReasonCancelled}
+
 	a.mu.Lock()
-	fin := a.finished[c.AllocationId]
-	a.launches[c.AllocationId] = true // a late assignment must not start it
-	a.mu.Unlock()
-	if fin != nil {
-		a.report(cloneReport(fin))
+	rec := a.runs[id]
+	if rec != nil && rec.deferred != nil {
+		// Its new run waits for the old one to end: it never starts.
+		l := rec.deferred
+		rec.deferred = nil
+		if !userCancel {
+			rec.quiet = true
+			a.mu.Unlock()
+			return
+		}
+		a.ended(id, rec, cancelled)
+		a.mu.Unlock()
+		a.log.Info("cancelled before it started", "alloc", id, "run", l.RequeueCount)
+		a.report(cloneReport(cancelled))
 		return
 	}
-	a.onExit(Exit{AllocID: c.AllocationId, State: model.StateCancelled, Reason: model.ReasonCancelled})
+	if rec != nil && rec.final == nil && !userCancel {
+		rec.quiet = true
+	}
+	a.mu.Unlock()
+	if a.runner.Stop(id, reason, grace) {
+		return // the exit report follows
+	}
+
+	a.mu.Lock()
+	rec = a.runs[id]
+	switch {
+	case rec == nil && userCancel:
+		// Never ran here: cancelled before its assignment arrived, which
+		// must not start it.
+		rec = &runRecord{requeue: -1, started: true, cancelled: true}
+		a.runs[id] = rec
+		a.ended(id, rec, cancelled)
+		a.mu.Unlock()
+		a.report(cloneReport(cancelled))
+	case rec == nil:
+		a.mu.Unlock()
+		a.log.Info("cancel of an allocation that never ran here ignored", "alloc", id, "reason", reason)
+	case rec.final != nil:
+		fin := rec.final
+		a.mu.Unlock()
+		if st, _ := model.ParseAllocState(fin.State); st.Terminal() {
+			a.report(cloneReport(fin))
+		}
+	default:
+		a.mu.Unlock() // it just ended: its exit report is on its way
+	}
+}
+
+// checkpoint delivers a checkpoint request once per (allocation, deadline).
+func (a *Agent) checkpoint(req *latticev1.CheckpointRequest) {
+	id := req.AllocationId
+	a.mu.Lock()
+	if rec := a.runs[id]; rec != nil {
+		if slices.Contains(rec.checkpoints, req.DeadlineUnixMs) {
+			a.mu.Unlock()
+			a.log.Debug("checkpoint request already delivered", "alloc", id, "deadline_unix_ms", req.DeadlineUnixMs)
+			return
+		}
+		rec.checkpoints = append(rec.checkpoints, req.DeadlineUnixMs)
+		if n := len(rec.checkpoints); n > maxCheckpointsRemembered {
+			rec.checkpoints = rec.checkpoints[n-maxCheckpointsRemembered:]
+		}
+	}
+	a.mu.Unlock()
+	o := CheckpointOrder{AllocID: id, Mode: model.CheckpointMode(req.Mode), Stop: req.Stop,
+		Signal: syscall.Signal(req.Signal), Hook: req.Hook, Webhook: req.Webhook, Reason: req.Reason, Grace: a.cfg.Grace}
+	if req.DeadlineUnixMs > 0 {
+		o.Deadline = time.UnixMilli(req.DeadlineUnixMs)
+	}
+	if req.GraceSeconds > 0 {
+		o.Grace = time.Duration(req.GraceSeconds) * time.Second
+	}
+	if req.Mode != "" {
+		if m, err := model.ParseCheckpointMode(req.Mode); err == nil {
+			o.Mode = m
+		}
+	}
+	if err := a.runner.Checkpoint(o); err != nil {
+		a.log.Info("checkpoint request not delivered", "alloc", id, "err", err)
+	}
 }
 
 func cloneReport(r *latticev1.AllocationReport) *latticev1.AllocationReport {
 	return &latticev1.AllocationReport{AllocationId: r.AllocationId, State: r.State, Reason: r.Reason,
-		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message}
+		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run}
 }
 
 // MaxLogChunk bounds one log read.

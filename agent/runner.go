@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,24 +38,66 @@ type Launch struct {
 	Stdout     string // output file pattern; empty = the data dir's log file
 	Stderr     string
 	Checkpoint model.CheckpointMode
+	// RequeueCount is how often the allocation went back to the queue
+	// before this run (LATTICE_RESTART_COUNT); with AllocID it names the run.
+	RequeueCount int
+	// CheckpointSignal, CheckpointHook and CheckpointWebhook are the
+	// request's own settings, used when a checkpoint request leaves them
+	// out (0 = SIGUSR1).
+	CheckpointSignal  syscall.Signal
+	CheckpointHook    string
+	CheckpointWebhook string
+	// CheckpointDir is LATTICE_CHECKPOINT_DIR; the runner sets it to
+	// <checkpoint root>/<allocation id> when empty.
+	CheckpointDir string
 }
 
-// Exit is how an allocation ended on this agent.
+// CheckpointDoneFile is the file, inside LATTICE_CHECKPOINT_DIR, whose
+// appearance acknowledges a checkpoint (LATTICE_CHECKPOINT_DONE).
+const CheckpointDoneFile = "checkpoint-done"
+
+// DonePath is LATTICE_CHECKPOINT_DONE of a launch.
+func (l *Launch) DonePath() string { return filepath.Join(l.CheckpointDir, CheckpointDoneFile) }
+
+// Exit is how one run of an allocation ended on this agent.
 type Exit struct {
-	AllocID  uint64
-	State    model.AllocState // COMPLETED, FAILED or CANCELLED
-	Reason   string
-	ExitCode *int
-	Message  string
+	AllocID      uint64
+	RequeueCount int              // the run (Launch.RequeueCount)
+	State        model.AllocState // COMPLETED, FAILED, CANCELLED, or SUSPENDED after a checkpoint
+	Reason       string
+	ExitCode     *int
+	Message      string
+}
+
+// RunnerConfig configures a Runner.
+type RunnerConfig struct {
+	// Dir keeps logs and scripts.
+	Dir string
+	// CheckpointDir is the root of the per-allocation checkpoint
+	// directories (default Dir/checkpoints).
+	CheckpointDir string
+	Logger        *slog.Logger
+	// OnExit is called once per run when its process has ended.
+	OnExit func(Exit)
+	// OnCheckpoint is called when a checkpoint that leaves the allocation
+	// running ends (acknowledged, failed or timed out), before any exit of
+	// the same run.
+	OnCheckpoint func(CheckpointResult)
+	// HTTPClient posts webhook-mode checkpoint requests (default: a client
+	// with the default transport; each request is bounded by its deadline).
+	HTTPClient *http.Client
 }
 
 // Runner starts entrypoints as real processes, each in its own process
 // group, and stops them: SIGTERM to the group, a grace period, then SIGKILL.
 // Output goes to files; logs can be read back by allocation id.
 type Runner struct {
-	dir    string // data dir of the agent
-	onExit func(Exit)
-	log    *slog.Logger
+	dir          string // data dir of the agent
+	ckptRoot     string
+	onExit       func(Exit)
+	onCheckpoint func(CheckpointResult)
+	http         *http.Client
+	log          *slog.Logger
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -66,11 +109,18 @@ type process struct {
 	cmd      *exec.Cmd
 	pgid     int
 	launch   Launch
+	logs     LogPaths
 	stopOnce sync.Once
-	// why is set once, before signalling, to the reason the agent stopped it.
+	// why is set once, before signalling, to the reason the agent stopped
+	// it (a cancel may still replace a checkpoint's reason).
 	why   string
 	done  chan struct{}
 	timer *time.Timer
+	// ckpt is the checkpoint in progress (under Runner.mu); one with stop
+	// stays until the process ends.
+	ckpt *checkpointRun
+	// reportMu orders a checkpoint's RUNNING outcome before the exit.
+	reportMu sync.Mutex
 }
 
 // LogPaths records where an allocation's output went.
@@ -79,17 +129,34 @@ type LogPaths struct {
 	Stderr string `json:"stderr"`
 }
 
-// NewRunner returns a runner keeping logs and scripts under dir.
-func NewRunner(dir string, log *slog.Logger, onExit func(Exit)) (*Runner, error) {
+// NewRunner returns a runner keeping logs and scripts under cfg.Dir and
+// checkpoint directories under cfg.CheckpointDir.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	for _, sub := range []string{"logs", "scripts"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("agent data dir: %w", err)
 		}
 	}
-	if log == nil {
-		log = slog.Default()
+	if cfg.CheckpointDir == "" {
+		cfg.CheckpointDir = filepath.Join(cfg.Dir, "checkpoints")
 	}
-	return &Runner{dir: dir, onExit: onExit, log: log, running: map[uint64]*process{}}, nil
+	if err := os.MkdirAll(cfg.CheckpointDir, 0o755); err != nil {
+		return nil, fmt.Errorf("agent checkpoint dir: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	return &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
+		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}}, nil
+}
+
+// CheckpointDir is LATTICE_CHECKPOINT_DIR of an allocation: the same for
+// every run, so a requeued allocation finds what it saved.
+func (r *Runner) CheckpointDir(id uint64) string {
+	return filepath.Join(r.ckptRoot, strconv.FormatUint(id, 10))
 }
 
 // Env builds the environment of an allocation: the agent's own, the
@@ -126,6 +193,11 @@ func Env(l Launch, base []string) []string {
 	}
 	if len(l.Nodes) > 0 {
 		env = append(env, "SLURMD_NODENAME="+l.Nodes[0], "LATTICE_NODENAME="+l.Nodes[0])
+	}
+	restarts := strconv.Itoa(l.RequeueCount)
+	env = append(env, "LATTICE_RESTART_COUNT="+restarts, "SLURM_RESTART_COUNT="+restarts)
+	if l.CheckpointDir != "" {
+		env = append(env, "LATTICE_CHECKPOINT_DIR="+l.CheckpointDir, "LATTICE_CHECKPOINT_DONE="+l.DonePath())
 	}
 	return env
 }
@@ -212,13 +284,32 @@ func (r *Runner) Start(l Launch) error {
 	if r.closed {
 		return errors.New("agent is shutting down")
 	}
-	if _, dup := r.running[l.AllocID]; dup {
-		return nil
+	if old, dup := r.running[l.AllocID]; dup {
+		if old.launch.RequeueCount == l.RequeueCount {
+			return nil
+		}
+		return fmt.Errorf("allocation %d: run %d still runs here; run %d cannot start before it ends", l.AllocID, old.launch.RequeueCount, l.RequeueCount)
 	}
 	if l.WorkDir != "" {
 		if st, err := os.Stat(l.WorkDir); err != nil || !st.IsDir() {
 			return fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
 		}
+	}
+	if l.CheckpointDir == "" {
+		l.CheckpointDir = r.CheckpointDir(l.AllocID)
+	}
+	if err := os.MkdirAll(l.CheckpointDir, 0o700); err != nil {
+		return fmt.Errorf("checkpoint dir: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			_ = os.Remove(l.CheckpointDir) // only if empty: a requeued run's checkpoint stays
+		}
+	}()
+	// An acknowledgement left by an earlier run acknowledges nothing now.
+	if err := removeIfExists(l.DonePath()); err != nil {
+		return fmt.Errorf("checkpoint done file: %w", err)
 	}
 	lp := r.logPaths(l)
 	meta, _ := json.Marshal(lp)
@@ -266,14 +357,15 @@ func (r *Runner) Start(l Launch) error {
 		return fmt.Errorf("start entrypoint: %w", err)
 	}
 	closeLogs(stdout, stderr) // the child holds its own descriptors
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, done: make(chan struct{})}
+	started = true
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}
 	r.running[l.AllocID] = p
 	if l.Walltime > 0 {
 		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
 	}
 	r.wg.Add(1)
 	go r.wait(p)
-	r.log.Info("allocation started", "alloc", l.AllocID, "pid", p.pgid, "nodes", len(l.Nodes))
+	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
 	return nil
 }
 
@@ -321,10 +413,14 @@ func (r *Runner) wait(p *process) {
 	close(p.done)
 	r.mu.Lock()
 	delete(r.running, p.launch.AllocID)
-	why := p.why
+	why, ck := p.why, p.ckpt
+	p.ckpt = nil
 	r.mu.Unlock()
+	if ck != nil {
+		ck.cancel() // ends its hook or webhook
+	}
 
-	ex := Exit{AllocID: p.launch.AllocID}
+	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount}
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError
@@ -343,17 +439,63 @@ func (r *Runner) wait(p *process) {
 	switch {
 	case why == model.ReasonCancelled:
 		ex.State, ex.Reason = model.StateCancelled, model.ReasonCancelled
+	case suspends(why):
+		ex.State, ex.Reason = model.StateSuspended, why
 	case why != "":
 		ex.State, ex.Reason = model.StateFailed, why
+	case ck != nil && ck.order.Stop:
+		// It ended by itself while asked to checkpoint and stop.
+		acked := fileExists(p.launch.DonePath())
+		switch {
+		case code == 0 && !acked:
+			ex.State = model.StateCompleted // the work was done
+		case acked:
+			ex.State, ex.Reason = model.StateSuspended, model.ReasonCheckpointed
+		default:
+			ex.State, ex.Reason = model.StateSuspended, model.ReasonPreempted
+			ex.Message = fmt.Sprintf("exited with code %d while asked to checkpoint", code)
+		}
 	case code == 0:
 		ex.State = model.StateCompleted
 	default:
 		ex.State, ex.Reason = model.StateFailed, model.ReasonNonZeroExit
 	}
-	r.log.Info("allocation ended", "alloc", ex.AllocID, "state", ex.State, "reason", ex.Reason, "exit_code", code)
+	if ex.State.Terminal() && (why == "" || why == model.ReasonCancelled || why == model.ReasonWalltimeExceeded) {
+		// No run follows: drop the acknowledgement, and the directory if
+		// the application saved nothing in it. (A run the quorum stopped
+		// for its own reasons may have a successor elsewhere on shared
+		// storage: its directory is left alone.)
+		_ = removeIfExists(p.launch.DonePath())
+		_ = os.Remove(p.launch.CheckpointDir)
+	}
+	r.log.Info("allocation ended", "alloc", ex.AllocID, "run", ex.RequeueCount, "state", ex.State, "reason", ex.Reason, "exit_code", code)
+	p.reportMu.Lock()
+	defer p.reportMu.Unlock()
 	if r.onExit != nil {
 		r.onExit(ex)
 	}
+}
+
+// suspends reports whether stopping for why ends the run SUSPENDED: the
+// allocation was asked to checkpoint and stop, and will run again.
+func suspends(why string) bool {
+	switch why {
+	case model.ReasonCheckpointed, model.ReasonCheckpointFailed, model.ReasonCheckpointTimeout, model.ReasonPreempted:
+		return true
+	}
+	return false
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // Stop stops a running allocation: SIGTERM to its process group, then
@@ -370,7 +512,9 @@ func (r *Runner) Stop(id uint64, reason string, grace time.Duration) bool {
 }
 
 func (r *Runner) stop(p *process, reason string, grace time.Duration) {
+	first := false
 	p.stopOnce.Do(func() {
+		first = true
 		r.mu.Lock()
 		p.why = reason
 		r.mu.Unlock()
@@ -384,6 +528,15 @@ func (r *Runner) stop(p *process, reason string, grace time.Duration) {
 			}
 		}()
 	})
+	if !first && reason == model.ReasonCancelled {
+		// A cancel while a checkpoint stops it: the user's word wins, the
+		// allocation ends CANCELLED rather than SUSPENDED for a requeue.
+		r.mu.Lock()
+		if suspends(p.why) {
+			p.why = reason
+		}
+		r.mu.Unlock()
+	}
 }
 
 // Signal sends sig to a running allocation's process group (checkpoint requests).
@@ -407,6 +560,16 @@ func (r *Runner) Running() []uint64 {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
+}
+
+// runOf returns the run (requeue count) of id running here now.
+func (r *Runner) runOf(id uint64) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.running[id]; p != nil {
+		return p.launch.RequeueCount, true
+	}
+	return 0, false
 }
 
 // IsRunning reports whether id runs here now.

@@ -15,7 +15,7 @@ import (
 func newTestRunner(t *testing.T) (*Runner, chan Exit) {
 	t.Helper()
 	exits := make(chan Exit, 8)
-	r, err := NewRunner(t.TempDir(), nil, func(e Exit) { exits <- e })
+	r, err := NewRunner(RunnerConfig{Dir: t.TempDir(), OnExit: func(e Exit) { exits <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (r *runner) vclusterCommand() *cli.Command {
 			{
 				Name:      "set",
 				Usage:     "change a vCluster's scheduling policy",
-				ArgsUsage: "NAME [--weights-profile P] [--weight f3=0.3 ...] [--reservation-depth N|all] [--cycle 10s] [--allow-lending BOOL] [--allow-borrowing BOOL] [--power-cap-kw X]",
+				ArgsUsage: "NAME [--weights-profile P] [--weight f3=0.3 ...] [--reservation-depth N|all] [--cycle 10s] [--allow-lending BOOL] [--allow-borrowing BOOL] [--power-cap-kw X] [--algorithm A] [--max-lend-fraction F] [--reclaim-grace D] [--reclaim-backoff D] [--preemption BOOL] [--preempt-horizon D] [--checkpointable-only-on-borrowed BOOL]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "weights-profile", Usage: "weights profile to start from"},
 					&cli.StringSliceFlag{Name: "weight", Usage: "override one weight, FACTOR=W with FACTOR f1..f9 and 0 <= W <= 1 (repeatable, or comma-separated)"},
@@ -50,6 +50,13 @@ func (r *runner) vclusterCommand() *cli.Command {
 					&cli.StringFlag{Name: "allow-lending", Usage: "let other vClusters borrow idle nodes: true or false"},
 					&cli.StringFlag{Name: "allow-borrowing", Usage: "borrow other vClusters' idle nodes: true or false"},
 					&cli.StringFlag{Name: "power-cap-kw", Usage: "power cap in kW (0 = none)"},
+					&cli.StringFlag{Name: "algorithm", Usage: "placement: backfill, fifo (strict order), binpack (fill busy groups first) or sensitive (one conformance group, never lends or borrows)"},
+					&cli.StringFlag{Name: "max-lend-fraction", Usage: "share of its nodes that may be lent at once, 0 < F <= 1"},
+					&cli.StringFlag{Name: "reclaim-grace", Usage: "how long a reclaimed or preempted job has to checkpoint before it is stopped, e.g. 60s"},
+					&cli.StringFlag{Name: "reclaim-backoff", Usage: "how long a vCluster may not borrow back a node reclaimed from it, e.g. 5m"},
+					&cli.StringFlag{Name: "preemption", Usage: "let higher priority classes preempt strictly lower ones: true or false"},
+					&cli.StringFlag{Name: "preempt-horizon", Usage: "no preemption for work expected to start within this long anyway, e.g. 2m"},
+					&cli.StringFlag{Name: "checkpointable-only-on-borrowed", Usage: "run only checkpointable work on borrowed nodes: true or false"},
 					&cli.BoolFlag{Name: "create", Usage: "create the vCluster if it does not exist"},
 					&cli.StringFlag{Name: "type", Usage: "type of a new vCluster: hpc-batch, ml-training, interactive, service, sensitive"},
 				},
@@ -83,17 +90,17 @@ func (r *runner) vclusterList(c *cli.Context) error {
 		views = append(views, vclusterOf(v))
 	}
 	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
-		head := []any{"NAME", "TYPE", "PROFILE", "CYCLE", "DEPTH", "LEND", "BORROW", "NODES", "BUSY", "IDLE", "PENDING", "RUNNING", "POWER"}
+		head := []any{"NAME", "TYPE", "ALGORITHM", "PROFILE", "CYCLE", "DEPTH", "LEND", "BORROW", "NODES", "BUSY", "IDLE", "LENT", "BORROWED", "PENDING", "RUNNING", "POWER"}
 		if wide {
-			head = append(head, "LENT", "BORROWED", "CAP", "WEIGHTS")
+			head = append(head, "PREEMPT", "GRACE", "CAP", "WEIGHTS")
 		}
 		row(w, head...)
 		for _, v := range views {
-			cols := []any{v.Name, v.Type, orDash(v.WeightsProfile), secondsText(v.CycleSeconds), depthText(v.ReservationDepth),
+			cols := []any{v.Name, v.Type, v.Algorithm, orDash(v.WeightsProfile), secondsText(v.CycleSeconds), depthText(v.ReservationDepth),
 				yesNo(v.AllowLending), yesNo(v.AllowBorrowing), v.Usage.CurrentNodes, v.Usage.BusyNodes, v.Usage.IdleNodes,
-				v.Usage.Pending, v.Usage.Running, watts(v.Usage.PowerWatts)}
+				v.Usage.LentNodes, v.Usage.BorrowedNodes, v.Usage.Pending, v.Usage.Running, watts(v.Usage.PowerWatts)}
 			if wide {
-				cols = append(cols, v.Usage.LentNodes, v.Usage.BorrowedNodes, capText(v.PowerCapWatts), weightsText(v.Weights))
+				cols = append(cols, yesNo(v.Preemption), secondsText(v.ReclaimGraceSeconds), capText(v.PowerCapWatts), weightsText(v.Weights))
 			}
 			row(w, cols...)
 		}
@@ -133,6 +140,15 @@ func (r *runner) printVCluster(format string, info *latticev1.VClusterInfo) erro
 		kv(w, "Allow lending", yesNo(v.AllowLending))
 		kv(w, "Allow borrowing", yesNo(v.AllowBorrowing))
 		kv(w, "Power cap", capText(v.PowerCapWatts))
+		kv(w, "Algorithm", v.Algorithm)
+		kv(w, "Max lend fraction", fmt.Sprintf("%.2f", v.MaxLendFraction))
+		kv(w, "Reclaim grace", secondsText(v.ReclaimGraceSeconds))
+		kv(w, "Reclaim back-off", secondsText(v.ReclaimBackoffSeconds))
+		kv(w, "Preemption", fmt.Sprintf("%s (horizon %s)", yesNo(v.Preemption), secondsText(v.PreemptHorizonSeconds)))
+		kv(w, "Checkpointable only on borrowed", yesNo(v.CheckpointableOnlyOnBorrowed))
+		if v.LoopPanics > 0 {
+			kv(w, "Recovered loop panics", v.LoopPanics)
+		}
 		u := v.Usage
 		kv(w, "Nodes", fmt.Sprintf("%d home, %d current (%d busy, %d idle), %d lent, %d borrowed",
 			u.HomeNodes, u.CurrentNodes, u.BusyNodes, u.IdleNodes, u.LentNodes, u.BorrowedNodes))
@@ -233,6 +249,46 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		}
 		req.SetPowerCap, req.PowerCapWatts, changed = true, w, true
 	}
+	if v, ok := flag("algorithm"); ok {
+		a, err := model.ParseAlgorithm(v)
+		if err != nil {
+			return nil, err
+		}
+		req.Algorithm, changed = string(a), true
+	}
+	if v, ok := flag("max-lend-fraction"); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return nil, &model.FieldError{Field: "max-lend-fraction", Value: v, Allowed: "a fraction 0 < F <= 1 (turn lending off with --allow-lending false)"}
+		}
+		req.SetMaxLendFraction, req.MaxLendFraction, changed = true, f, true
+	}
+	for _, d := range []struct {
+		name string
+		dst  *int64
+	}{{"reclaim-grace", &req.ReclaimGraceMs}, {"reclaim-backoff", &req.ReclaimBackoffMs}, {"preempt-horizon", &req.PreemptHorizonMs}} {
+		if v, ok := flag(d.name); ok {
+			dur, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || dur < time.Second || dur > 24*time.Hour {
+				return nil, &model.FieldError{Field: d.name, Value: v, Allowed: "a duration between 1s and 24h, e.g. 90s or 5m"}
+			}
+			*d.dst, changed = dur.Milliseconds(), true
+		}
+	}
+	if v, ok := flag("preemption"); ok {
+		b, err := parseBool("preemption", v)
+		if err != nil {
+			return nil, err
+		}
+		req.SetPreemption, req.Preemption, changed = true, b, true
+	}
+	if v, ok := flag("checkpointable-only-on-borrowed"); ok {
+		b, err := parseBool("checkpointable-only-on-borrowed", v)
+		if err != nil {
+			return nil, err
+		}
+		req.SetCheckpointableOnlyOnBorrowed, req.CheckpointableOnlyOnBorrowed, changed = true, b, true
+	}
 	if v, ok := flag("type"); ok {
 		t, err := model.ParseVClusterType(v)
 		if err != nil {
@@ -241,7 +297,7 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		req.Type = string(t)
 	}
 	if !changed {
-		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing or --power-cap-kw")
+		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing, --power-cap-kw, --algorithm, --max-lend-fraction, --reclaim-grace, --reclaim-backoff, --preemption, --preempt-horizon or --checkpointable-only-on-borrowed")
 	}
 	return req, nil
 }

@@ -253,6 +253,15 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 		kv(w, "Requeues", v.RequeueCount)
 		kv(w, "Checkpoints", v.CheckpointCount)
 	}
+	if ms := a.GetLastCheckpointUnixMs(); ms != 0 {
+		kv(w, "Last checkpoint", r.tableTime(ms))
+	}
+	if v.CheckpointReason != "" {
+		kv(w, "Checkpointing", fmt.Sprintf("%s, until %s", v.CheckpointReason, r.tableTime(a.GetCheckpointDeadlineUnixMs())))
+	}
+	if p := v.Preemption; p != nil {
+		kv(w, "Preempted", preemptionText(p, r.tableTime(a.GetPreemption().GetTimeUnixMs())))
+	}
 	if len(v.History) > 0 {
 		fmt.Fprintln(w)
 		row(w, "TIME", "STATE", "REASON")

@@ -128,6 +128,7 @@ func (r *runner) app() *cli.App {
 			r.showCommand(),
 			r.explainCommand(),
 			r.cancelCommand(),
+			r.checkpointCommand(),
 			r.dagCommand(),
 			r.logsCommand(),
 			r.nodesCommand(),

@@ -103,6 +103,7 @@ func (r *runner) nodesList(c *cli.Context) error {
 			row(w, "NODE", "STATE", "HOME", "CURRENT", "GROUP", "FINGERPRINT", "ALLOC", "POWER", "GPUS", "FEATURES", "IDLE/BUSY", "REASON")
 		} else {
 			row(w, "NODE", "STATE", "HOME", "CURRENT", "GROUP", "FINGERPRINT", "ALLOC", "POWER")
+			// A lent node shows its CURRENT vCluster with a '*', '*!' while its home reclaims it.
 		}
 		for _, v := range views {
 			alloc := "-"
@@ -114,11 +115,11 @@ func (r *runner) nodesList(c *cli.Context) error {
 				if v.GPUs > 0 {
 					gpus = strings.TrimSpace(fmt.Sprintf("%d %s", v.GPUs, v.GPUType))
 				}
-				row(w, v.Name, v.State, v.HomeVCluster, v.CurrentVCluster, v.Group, orDash(v.Fingerprint), alloc,
+				row(w, v.Name, v.State, v.HomeVCluster, currentText(v), v.Group, orDash(v.Fingerprint), alloc,
 					watts(int64(v.PowerWatts)), gpus, orDash(strings.Join(v.Features, ",")),
 					fmt.Sprintf("%d/%dW", v.IdleWatts, v.BusyWatts), orDash(v.StateReason))
 			} else {
-				row(w, v.Name, v.State, v.HomeVCluster, v.CurrentVCluster, v.Group, orDash(shortFingerprint(v.Fingerprint)), alloc, watts(int64(v.PowerWatts)))
+				row(w, v.Name, v.State, v.HomeVCluster, currentText(v), v.Group, orDash(shortFingerprint(v.Fingerprint)), alloc, watts(int64(v.PowerWatts)))
 			}
 		}
 		return nil
@@ -153,7 +154,20 @@ func (r *runner) printNode(format string, n *latticev1.Node) error {
 		kv(w, "State", v.State)
 		kv(w, "Reason", orDash(v.StateReason))
 		kv(w, "Home vCluster", v.HomeVCluster)
-		kv(w, "Current vCluster", v.CurrentVCluster)
+		switch {
+		case v.ReturnRequested:
+			kv(w, "Current vCluster", v.CurrentVCluster+" (borrowed; reclaimed by its home, returns when its allocation ends)")
+		case v.Borrowed:
+			kv(w, "Current vCluster", v.CurrentVCluster+" (borrowed)")
+		default:
+			kv(w, "Current vCluster", v.CurrentVCluster)
+		}
+		if v.ReservedFor != nil {
+			kv(w, "Held for", fmt.Sprintf("allocation %d until %s", *v.ReservedFor, r.tableTime(n.GetReservedUntilUnixMs())))
+		}
+		if v.ReclaimedFrom != "" {
+			kv(w, "Reclaimed from", fmt.Sprintf("%s at %s", v.ReclaimedFrom, r.tableTime(n.GetReclaimedAtUnixMs())))
+		}
 		kv(w, "Dragonfly group", v.Group)
 		kv(w, "Fingerprint", orDash(v.Fingerprint))
 		alloc := "-"
@@ -219,4 +233,16 @@ func watts(w int64) string {
 		return fmt.Sprintf("%.1fkW", float64(w)/1e3)
 	}
 	return fmt.Sprintf("%dW", w)
+}
+
+// currentText is the CURRENT column: the vCluster using the node, marked
+// '*' when it is borrowed and '*!' while its home reclaims it.
+func currentText(v nodeView) string {
+	switch {
+	case v.ReturnRequested:
+		return v.CurrentVCluster + "*!"
+	case v.Borrowed:
+		return v.CurrentVCluster + "*"
+	}
+	return v.CurrentVCluster
 }

@@ -37,6 +37,9 @@ const (
 	optStderr      = "stderr"
 	optWorkDir     = "workdir"
 	optExport      = "export"
+	optSignal      = "signal"
+	optCkptHook    = "checkpoint-hook"
+	optCkptWebhook = "checkpoint-webhook"
 )
 
 func (o submitOptions) set(key, value, origin string) {
@@ -80,6 +83,10 @@ var sbatchLong = map[string]string{
 	"chdir":          optWorkDir,
 	"workdir":        optWorkDir,
 	"export":         optExport,
+	"signal":         optSignal,
+	// Lattice's own checkpoint settings.
+	"checkpoint-hook":    optCkptHook,
+	"checkpoint-webhook": optCkptWebhook,
 }
 
 // sbatchShort maps Slurm's one-letter options. In a script -o and -e are

@@ -69,6 +69,9 @@ var submitFlags = []struct {
 	{"qos", "qos"},
 	{"priority-class", "priority-class"},
 	{"checkpoint", optCheckpoint},
+	{"checkpoint-hook", optCkptHook},
+	{"checkpoint-webhook", optCkptWebhook},
+	{"signal", optSignal},
 	{"stdout", optStdout},
 	{"stderr", optStderr},
 	{"workdir", optWorkDir},
@@ -92,7 +95,10 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Aliases: []string{"J", "job-name"}, Usage: "name (default: the script's or the command's name)"},
 			&cli.StringFlag{Name: "priority-class", Usage: "priority class 0..10", DefaultText: strconv.Itoa(DefaultPriorityClass)},
 			&cli.StringFlag{Name: "qos", Usage: "Slurm QOS, mapped to a priority class: scavenger, low, normal, high, urgent"},
-			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint mode: signal, hook or none", DefaultText: "none"},
+			&cli.StringFlag{Name: "checkpoint", Usage: "how the job is asked to checkpoint before its nodes are taken back: signal, hook, webhook or none", DefaultText: "none (signal with --signal)"},
+			&cli.StringFlag{Name: "checkpoint-hook", Usage: "hook mode: command run (sh -c, with the job's environment) to checkpoint; exit 0 = done"},
+			&cli.StringFlag{Name: "checkpoint-webhook", Usage: "webhook mode: URL POSTed {allocation, deadline, checkpoint_dir}; acknowledge with `latticectl checkpoint done ID`"},
+			&cli.StringFlag{Name: "signal", Usage: "sbatch's [B:]SIG[@SECS]: the checkpoint signal (default USR1), also sent SECS (default 60) before the walltime ends"},
 			&cli.StringFlag{Name: "depends-on", Aliases: []string{"d", "dependency"}, Usage: "afterok:ID[:ID][,afterany:ID...]"},
 			&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "job array START-END[:STEP][%MAX]"},
 			&cli.StringFlag{Name: "constraint", Aliases: []string{"C"}, Usage: "node features FEATURE[&FEATURE...]"},
@@ -348,6 +354,18 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 	if req.Checkpoint, err = model.ParseCheckpointMode(v); err != nil {
 		return nil, wrap(err)
 	}
+	if v, wrap := get(optSignal, ""); hasKey(o, optSignal) {
+		spec, err := model.ParseSignalSpec(v)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		req.CheckpointSignal, req.CheckpointSignalSecs = spec.Signal, spec.Secs
+		if !hasKey(o, optCheckpoint) {
+			req.Checkpoint = model.CheckpointSignal // sbatch --signal alone: deliver that signal
+		}
+	}
+	req.CheckpointHook, _ = get(optCkptHook, "")
+	req.CheckpointWebhook, _ = get(optCkptWebhook, "")
 	if v, wrap := get(optDependsOn, ""); v != "" {
 		var task model.TaskResolver
 		if in.resolveTask != nil {
@@ -525,26 +543,30 @@ func parseExport(s string, environ []string) ([]string, error) {
 // as -1 (unknown) unless set.
 func requestProto(req *model.Request) *latticev1.AllocationRequest {
 	p := &latticev1.AllocationRequest{
-		Name:              req.Name,
-		Tenant:            req.Tenant,
-		Project:           req.Project,
-		Vcluster:          req.VCluster,
-		Command:           req.Command,
-		Script:            req.Script,
-		WorkDir:           req.WorkDir,
-		Env:               req.Env,
-		NodesMin:          int32(req.NodesMin),
-		NodesMax:          int32(req.NodesMax),
-		WalltimeSeconds:   int64(req.Walltime.Seconds()),
-		PriorityClass:     int32(req.PriorityClass),
-		Checkpoint:        string(req.Checkpoint),
-		CheckpointMinutes: req.CheckpointMinutes,
-		HotDataFraction:   -1,
-		Constraints:       req.Constraints,
-		GpuType:           req.GPUType,
-		GpusPerNode:       int32(req.GPUsPerNode),
-		Stdout:            req.Stdout,
-		Stderr:            req.Stderr,
+		Name:                 req.Name,
+		Tenant:               req.Tenant,
+		Project:              req.Project,
+		Vcluster:             req.VCluster,
+		Command:              req.Command,
+		Script:               req.Script,
+		WorkDir:              req.WorkDir,
+		Env:                  req.Env,
+		NodesMin:             int32(req.NodesMin),
+		NodesMax:             int32(req.NodesMax),
+		WalltimeSeconds:      int64(req.Walltime.Seconds()),
+		PriorityClass:        int32(req.PriorityClass),
+		Checkpoint:           string(req.Checkpoint),
+		CheckpointMinutes:    req.CheckpointMinutes,
+		HotDataFraction:      -1,
+		CheckpointSignal:     req.CheckpointSignal,
+		CheckpointSignalSecs: int32(req.CheckpointSignalSecs),
+		CheckpointHook:       req.CheckpointHook,
+		CheckpointWebhook:    req.CheckpointWebhook,
+		Constraints:          req.Constraints,
+		GpuType:              req.GPUType,
+		GpusPerNode:          int32(req.GPUsPerNode),
+		Stdout:               req.Stdout,
+		Stderr:               req.Stderr,
 	}
 	if req.HotDataFraction != nil {
 		p.HotDataFraction = *req.HotDataFraction
@@ -578,10 +600,15 @@ type dryRunView struct {
 	GPUType         string             `json:"gpu_type"`
 	GPUsPerNode     int                `json:"gpus_per_node"`
 	Checkpoint      string             `json:"checkpoint"`
-	Entrypoint      string             `json:"entrypoint"`
-	Output          string             `json:"output"`
-	Error           string             `json:"error"`
-	Warnings        []string           `json:"warnings"`
+	// Checkpoint delivery (extensions): signal name and lead time, hook, webhook.
+	CheckpointSignal     string   `json:"checkpoint_signal,omitempty"`
+	CheckpointSignalSecs int      `json:"checkpoint_signal_secs,omitempty"`
+	CheckpointHook       string   `json:"checkpoint_hook,omitempty"`
+	CheckpointWebhook    string   `json:"checkpoint_webhook,omitempty"`
+	Entrypoint           string   `json:"entrypoint"`
+	Output               string   `json:"output"`
+	Error                string   `json:"error"`
+	Warnings             []string `json:"warnings"`
 
 	// Extensions.
 	EntrypointKind string   `json:"entrypoint_kind"` // command or script
@@ -593,25 +620,27 @@ type dryRunView struct {
 
 func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView {
 	v := dryRunView{
-		Name:            req.Name,
-		Tenant:          req.Tenant,
-		Project:         req.Project,
-		VCluster:        req.VCluster,
-		NodesMin:        req.NodesMin,
-		NodesMax:        req.NodesMax,
-		WalltimeSeconds: int64(req.Walltime.Seconds()),
-		PriorityClass:   req.PriorityClass,
-		Array:           req.Array,
-		DependsOn:       []model.Dependency{},
-		Constraints:     nonNil(req.Constraints),
-		GPUType:         req.GPUType,
-		GPUsPerNode:     req.GPUsPerNode,
-		Checkpoint:      string(req.Checkpoint),
-		Output:          req.Stdout,
-		Error:           req.Stderr,
-		Warnings:        nonNil(warnings),
-		WorkDir:         req.WorkDir,
-		Env:             nonNil(req.Env),
+		Name:             req.Name,
+		Tenant:           req.Tenant,
+		Project:          req.Project,
+		VCluster:         req.VCluster,
+		NodesMin:         req.NodesMin,
+		NodesMax:         req.NodesMax,
+		WalltimeSeconds:  int64(req.Walltime.Seconds()),
+		PriorityClass:    req.PriorityClass,
+		Array:            req.Array,
+		DependsOn:        []model.Dependency{},
+		Constraints:      nonNil(req.Constraints),
+		GPUType:          req.GPUType,
+		GPUsPerNode:      req.GPUsPerNode,
+		Checkpoint:       string(req.Checkpoint),
+		CheckpointSignal: req.CheckpointSignal, CheckpointSignalSecs: req.CheckpointSignalSecs,
+		CheckpointHook: req.CheckpointHook, CheckpointWebhook: req.CheckpointWebhook,
+		Output:   req.Stdout,
+		Error:    req.Stderr,
+		Warnings: nonNil(warnings),
+		WorkDir:  req.WorkDir,
+		Env:      nonNil(req.Env),
 	}
 	for _, d := range req.DependsOn {
 		d.IDs = nonNil(d.IDs)
@@ -646,7 +675,7 @@ func dryRunTable(w io.Writer, v dryRunView) error {
 	if v.GPUsPerNode > 0 || v.GPUType != "" {
 		kv(w, "GPUs per node", fmt.Sprintf("%d %s", v.GPUsPerNode, v.GPUType))
 	}
-	kv(w, "Checkpoint", v.Checkpoint)
+	kv(w, "Checkpoint", checkpointSummary(v.Checkpoint, v.CheckpointSignal, v.CheckpointSignalSecs, v.CheckpointHook, v.CheckpointWebhook))
 	kv(w, "Entrypoint", fmt.Sprintf("%s (%s)", v.Entrypoint, v.EntrypointKind))
 	kv(w, "Work dir", v.WorkDir)
 	kv(w, "Output", orDash(v.Output))
@@ -670,4 +699,24 @@ func shellJoin(words []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// checkpointSummary says how a job is asked to checkpoint, in one line.
+func checkpointSummary(mode, signal string, secs int, hook, webhook string) string {
+	switch model.CheckpointMode(mode) {
+	case model.CheckpointSignal:
+		if signal == "" {
+			signal = "USR1"
+		}
+		s := "signal " + signal
+		if secs > 0 {
+			s += fmt.Sprintf(", also %ds before the walltime ends", secs)
+		}
+		return s
+	case model.CheckpointHook:
+		return "hook: " + hook
+	case model.CheckpointWebhook:
+		return "webhook: " + webhook
+	}
+	return orDash(mode)
 }

@@ -44,6 +44,12 @@ func TestParseSbatch(t *testing.T) {
 			warnings: []string{":4: #SBATCH --mem=4G is not supported", ":5: #SBATCH --ntasks 8 is not supported", ":6: #SBATCH --exclusive is not supported", ":7: #SBATCH -x n01 is not supported"},
 		},
 		{
+			name:   "checkpoint directives: --signal and Lattice's hook and webhook",
+			script: "#!/bin/sh\n#SBATCH --signal=B:USR1@90\n#SBATCH --checkpoint=webhook --checkpoint-webhook http://127.0.0.1:8/c\n#SBATCH --checkpoint-hook './save.sh now'\n",
+			want: map[string]string{optSignal: "B:USR1@90", optCheckpoint: "webhook", optCkptWebhook: "http://127.0.0.1:8/c",
+				optCkptHook: "./save.sh now"},
+		},
+		{
 			name:     "directives after the first command are ignored, as in Slurm",
 			script:   "#!/bin/sh\n#SBATCH -N 2\nhostname\n#SBATCH -N 5\n",
 			want:     map[string]string{optNodes: "2"},
@@ -176,6 +182,10 @@ func TestSubmitInvalidInput(t *testing.T) {
 		{"priority class", []string{"--priority-class", "11", "--", "true"}, `invalid priority-class "11": allowed an integer 0..10`},
 		{"qos", []string{"--qos", "gold", "--", "true"}, `invalid qos "gold": allowed scavenger (0), low (2), normal (5), high (8), urgent (10)`},
 		{"checkpoint", []string{"--checkpoint", "maybe", "--", "true"}, `invalid checkpoint "maybe"`},
+		{"signal name", []string{"--signal", "USR9@30", "--", "true"}, `invalid signal "USR9@30": allowed [{R|B}:]SIG[@SECONDS]`},
+		{"signal seconds", []string{"--signal", "USR1@-5", "--", "true"}, `invalid signal "USR1@-5"`},
+		{"hook mode needs a hook", []string{"--checkpoint", "hook", "--", "true"}, `invalid checkpoint-hook: allowed a command to run`},
+		{"webhook mode needs a URL", []string{"--checkpoint", "webhook", "--checkpoint-webhook", "ftp://x", "--", "true"}, `invalid checkpoint-webhook "ftp://x": allowed an http:// or https:// URL`},
 		{"dependency", []string{"-d", "afterok", "--", "true"}, `invalid depends-on`},
 		{"dependency task id needs the server", []string{"-d", "afterok:12_3", "--", "true"}, `invalid depends-on "12_3"`},
 		{"array", []string{"--array", "5-1", "--", "true"}, `invalid array "5-1"`},
@@ -277,6 +287,21 @@ func TestSubmitResolves(t *testing.T) {
 		{"default priority is qos normal", []string{"--", "x"}, func(t *testing.T, v dryRunView) {
 			if v.PriorityClass != DefaultPriorityClass {
 				t.Errorf("priority %d", v.PriorityClass)
+			}
+		}},
+		{"sbatch --signal alone means signal mode with that signal", []string{"--signal", "B:USR2@120", "--", "x"}, func(t *testing.T, v dryRunView) {
+			if v.Checkpoint != "signal" || v.CheckpointSignal != "USR2" || v.CheckpointSignalSecs != 120 {
+				t.Errorf("checkpoint %q signal %q@%d", v.Checkpoint, v.CheckpointSignal, v.CheckpointSignalSecs)
+			}
+		}},
+		{"--signal without seconds: Slurm's 60", []string{"--signal", "SIGTERM", "--checkpoint", "hook", "--checkpoint-hook", "./ckpt.sh", "--", "x"}, func(t *testing.T, v dryRunView) {
+			if v.Checkpoint != "hook" || v.CheckpointSignal != "SIGTERM" || v.CheckpointSignalSecs != 60 || v.CheckpointHook != "./ckpt.sh" {
+				t.Errorf("%+v", v)
+			}
+		}},
+		{"webhook", []string{"--checkpoint", "webhook", "--checkpoint-webhook", "http://127.0.0.1:9/ckpt", "--", "x"}, func(t *testing.T, v dryRunView) {
+			if v.Checkpoint != "webhook" || v.CheckpointWebhook != "http://127.0.0.1:9/ckpt" {
+				t.Errorf("%+v", v)
 			}
 		}},
 		{"gres without type", []string{"--gres", "gpu:2", "--", "x"}, func(t *testing.T, v dryRunView) {

@@ -37,16 +37,38 @@ type allocationView struct {
 	Checkpoint      string   `json:"checkpoint"`
 
 	// Extensions.
-	DisplayID       string           `json:"display_id"`
-	ArrayJobID      *uint64          `json:"array_job_id"`
-	NodesMin        int32            `json:"nodes_min"`
-	NodesMax        int32            `json:"nodes_max"`
-	EligibleTime    *string          `json:"eligible_time"`
-	ReasonDetail    string           `json:"reason_detail,omitempty"` // e.g. the dependency that can never be satisfied
-	RequeueCount    int32            `json:"requeue_count"`
-	CheckpointCount int32            `json:"checkpoint_count"`
-	History         []transitionView `json:"history,omitempty"`     // show only
-	Explanation     *explanationView `json:"explanation,omitempty"` // show only, while pending
+	DisplayID       string  `json:"display_id"`
+	ArrayJobID      *uint64 `json:"array_job_id"`
+	NodesMin        int32   `json:"nodes_min"`
+	NodesMax        int32   `json:"nodes_max"`
+	EligibleTime    *string `json:"eligible_time"`
+	ReasonDetail    string  `json:"reason_detail,omitempty"` // e.g. the dependency that can never be satisfied
+	RequeueCount    int32   `json:"requeue_count"`
+	CheckpointCount int32   `json:"checkpoint_count"`
+	LastCheckpoint  *string `json:"last_checkpoint"`
+	// While CHECKPOINTING: why (reclaim, preempt, user, proactive, signal) and until when.
+	CheckpointReason   string           `json:"checkpoint_reason,omitempty"`
+	CheckpointDeadline *string          `json:"checkpoint_deadline,omitempty"`
+	Preemption         *preemptionView  `json:"preemption,omitempty"`  // the latest reclaim or preemption
+	History            []transitionView `json:"history,omitempty"`     // show only
+	Explanation        *explanationView `json:"explanation,omitempty"` // show only, while pending
+}
+
+// preemptionView says who took an allocation's nodes, for whom and when.
+type preemptionView struct {
+	Kind          string  `json:"kind"` // reclaim, preempt
+	ByVCluster    string  `json:"by_vcluster"`
+	ForAllocation string  `json:"for_allocation"`
+	Time          *string `json:"time"`
+	Deadline      *string `json:"deadline"`
+}
+
+// preemptionText is one sentence on the latest reclaim or preemption.
+func preemptionText(p *preemptionView, when string) string {
+	if p.Kind == model.PreemptReclaim {
+		return fmt.Sprintf("its borrowed nodes were reclaimed by vCluster %s for allocation %s at %s", p.ByVCluster, p.ForAllocation, when)
+	}
+	return fmt.Sprintf("preempted in vCluster %s by higher-class allocation %s at %s", p.ByVCluster, p.ForAllocation, when)
 }
 
 type transitionView struct {
@@ -81,6 +103,16 @@ func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
 		CheckpointCount: a.GetCheckpointCount(),
 	}
 	v.NodeCount = nodeCount(a)
+	v.LastCheckpoint = rfc3339(a.GetLastCheckpointUnixMs())
+	v.CheckpointReason, v.CheckpointDeadline = a.GetCheckpointReason(), rfc3339(a.GetCheckpointDeadlineUnixMs())
+	if p := a.GetPreemption(); p != nil {
+		for_ := p.GetForDisplayId()
+		if for_ == "" {
+			for_ = fmt.Sprint(p.GetForAllocation())
+		}
+		v.Preemption = &preemptionView{Kind: p.GetKind(), ByVCluster: p.GetByVcluster(), ForAllocation: for_,
+			Time: rfc3339(p.GetTimeUnixMs()), Deadline: rfc3339(p.GetDeadlineUnixMs())}
+	}
 	if a.GetHasExitCode() {
 		e := a.GetExitCode()
 		v.ExitCode = &e
@@ -206,6 +238,14 @@ type nodeView struct {
 	BusyWatts           int32   `json:"busy_watts"`
 	Agent               string  `json:"agent"`
 	LastHeartbeat       *string `json:"last_heartbeat"`
+	// Elastic sharing: lent out (current != home), being reclaimed by its
+	// home, held for a pending allocation, reclaimed from a vCluster.
+	Borrowed        bool    `json:"borrowed"`
+	ReturnRequested bool    `json:"return_requested"`
+	ReservedFor     *uint64 `json:"reserved_for"`
+	ReservedUntil   *string `json:"reserved_until"`
+	ReclaimedFrom   string  `json:"reclaimed_from,omitempty"`
+	ReclaimedAt     *string `json:"reclaimed_at,omitempty"`
 }
 
 func nodeOf(n *latticev1.Node) nodeView {
@@ -225,6 +265,14 @@ func nodeOf(n *latticev1.Node) nodeView {
 		BusyWatts:       n.GetBusyWatts(),
 		Agent:           n.GetAgent(),
 		LastHeartbeat:   rfc3339(n.GetLastHeartbeatUnixMs()),
+		Borrowed:        n.GetBorrowed(),
+		ReturnRequested: n.GetReturnRequested(),
+		ReservedUntil:   rfc3339(n.GetReservedUntilUnixMs()),
+		ReclaimedFrom:   n.GetReclaimedFrom(),
+		ReclaimedAt:     rfc3339(n.GetReclaimedAtUnixMs()),
+	}
+	if id := n.GetReservedFor(); id != 0 {
+		v.ReservedFor = &id
 	}
 	if id := n.GetAllocation(); id != 0 {
 		v.Allocation = &id
@@ -287,6 +335,15 @@ type vclusterView struct {
 	Usage            vclusterUsage      `json:"usage"`
 	LastCycle        *string            `json:"last_cycle"`
 	LastCycleSeconds float64            `json:"last_cycle_seconds"`
+	// Elastic sharing and preemption policy.
+	Algorithm                    string  `json:"algorithm"`
+	MaxLendFraction              float64 `json:"max_lend_fraction"`
+	ReclaimGraceSeconds          float64 `json:"reclaim_grace_seconds"`
+	ReclaimBackoffSeconds        float64 `json:"reclaim_backoff_seconds"`
+	Preemption                   bool    `json:"preemption"`
+	PreemptHorizonSeconds        float64 `json:"preempt_horizon_seconds"`
+	CheckpointableOnlyOnBorrowed bool    `json:"checkpointable_only_on_borrowed"`
+	LoopPanics                   int64   `json:"loop_panics"`
 }
 
 type vclusterUsage struct {
@@ -321,6 +378,11 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		},
 		LastCycle:        rfc3339(v.GetLastCycleUnixMs()),
 		LastCycleSeconds: v.GetLastCycleSeconds(),
+
+		Algorithm: v.GetAlgorithm(), MaxLendFraction: v.GetMaxLendFraction(),
+		ReclaimGraceSeconds: float64(v.GetReclaimGraceMs()) / 1000, ReclaimBackoffSeconds: float64(v.GetReclaimBackoffMs()) / 1000,
+		Preemption: v.GetPreemption(), PreemptHorizonSeconds: float64(v.GetPreemptHorizonMs()) / 1000,
+		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
 	}
 	for _, w := range v.GetWeights() {
 		out.Weights[w.GetFactor()] = w.GetValue()

@@ -100,7 +100,12 @@ const (
 	ReasonCancelled        = "Cancelled"
 	ReasonLaunchFailed     = "LaunchFailed"
 	ReasonCheckpointed     = "Checkpointed"
-	ReasonRequeued         = "Requeued"
+	// ReasonCheckpointFailed: the hook exited non-zero, the webhook could
+	// not be delivered, or the application answered CheckpointDone failed.
+	ReasonCheckpointFailed = "CheckpointFailed"
+	// ReasonCheckpointTimeout: no acknowledgement before the deadline.
+	ReasonCheckpointTimeout = "CheckpointTimeout"
+	ReasonRequeued          = "Requeued"
 )
 
 // CheckpointMode says how a running allocation is asked to checkpoint.

@@ -88,6 +88,10 @@ func (s *State) dispatch(c Command) *Result {
 		return s.applyReturnNodes(c)
 	case *Reclaim:
 		return s.applyReclaim(c)
+	case *Preempt:
+		return s.applyPreempt(c)
+	case *Checkpoint:
+		return s.applyCheckpoint(c)
 	case *Prune:
 		return s.applyPrune(c)
 	case *SetMember:
@@ -163,6 +167,7 @@ func transition(a *model.Allocation, st model.AllocState, reason string, t time.
 type assignCheck func(s *State, ctx *assignCtx) *Rejection
 
 type assignCtx struct {
+	t     time.Time
 	vc    *model.VCluster
 	item  AssignItem
 	alloc *model.Allocation
@@ -230,8 +235,11 @@ func checkStale(s *State, ctx *assignCtx) *Rejection {
 const dupScanMax = 16
 
 // checkOwnership enforces I1 (one allocation per node), I2 (ownership and
-// lending) and I7 (only Ready nodes take work).
+// lending), I7 (only Ready nodes take work), node reservations, and the
+// vCluster policies: lending limits and back-off, checkpointable work only
+// on borrowed nodes, one conformance group for sensitive work.
 func checkOwnership(s *State, ctx *assignCtx) *Rejection {
+	var lending map[string]int // nodes this item borrows, by home
 	for _, n := range ctx.nodes {
 		if n.Allocation != 0 {
 			return reject(CodeConflict, model.ReasonResources, "node %s already runs allocation %d", n.Name, n.Allocation)
@@ -239,22 +247,58 @@ func checkOwnership(s *State, ctx *assignCtx) *Rejection {
 		if n.State != model.NodeReady {
 			return reject(CodeConflict, model.ReasonNodesDrained, "node %s is %s", n.Name, n.State)
 		}
+		if s.reservedAgainst(n, ctx.alloc.ID, ctx.t) {
+			return reject(CodeConflict, model.ReasonResources, "node %s is held for allocation %d until %s", n.Name, n.ReservedFor, n.ReservedUntil.Format(time.RFC3339))
+		}
 		if n.CurrentVCluster == ctx.vc.Name {
 			continue
 		}
 		// Borrowing: only an idle node at home, whose home lends, for a
-		// vCluster that may borrow.
+		// vCluster that may borrow, within the home's lending limit.
 		home := s.vclusters[n.HomeVCluster]
 		switch {
 		case n.Borrowed():
 			return reject(CodeConflict, model.ReasonResources, "node %s is lent to %s", n.Name, n.CurrentVCluster)
-		case !ctx.vc.AllowBorrowing:
+		case !ctx.vc.Borrows():
 			return reject(CodeConflict, model.ReasonResources, "node %s belongs to %s and vcluster %s does not borrow", n.Name, n.CurrentVCluster, ctx.vc.Name)
-		case home == nil || !home.AllowLending:
+		case home == nil || !home.Lends():
 			return reject(CodeConflict, model.ReasonResources, "node %s belongs to %s, which does not lend", n.Name, n.HomeVCluster)
+		case n.ReclaimedFrom == ctx.vc.Name && ctx.t.Before(n.ReclaimedAt.Add(home.Backoff())):
+			return reject(CodeConflict, model.ReasonResources, "node %s was reclaimed from %s at %s; it may not be borrowed back before %s",
+				n.Name, ctx.vc.Name, n.ReclaimedAt.Format(time.RFC3339), n.ReclaimedAt.Add(home.Backoff()).Format(time.RFC3339))
+		case ctx.vc.CheckpointableOnlyOnBorrowed && !ctx.alloc.Checkpoint.Checkpointable():
+			return reject(CodeConflict, model.ReasonResources, "allocation %d cannot checkpoint (--checkpoint %s) and vcluster %s runs only checkpointable work on borrowed nodes",
+				ctx.alloc.ID, ctx.alloc.Checkpoint, ctx.vc.Name)
+		}
+		if lending == nil {
+			lending = map[string]int{}
+		}
+		lending[home.Name]++
+		if limit := home.MaxLendable(s.idx.homeCount[home.Name]); s.Lent(home.Name)+lending[home.Name] > limit {
+			return reject(CodeConflict, model.ReasonResources, "vcluster %s lends at most %d of its %d nodes (max_lend_fraction %.2f)",
+				home.Name, limit, s.idx.homeCount[home.Name], home.LendFraction())
+		}
+	}
+	if ctx.vc.Sensitive() {
+		for _, n := range ctx.nodes[1:] {
+			if n.Fingerprint != ctx.nodes[0].Fingerprint {
+				return reject(CodeConflict, model.ReasonBadConstraints, "sensitive vcluster %s runs an allocation on one conformance group; nodes %s and %s differ",
+					ctx.vc.Name, ctx.nodes[0].Name, n.Name)
+			}
 		}
 	}
 	return nil
+}
+
+// reservedAgainst reports whether n is held at t for a pending allocation
+// other than id. A reservation for an allocation that is no longer pending
+// (it started elsewhere, was cancelled) holds nothing.
+func (s *State) reservedAgainst(n *model.Node, id uint64, t time.Time) bool {
+	if !n.ReservedAgainst(id, t) {
+		return false
+	}
+	r := s.allocs[n.ReservedFor]
+	return r != nil && r.State == model.StatePending
 }
 
 // checkQuota enforces I4.
@@ -303,7 +347,7 @@ func (s *State) applyAssignBatch(c *AssignBatch) *Result {
 	// (each clipped to its length), and hold the nodes' own names rather
 	// than the command's.
 	var names []string
-	ctx := &assignCtx{vc: vc}
+	ctx := &assignCtx{vc: vc, t: c.Time}
 	for i, item := range c.Items {
 		ctx.item, ctx.alloc = item, nil
 		var rej *Rejection
@@ -328,6 +372,9 @@ func (s *State) applyAssignBatch(c *AssignBatch) *Result {
 			nc := modifyNode(n)
 			nc.CurrentVCluster = vc.Name // a borrow when it was another's
 			nc.Allocation = item.AllocID
+			if nc.ReservedFor != 0 {
+				nc.ReservedFor, nc.ReservedUntil = 0, time.Time{}
+			}
 			nc.DeriveState()
 			s.replaceNode(n, nc)
 			names = append(names, n.Name)
@@ -358,15 +405,23 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	if a == nil {
 		return reject(CodeNotFound, "", "allocation %d does not exist", u.AllocID)
 	}
+	if u.Run > 0 && u.Run-1 != a.RequeueCount {
+		return reject(CodeStale, "", "report of run %d of allocation %d, which is on run %d", u.Run-1, a.ID, a.RequeueCount)
+	}
 	if a.State == u.State {
 		return nil // a repeated report: idempotent
 	}
 	if !model.CanTransition(a.State, u.State) {
 		return reject(CodeConflict, "", "allocation %d cannot go from %s to %s", a.ID, a.State, u.State)
 	}
+	if a.State == model.StateCheckpointing && u.State == model.StateRunning && stopping(a) {
+		// A late answer to a checkpoint that would have kept it running:
+		// the reclaim or preemption since then stops it; its report follows.
+		return nil
+	}
 	c := modify(a)
 	reason := u.Reason
-	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled) {
+	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled || u.State == model.StateSuspended) {
 		u.State, reason = model.StateCancelled, model.ReasonCancelled
 	}
 	switch u.State {
@@ -375,13 +430,28 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		if c.StartTime.IsZero() {
 			c.StartTime = t
 		}
+		if a.State == model.StateCheckpointing {
+			s.checkpointEnded(c, reason, t)
+		}
 	case model.StateCheckpointing:
 		transition(c, model.StateCheckpointing, reason, t)
 	case model.StateSuspended:
 		transition(c, model.StateSuspended, reason, t)
-		c.CheckpointCount++
+		wasStopping := stopping(a)
+		s.checkpointEnded(c, reason, t)
+		if !c.StartTime.IsZero() && len(c.Nodes) > 0 {
+			s.chargeUsage(c.Tenant, float64(len(c.Nodes))*t.Sub(c.StartTime).Seconds(), t)
+		}
 		s.releaseNodes(c, t)
 		c.Nodes = nil
+		c.StartTime = time.Time{} // the run ended; the next one starts afresh
+		if wasStopping {
+			// Reclaimed or preempted: back to the queue at once, keeping its
+			// submit and eligible times (its wait counts from then).
+			transition(c, model.StatePending, model.ReasonPreempted, t)
+			c.RequeueCount++
+			c.CancelRequested = false
+		}
 	case model.StatePending: // back to the queue: from Staging or Suspended
 		transition(c, model.StatePending, reason, t)
 		if a.State == model.StateStaging {
@@ -403,6 +473,16 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	return nil
 }
 
+// checkpointEnded records the end of a checkpoint request on c (a copy
+// being changed): an acknowledged one is counted.
+func (s *State) checkpointEnded(c *model.Allocation, reason string, t time.Time) {
+	if reason == model.ReasonCheckpointed {
+		c.CheckpointCount++
+		c.LastCheckpointAt = t
+	}
+	c.CheckpointReason, c.CheckpointDeadline = "", time.Time{}
+}
+
 // finish ends c (a copy being changed): end time, exit code, nodes freed,
 // tenant usage charged.
 func (s *State) finish(c *model.Allocation, st model.AllocState, reason string, exit *int, t time.Time) {
@@ -417,6 +497,7 @@ func (s *State) finish(c *model.Allocation, st model.AllocState, reason string, 
 	}
 	s.releaseNodes(c, t)
 	c.CancelRequested = false
+	c.CheckpointReason, c.CheckpointDeadline = "", time.Time{}
 }
 
 // chargeUsage adds node-seconds to a tenant's decayed usage.
@@ -615,6 +696,9 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 			if a := s.allocs[nc.Allocation]; a != nil && a.State == model.StateStaging {
 				// Nothing ran yet: back to the queue.
 				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StatePending, Reason: model.ReasonNodeFailure}, c.Time)
+			} else if a != nil && stopping(a) {
+				// It was being stopped to be requeued anyway.
+				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StateSuspended, Reason: model.ReasonNodeFailure}, c.Time)
 			} else if a != nil && a.State.Active() {
 				ac := modify(a)
 				s.finish(ac, model.StateFailed, model.ReasonNodeFailure, nil, c.Time)
@@ -643,35 +727,6 @@ func (s *State) applyReturnNodes(c *ReturnNodes) *Result {
 			nc.ReturnRequested = false
 			s.putNode(nc)
 			s.touch()
-			res.Items[i].Committed = true
-		}
-	}
-	return res
-}
-
-func (s *State) applyReclaim(c *Reclaim) *Result {
-	res := &Result{Items: make([]ItemResult, len(c.Nodes))}
-	for i, name := range c.Nodes {
-		n := s.nodes[name]
-		switch {
-		case n == nil:
-			res.Items[i].Rejection = reject(CodeNotFound, "", "node %s does not exist", name)
-		case !n.Borrowed():
-			res.Items[i].Committed = true
-		case n.Idle():
-			nc := modifyNode(n)
-			nc.CurrentVCluster = nc.HomeVCluster
-			nc.ReturnRequested = false
-			s.putNode(nc)
-			s.touch()
-			res.Items[i].Committed = true
-		case !n.ReturnRequested:
-			nc := modifyNode(n)
-			nc.ReturnRequested = true
-			s.putNode(nc)
-			s.touch()
-			res.Items[i].Committed = true
-		default:
 			res.Items[i].Committed = true
 		}
 	}

@@ -165,7 +165,7 @@ func normalizeIdx(x indexes) indexes {
 			out.pending[k] = m
 		}
 	}
-	out.active, out.staging, out.cancelling = x.active, x.staging, x.cancelling
+	out.active, out.staging, out.cancelling, out.checkpointing = x.active, x.staging, x.cancelling, x.checkpointing
 	for k, ids := range x.dependents {
 		if len(ids) > 0 {
 			c := slices.Clone(ids)

@@ -54,7 +54,10 @@ const (
 	minUpdate     = 4 // alloc_id, state code, reason length, flags
 )
 
-const flagExitCode = 1 << 0
+const (
+	flagExitCode = 1 << 0
+	flagRun      = 1 << 1 // followed by the run (requeue count + 1)
+)
 
 // zeroTimeUnix is time.Time{}.Unix(): the zero time encodes like any other.
 const zeroTimeUnix = -62135596800
@@ -138,12 +141,20 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		b = binary.AppendUvarint(b, u.AllocID)
 		b = appendState(b, u.State)
 		b = appendStr(b, u.Reason)
-		if u.ExitCode == nil {
-			b = append(b, 0)
-			continue
+		var flags byte
+		if u.ExitCode != nil {
+			flags |= flagExitCode
 		}
-		b = append(b, flagExitCode)
-		b = binary.AppendVarint(b, int64(*u.ExitCode))
+		if u.Run > 0 {
+			flags |= flagRun
+		}
+		b = append(b, flags)
+		if u.ExitCode != nil {
+			b = binary.AppendVarint(b, int64(*u.ExitCode))
+		}
+		if u.Run > 0 {
+			b = binary.AppendUvarint(b, uint64(u.Run))
+		}
 	}
 	return b, nil
 }
@@ -409,7 +420,7 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if flags&^flagExitCode != 0 {
+		if flags&^(flagExitCode|flagRun) != 0 {
 			r.fail(fmt.Errorf("unknown update flags %#x", flags))
 			return nil, r.err
 		}
@@ -427,6 +438,17 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 			}
 			codes = append(codes, int(v))
 			u.ExitCode = &codes[len(codes)-1]
+		}
+		if flags&flagRun != 0 {
+			run := r.uvarint()
+			if r.err != nil {
+				return nil, r.err
+			}
+			if run == 0 || run > math.MaxInt32 {
+				r.fail(fmt.Errorf("run %d out of range", run))
+				return nil, r.err
+			}
+			u.Run = int(run)
 		}
 	}
 	if err := r.end(); err != nil {

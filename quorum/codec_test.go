@@ -36,6 +36,8 @@ func codecSamples() []Command {
 			{AllocID: 5, State: model.AllocState("BOGUS")}, // the FSM rejects it, the codec keeps it
 			{AllocID: 6, State: ""},
 			{AllocID: 7, State: model.StateCancelled, ExitCode: intPtr(math.MinInt)},
+			{AllocID: 8, State: model.StateSuspended, Reason: model.ReasonCheckpointed, Run: 3},
+			{AllocID: 9, State: model.StateCompleted, ExitCode: intPtr(0), Run: math.MaxInt32},
 		}},
 		&UpdateAllocs{Header: Header{Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}},
 		&UpdateAllocs{Header: Header{Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}},
@@ -136,7 +138,7 @@ func TestCodecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[AssignBatch]():  "Header VCluster Items",
 		reflect.TypeFor[AssignItem]():   "AllocID Nodes Version",
 		reflect.TypeFor[UpdateAllocs](): "Header Updates",
-		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode",
+		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run",
 	}
 	for typ, fields := range want {
 		var got []string

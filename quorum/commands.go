@@ -114,6 +114,9 @@ type AllocUpdate struct {
 	State    model.AllocState `json:"state"`
 	Reason   string           `json:"reason,omitempty"`
 	ExitCode *int             `json:"exit_code,omitempty"`
+	// Run is the reported run's requeue count + 1 (0 = unknown): a report
+	// of an earlier run of a requeued allocation is refused as stale.
+	Run int `json:"run,omitempty"`
 }
 
 // UpdateAllocs applies state reports (from agents, the checkpoint broker...).

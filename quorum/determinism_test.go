@@ -87,7 +87,9 @@ func (g *commandLog) next() Command {
 	case r < 3:
 		vc := vcs[g.pick(3)]
 		return &SetVCluster{Header: h, VCluster: model.VCluster{Name: vc, Type: model.TypeHPCBatch, ReservationDepth: 1,
-			AllowLending: g.pick(2) == 0, AllowBorrowing: g.pick(2) == 0, PowerCapWatts: int64(g.pick(3)) * 4000}}
+			AllowLending: g.pick(2) == 0, AllowBorrowing: g.pick(2) == 0, PowerCapWatts: int64(g.pick(3)) * 4000,
+			Algorithm: model.Algorithms[g.pick(len(model.Algorithms))], MaxLendFraction: float64(g.pick(3)) / 2,
+			Preemption: g.pick(3) != 0, CheckpointableOnlyOnBorrowed: g.pick(2) == 0, ReclaimBackoff: time.Duration(g.pick(3)) * time.Second}}
 	case r < 6:
 		var ns []model.Node
 		for range 1 + g.pick(4) {
@@ -150,6 +152,17 @@ func (g *commandLog) next() Command {
 			}
 		}
 		return cmd
+	case r < 74 && len(active) > 0 && len(pending) > 0:
+		p, v := pending[g.pick(len(pending))], active[g.pick(len(active))]
+		var reserve []string
+		for range g.pick(3) {
+			reserve = append(reserve, nodes[g.pick(len(nodes))].Name)
+		}
+		return &Preempt{Header: h, VCluster: vcs[g.pick(3)], ReserveUntil: g.now.Add(time.Minute),
+			Items: []PreemptItem{{ForAlloc: p.ID, Victims: []uint64{v.ID}, Reserve: reserve, Version: s.Version - uint64(g.pick(2))}}}
+	case r < 76 && len(active) > 0:
+		return &Checkpoint{Header: h, Items: []CheckpointItem{{AllocID: active[g.pick(len(active))].ID,
+			Reason: []string{CheckpointUser, CheckpointProactive, CheckpointSignal}[g.pick(3)], Deadline: g.now.Add(time.Minute)}}}
 	case r < 80 && len(active) > 0:
 		cmd := &UpdateAllocs{Header: h}
 		for range 1 + g.pick(3) {
@@ -157,6 +170,9 @@ func (g *commandLog) next() Command {
 			st := []model.AllocState{model.StateRunning, model.StateCompleted, model.StateFailed, model.StateCheckpointing,
 				model.StateSuspended, model.StatePending, model.StateCancelled}[g.pick(7)]
 			u := AllocUpdate{AllocID: a.ID, State: st}
+			if g.pick(3) == 0 {
+				u.Reason = model.ReasonCheckpointed
+			}
 			if st == model.StateFailed {
 				code := 1 + g.pick(3)
 				u.ExitCode, u.Reason = &code, model.ReasonNonZeroExit
@@ -174,6 +190,12 @@ func (g *commandLog) next() Command {
 		ids := s.allocIDs()
 		return &Requeue{Header: h, IDs: []uint64{ids[g.pick(len(ids))]}}
 	case r < 95 && len(nodes) > 0:
+		if len(pending) > 0 && g.pick(2) == 0 {
+			p := pending[g.pick(len(pending))]
+			lent := []string{nodes[g.pick(len(nodes))].Name}
+			return &Reclaim{Header: h, VCluster: p.VCluster, ReserveUntil: g.now.Add(time.Minute),
+				Items: []ReclaimItem{{ForAlloc: p.ID, Nodes: lent, Reserve: append(lent, nodes[g.pick(len(nodes))].Name), Version: s.Version}}}
+		}
 		return &Reclaim{Header: h, Nodes: []string{nodes[g.pick(len(nodes))].Name}}
 	case r < 96 && len(nodes) > 0:
 		return &ReturnNodes{Header: h, Nodes: []string{nodes[g.pick(len(nodes))].Name}}

@@ -24,6 +24,11 @@ type FSM struct {
 	// applied (outside the lock, on Raft's apply goroutine): keep it short
 	// and non-blocking.
 	OnApply func(c Command, r *Result)
+	// Audit, when set before Raft starts, is called after each command is
+	// applied, under the write lock, with the state as that command left it
+	// (soak tests check every invariant after every command). It must not
+	// keep s or call back into the FSM.
+	Audit func(c Command, s *State)
 }
 
 // NewFSM returns an FSM over an empty state.
@@ -63,6 +68,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	for i, c := range cmds {
 		if c != nil {
 			out[i] = f.state.apply(c)
+			if f.Audit != nil {
+				f.Audit(c, f.state)
+			}
 		}
 		f.applied = max(f.applied, logs[i].Index)
 	}
@@ -85,6 +93,9 @@ func (f *FSM) applyCommand(index uint64, c Command) *Result {
 	f.mu.Lock()
 	before := f.state.Version
 	r := f.state.apply(c)
+	if f.Audit != nil {
+		f.Audit(c, f.state)
+	}
 	f.applied = max(f.applied, index)
 	changed := f.state.Version != before
 	f.mu.Unlock()

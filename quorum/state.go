@@ -74,6 +74,7 @@ type indexes struct {
 	active        map[uint64]struct{}
 	staging       map[uint64]struct{}
 	cancelling    map[uint64]struct{}
+	checkpointing map[uint64]struct{}
 	dependents    map[uint64][]uint64 // dependency id -> pending allocations waiting on it
 	terminal      int
 	groupNodes    map[int]int // nodes by dragonfly group, whatever their vCluster (Groups)
@@ -92,6 +93,7 @@ func newIndexes() indexes {
 		active:        map[uint64]struct{}{},
 		staging:       map[uint64]struct{}{},
 		cancelling:    map[uint64]struct{}{},
+		checkpointing: map[uint64]struct{}{},
 		dependents:    map[uint64][]uint64{},
 		groupNodes:    map[int]int{},
 		deps:          newDepIndex(),
@@ -209,6 +211,9 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 		if a.CancelRequested {
 			setMember(s.idx.cancelling, a.ID, add)
 		}
+		if a.State == model.StateCheckpointing {
+			setMember(s.idx.checkpointing, a.ID, add)
+		}
 	case a.State.Terminal():
 		s.idx.terminal += sign
 	}
@@ -275,6 +280,9 @@ func (s *State) reindexAlloc(old, a *model.Allocation) {
 	}
 	if old.CancelRequested != a.CancelRequested {
 		setMember(s.idx.cancelling, a.ID, a.CancelRequested)
+	}
+	if was, is := old.State == model.StateCheckpointing, a.State == model.StateCheckpointing; was != is {
+		setMember(s.idx.checkpointing, a.ID, is)
 	}
 }
 
@@ -386,6 +394,22 @@ func (s *State) Staging() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.s
 
 // Cancelling returns active allocations a user cancelled, in id order.
 func (s *State) Cancelling() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.cancelling)) }
+
+// Checkpointing lists the allocations being checkpointed, in id order.
+func (s *State) Checkpointing() []*model.Allocation {
+	return s.byIDs(sortedIDs(s.idx.checkpointing))
+}
+
+// Lent counts the nodes of home that other vClusters currently hold.
+func (s *State) Lent(home string) int {
+	n := 0
+	for k, c := range s.idx.borrowed { // a sum: map order does not matter
+		if k.Home == home {
+			n += c
+		}
+	}
+	return n
+}
 
 // VCluster returns a vCluster by name (nil if unknown).
 func (s *State) VCluster(name string) *model.VCluster { return s.vclusters[name] }

@@ -201,6 +201,13 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 		CycleMs: v.CycleInterval.Milliseconds(), MinIntervalMs: v.MinInterval.Milliseconds(),
 		ReservationDepth: int32(v.ReservationDepth), AllowLending: v.AllowLending, AllowBorrowing: v.AllowBorrowing,
 		PowerCapWatts: v.PowerCapWatts,
+		Algorithm:     string(v.EffectiveAlgorithm()), MaxLendFraction: v.LendFraction(),
+		ReclaimGraceMs: v.Grace().Milliseconds(), ReclaimBackoffMs: v.Backoff().Milliseconds(),
+		Preemption: v.Preempts(), PreemptHorizonMs: v.Horizon().Milliseconds(),
+		CheckpointableOnlyOnBorrowed: v.CheckpointableOnlyOnBorrowed,
+	}
+	if l := a.s.currentLeader(); l != nil {
+		info.Panics = l.panics(v.Name)
 	}
 	for i, w := range v.Weights {
 		info.Weights = append(info.Weights, &latticev1.Weight{Factor: fmt.Sprintf("f%d", i+1), Value: w})
@@ -300,6 +307,30 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	}
 	if req.SetPowerCap {
 		vc.PowerCapWatts = req.PowerCapWatts
+	}
+	if req.Algorithm != "" {
+		alg, err := model.ParseAlgorithm(req.Algorithm)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		vc.Algorithm = alg
+	}
+	if req.SetMaxLendFraction {
+		vc.MaxLendFraction = req.MaxLendFraction
+	}
+	for _, d := range []struct {
+		ms  int64
+		dst *time.Duration
+	}{{req.ReclaimGraceMs, &vc.ReclaimGrace}, {req.ReclaimBackoffMs, &vc.ReclaimBackoff}, {req.PreemptHorizonMs, &vc.PreemptHorizon}} {
+		if d.ms != 0 {
+			*d.dst = time.Duration(d.ms) * time.Millisecond
+		}
+	}
+	if req.SetPreemption {
+		vc.Preemption = req.Preemption
+	}
+	if req.SetCheckpointableOnlyOnBorrowed {
+		vc.CheckpointableOnlyOnBorrowed = req.CheckpointableOnlyOnBorrowed
 	}
 	r, err := a.s.propose(ctx, &quorum.SetVCluster{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: vc})
 	if err != nil {

@@ -52,14 +52,20 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	}
 	conn := &agentConn{
 		id: hello.AgentId, out: make(chan *latticev1.ServerMessage, 4096), done: make(chan struct{}), nodes: names,
-		sent: map[uint64]bool{}, cancelSent: map[uint64]bool{}, reported: map[uint64]bool{},
+		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{},
 		logWaiters: map[uint64]chan *latticev1.LogData{},
 	}
 	// What the agent still runs counts as delivered: the dispatcher will
 	// stop what the quorum no longer wants running.
-	for _, run := range hello.Running {
-		conn.sent[run.AllocationId] = true
-	}
+	s.view(func(st *quorum.State) {
+		for _, run := range hello.Running {
+			rc := 0
+			if al := st.Allocation(run.AllocationId); al != nil {
+				rc = al.RequeueCount
+			}
+			conn.sent[run.AllocationId] = rc
+		}
+	})
 	// Accept: the agent waits for this first message.
 	if err := stream.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{}}}); err != nil {
 		return err
@@ -129,7 +135,11 @@ func (a *agentService) failLost(ctx context.Context, nodes []string, known []*la
 			if len(al.Nodes) == 0 || !mine[al.Nodes[0]] || knownIDs[al.ID] || al.State == model.StateStaging {
 				continue
 			}
-			cmd.Updates = append(cmd.Updates, quorum.AllocUpdate{AllocID: al.ID, State: model.StateFailed, Reason: model.ReasonNodeFailure})
+			st := model.StateFailed
+			if quorum.Stopping(al) {
+				st = model.StateSuspended // it was being stopped to be requeued anyway
+			}
+			cmd.Updates = append(cmd.Updates, quorum.AllocUpdate{AllocID: al.ID, State: st, Reason: model.ReasonNodeFailure})
 		}
 	})
 	if len(cmd.Updates) == 0 {

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -251,9 +252,18 @@ func (a *allocService) Explain(_ context.Context, req *latticev1.ExplainRequest)
 		return nil, err
 	}
 	if e := a.explanation(al); e != nil && al.State == model.StatePending {
-		return explanationToProto(al.DisplayID(), al.State, e), nil
+		out := explanationToProto(al.DisplayID(), al.State, e)
+		if p := preemptionSentence(al); p != "" {
+			out.Message = p + "; " + out.Message
+		}
+		return out, nil
 	}
 	out := &latticev1.Explanation{Id: al.DisplayID(), State: string(al.State), Reason: al.Reason, Nodes: al.Nodes}
+	defer func() {
+		if p := preemptionSentence(al); p != "" {
+			out.Message = p + "; " + out.Message
+		}
+	}()
 	switch {
 	case al.State == model.StatePending && al.EligibleTime.IsZero():
 		out.Message = "waits for its dependencies"
@@ -377,4 +387,23 @@ func (a *allocService) proxyLogs(req *latticev1.LogsRequest, stream latticev1.Al
 			return err
 		}
 	}
+}
+
+// preemptionSentence says why and by whom an allocation was (or is being)
+// stopped and requeued; empty when it never was.
+func preemptionSentence(al *model.Allocation) string {
+	p := al.Preemption
+	if p == nil {
+		return ""
+	}
+	var s string
+	if p.Kind == model.PreemptReclaim {
+		s = fmt.Sprintf("its borrowed nodes were reclaimed by vCluster %s for allocation %d at %s", p.ByVCluster, p.ForAlloc, p.Time.Format(time.RFC3339))
+	} else {
+		s = fmt.Sprintf("preempted by higher-class allocation %d of vCluster %s at %s", p.ForAlloc, p.ByVCluster, p.Time.Format(time.RFC3339))
+	}
+	if al.State == model.StateCheckpointing {
+		return s + fmt.Sprintf("; checkpointing until %s, then it is stopped and requeued", p.Deadline.Format(time.RFC3339))
+	}
+	return s + fmt.Sprintf("; requeued (restart %d)", al.RequeueCount)
 }

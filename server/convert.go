@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
@@ -87,7 +88,8 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 	}
 	if pr := a.Preemption; pr != nil {
 		p.Preemption = &latticev1.Preemption{Kind: pr.Kind, ByVcluster: pr.ByVCluster, ForAllocation: pr.ForAlloc,
-			TimeUnixMs: unixMS(pr.Time), DeadlineUnixMs: unixMS(pr.Deadline)}
+			ForDisplayId: strconv.FormatUint(pr.ForAlloc, 10),
+			TimeUnixMs:   unixMS(pr.Time), DeadlineUnixMs: unixMS(pr.Deadline)}
 	}
 	if a.ExitCode != nil {
 		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)

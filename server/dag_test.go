@@ -85,15 +85,6 @@ func stageOf(t *testing.T, s *latticev1.DAGStatus, name string) *latticev1.DAGSt
 	return nil
 }
 
-func (d *devStack) get(t *testing.T, id string) *latticev1.Allocation {
-	t.Helper()
-	a, err := d.allocs.Get(context.Background(), &latticev1.GetAllocationRequest{Id: id})
-	if err != nil {
-		t.Fatalf("get %s: %v", id, err)
-	}
-	return a
-}
-
 // placedAt is when a was first placed on nodes (its STAGING transition):
 // a short job may be reported ended without a RUNNING report, so without
 // a start time.

@@ -20,10 +20,14 @@ type agentConn struct {
 	done  chan struct{}
 	nodes []string
 
-	mu         sync.Mutex
-	sent       map[uint64]bool // assignments delivered
-	cancelSent map[uint64]bool
-	reported   map[uint64]bool // allocations the agent reported ended
+	mu sync.Mutex
+	// sent and cancelSent map an allocation to the run (its requeue count)
+	// whose assignment or cancellation was delivered; a requeued allocation
+	// assigned again is a new run.
+	sent       map[uint64]int
+	cancelSent map[uint64]int
+	reported   map[uint64]bool  // allocations whose run the agent reported ended
+	ckptSent   map[uint64]int64 // checkpoint requests delivered: deadline (Unix ms)
 	logWaiters map[uint64]chan *latticev1.LogData
 	closed     bool
 }
@@ -149,8 +153,18 @@ type delivery struct {
 	conn *agentConn
 	msg  *latticev1.ServerMessage
 	id   uint64
-	kind int // 0 assign, 1 cancel
+	run  int   // requeue count of the run the message is about
+	kind int   // deliverAssign, deliverCancel, deliverCheckpoint
+	ckpt int64 // checkpoint deadline
+	// for the checkpoint metrics
+	vcluster, reason string
 }
+
+const (
+	deliverAssign = iota
+	deliverCancel
+	deliverCheckpoint
+)
 
 // pass compares committed state with what each agent was told.
 func (d *dispatcher) pass() {
@@ -168,10 +182,10 @@ func (d *dispatcher) pass() {
 				continue
 			}
 			c := d.connFor(a.Nodes[0])
-			if c == nil || c.wasSent(a.ID) {
+			if c == nil || c.wasSent(a.ID, a.RequeueCount) {
 				continue
 			}
-			out = append(out, delivery{conn: c, id: a.ID, msg: &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Assign{
+			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, msg: &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Assign{
 				Assign: &latticev1.Assignment{Allocation: allocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: grace}}}})
 		}
 		for _, a := range st.Cancelling() {
@@ -179,24 +193,40 @@ func (d *dispatcher) pass() {
 				continue
 			}
 			c := d.connFor(a.Nodes[0])
-			if c == nil || c.wasCancelSent(a.ID) {
+			if c == nil || c.wasCancelSent(a.ID, a.RequeueCount) {
 				continue
 			}
-			out = append(out, delivery{conn: c, id: a.ID, kind: 1, msg: cancelMsg(a.ID, model.ReasonCancelled, grace)})
+			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCancel, msg: cancelMsg(a.ID, model.ReasonCancelled, grace)})
+		}
+		for _, a := range st.Checkpointing() {
+			if len(a.Nodes) == 0 || a.CancelRequested {
+				continue
+			}
+			c := d.connFor(a.Nodes[0])
+			deadline := unixMS(a.CheckpointDeadline)
+			if c == nil || c.ckptDeadline(a.ID) == deadline {
+				continue
+			}
+			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCheckpoint, ckpt: deadline,
+				vcluster: a.VCluster, reason: a.CheckpointReason, msg: checkpointMsg(a, grace)})
 		}
 		// Work an agent runs that the quorum ended without its report (a node
 		// failure elsewhere, a requeue): tell it to stop.
 		for _, c := range conns {
-			for _, id := range c.sentIDs() {
+			for id, run := range c.sentRuns() {
 				a := st.Allocation(id)
 				switch {
+				case a != nil && a.RequeueCount != run:
+					// A newer run is assigned: the agent, told about it, either
+					// still runs the old one (and keeps it as the new run) or starts it.
+					c.forget(id)
 				case a == nil || a.State.Terminal() || a.State == model.StatePending || a.State == model.StateSuspended:
-					if !c.hasReported(id) && !c.wasCancelSent(id) {
+					if !c.hasReported(id) && !c.wasCancelSent(id, run) {
 						reason := model.ReasonCancelled
 						if a != nil && a.Reason != "" {
 							reason = a.Reason
 						}
-						out = append(out, delivery{conn: c, id: id, kind: 1, msg: cancelMsg(id, reason, grace)})
+						out = append(out, delivery{conn: c, id: id, run: run, kind: deliverCancel, msg: cancelMsg(id, reason, grace)})
 					}
 					c.forget(id)
 				}
@@ -207,11 +237,43 @@ func (d *dispatcher) pass() {
 		if !dv.conn.send(dv.msg) {
 			continue
 		}
-		dv.conn.mark(dv.id, dv.kind)
-		if dv.kind == 0 {
+		dv.conn.mark(dv)
+		switch dv.kind {
+		case deliverAssign:
 			d.l.s.metrics.dispatched.Inc()
+		case deliverCheckpoint:
+			d.l.s.metrics.checkpoints.WithLabelValues(dv.vcluster, dv.reason, "requested").Inc()
 		}
 	}
+}
+
+// checkpointMsg is the request to checkpoint a, by its mode.
+func checkpointMsg(a *model.Allocation, grace int64) *latticev1.ServerMessage {
+	sig := 0
+	if a.CheckpointSignal != "" {
+		sig, _ = model.ParseSignal(a.CheckpointSignal)
+	}
+	return &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Checkpoint{Checkpoint: &latticev1.CheckpointRequest{
+		AllocationId: a.ID, Mode: string(a.Checkpoint), DeadlineUnixMs: unixMS(a.CheckpointDeadline),
+		Stop: quorum.Stopping(a), Signal: int32(sig), Hook: a.CheckpointHook, Webhook: a.CheckpointWebhook,
+		Reason: a.CheckpointReason, GraceSeconds: grace,
+	}}}
+}
+
+// checkpointAck forwards a webhook-mode acknowledgement to the agent of a's
+// first node.
+func (d *dispatcher) checkpointAck(a *model.Allocation, failed bool) error {
+	if len(a.Nodes) == 0 {
+		return status.Errorf(codes.FailedPrecondition, "allocation %s runs on no node", a.DisplayID())
+	}
+	c := d.connFor(a.Nodes[0])
+	if c == nil {
+		return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", a.Nodes[0])
+	}
+	if !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_CheckpointAck{CheckpointAck: &latticev1.CheckpointAck{AllocationId: a.ID, Failed: failed}}}) {
+		return status.Errorf(codes.Unavailable, "the agent of node %s is busy; retry", a.Nodes[0])
+	}
+	return nil
 }
 
 func cancelMsg(id uint64, reason string, grace int64) *latticev1.ServerMessage {
@@ -219,16 +281,24 @@ func cancelMsg(id uint64, reason string, grace int64) *latticev1.ServerMessage {
 		Cancel: &latticev1.CancelAllocation{AllocationId: id, Reason: reason, GraceSeconds: grace}}}
 }
 
-func (c *agentConn) wasSent(id uint64) bool {
+func (c *agentConn) wasSent(id uint64, run int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sent[id]
+	r, ok := c.sent[id]
+	return ok && r == run
 }
 
-func (c *agentConn) wasCancelSent(id uint64) bool {
+func (c *agentConn) wasCancelSent(id uint64, run int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cancelSent[id]
+	r, ok := c.cancelSent[id]
+	return ok && r == run
+}
+
+func (c *agentConn) ckptDeadline(id uint64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ckptSent[id]
 }
 
 func (c *agentConn) hasReported(id uint64) bool {
@@ -237,13 +307,18 @@ func (c *agentConn) hasReported(id uint64) bool {
 	return c.reported[id]
 }
 
-func (c *agentConn) mark(id uint64, kind int) {
+func (c *agentConn) mark(dv delivery) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if kind == 0 {
-		c.sent[id] = true
-	} else {
-		c.cancelSent[id] = true
+	switch dv.kind {
+	case deliverAssign:
+		c.sent[dv.id] = dv.run
+		delete(c.reported, dv.id) // a new run
+		delete(c.ckptSent, dv.id)
+	case deliverCancel:
+		c.cancelSent[dv.id] = dv.run
+	case deliverCheckpoint:
+		c.ckptSent[dv.id] = dv.ckpt
 	}
 }
 
@@ -252,16 +327,19 @@ func (c *agentConn) forget(id uint64) {
 	defer c.mu.Unlock()
 	delete(c.sent, id)
 	delete(c.reported, id)
+	delete(c.cancelSent, id)
+	delete(c.ckptSent, id)
 }
 
-func (c *agentConn) sentIDs() []uint64 {
+// sentRuns copies the delivered assignments: id → run.
+func (c *agentConn) sentRuns() map[uint64]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids := make([]uint64, 0, len(c.sent))
-	for id := range c.sent {
-		ids = append(ids, id)
+	out := make(map[uint64]int, len(c.sent))
+	for id, r := range c.sent {
+		out[id] = r
 	}
-	return ids
+	return out
 }
 
 // Report batching: agents' reports from every connection are committed
@@ -305,7 +383,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			in.conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: in.report.Seq}}})
 			continue
 		}
-		u := quorum.AllocUpdate{AllocID: in.report.AllocationId, State: st, Reason: in.report.Reason}
+		u := quorum.AllocUpdate{AllocID: in.report.AllocationId, State: st, Reason: in.report.Reason, Run: int(in.report.Run)}
 		if in.report.HasExitCode {
 			code := int(in.report.ExitCode)
 			u.ExitCode = &code
@@ -316,6 +394,17 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 	if len(cmd.Updates) == 0 {
 		return
 	}
+	// Checkpoint outcomes, counted once committed: vCluster and reason of
+	// the checkpoint each report answers.
+	type ckpt struct{ vc, reason string }
+	outcomes := make([]ckpt, len(cmd.Updates))
+	d.l.s.view(func(st *quorum.State) {
+		for i, u := range cmd.Updates {
+			if a := st.Allocation(u.AllocID); a != nil && a.State == model.StateCheckpointing {
+				outcomes[i] = ckpt{a.VCluster, a.CheckpointReason}
+			}
+		}
+	})
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	r, err := d.l.s.propose(pctx, cmd)
 	cancel()
@@ -324,11 +413,16 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 		d.l.s.log.Warn("commit agent reports", "count", len(cmd.Updates), "err", err)
 		return
 	}
+	for i, u := range cmd.Updates {
+		if o := outcomes[i]; o.reason != "" && i < len(r.Items) && r.Items[i].Committed {
+			d.l.s.metrics.checkpoints.WithLabelValues(o.vc, o.reason, checkpointResult(u)).Inc()
+		}
+	}
 	for i, in := range keep {
 		if i < len(r.Items) && r.Items[i].Rejection != nil {
 			d.l.s.log.Debug("agent report not applied", "alloc", in.report.AllocationId, "state", in.report.State, "why", r.Items[i].Rejection.Message)
 		}
-		if st, _ := model.ParseAllocState(in.report.State); st.Terminal() {
+		if st, _ := model.ParseAllocState(in.report.State); st.Terminal() || st == model.StateSuspended || st == model.StatePending {
 			in.conn.mu.Lock()
 			in.conn.reported[in.report.AllocationId] = true
 			in.conn.mu.Unlock()
@@ -381,4 +475,19 @@ func (c *agentConn) deliverLog(data *latticev1.LogData) {
 		default:
 		}
 	}
+}
+
+// checkpointResult names how a report ended a checkpoint request.
+func checkpointResult(u quorum.AllocUpdate) string {
+	switch {
+	case u.Reason == model.ReasonCheckpointed:
+		return "acked"
+	case u.Reason == model.ReasonCheckpointTimeout:
+		return "timed_out"
+	case u.Reason == model.ReasonCheckpointFailed:
+		return "failed"
+	case u.State.Terminal():
+		return "ended" // the work ended meanwhile (completed, failed, cancelled)
+	}
+	return "exited" // stopped without a checkpoint (acknowledged by its exit)
 }

@@ -62,3 +62,11 @@ func notFound(format string, args ...any) error {
 func invalid(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
 }
+
+func failedPrecondition(format string, args ...any) error {
+	return status.Errorf(codes.FailedPrecondition, format, args...)
+}
+
+func unavailable(format string, args ...any) error {
+	return status.Errorf(codes.Unavailable, format, args...)
+}

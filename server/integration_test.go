@@ -35,20 +35,33 @@ type devStack struct {
 }
 
 func startDev(t *testing.T, dir string, nodes int) *devStack {
+	return startDevWith(t, dir, nodes, []string{"hpc-batch", "ml-training"}, nil)
+}
+
+// startDevWith starts a dev stack whose nodes are split evenly over the
+// vClusters (one dragonfly group each); tune, when set, changes the
+// server's configuration.
+func startDevWith(t *testing.T, dir string, nodes int, vclusters []string, tune func(*Config)) *devStack {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := New(Config{
+	cfg := Config{
 		ID: "dev", DataDir: filepath.Join(dir, "quorum"), APIAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", InMemRaft: true, Logger: log, RaftLogLevel: "off",
-		VClusters: []model.VCluster{DefaultVCluster("hpc-batch"), DefaultVCluster("ml-training")}, DefaultVCluster: "hpc-batch",
-		KillGrace: 2 * time.Second,
-	})
+		DefaultVCluster: vclusters[0], KillGrace: 2 * time.Second,
+	}
+	for _, name := range vclusters {
+		cfg.VClusters = append(cfg.VClusters, DefaultVCluster(name))
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Serve(); err != nil {
 		t.Fatal(err)
 	}
-	simNodes, err := agent.SimulatedNodes("node", nodes, nodes/2, []string{"hpc-batch", "ml-training"}, nil, 100, 400, "fp1")
+	simNodes, err := agent.SimulatedNodes("node", nodes, nodes/len(vclusters), vclusters, nil, 100, 400, "fp1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +193,8 @@ func TestDevStackEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("a job larger than its vcluster borrows", func(t *testing.T) {
-		id := d.submit(t, &latticev1.AllocationRequest{NodesMin: 6, Command: []string{"true"}})
+		// Only checkpointable work runs on borrowed nodes (the default policy).
+		id := d.submit(t, &latticev1.AllocationRequest{NodesMin: 6, Command: []string{"true"}, Checkpoint: "signal"})
 		a := d.waitState(t, id, model.StateCompleted)
 		if len(a.Nodes) != 6 {
 			t.Fatalf("nodes %v", a.Nodes)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/latticehpc/lattice/checkpoint"
 	"sync"
 	"time"
 
@@ -27,6 +28,30 @@ type leaderState struct {
 
 	disp *dispatcher
 	live *liveness
+
+	board *vcluster.Board // lenders' reservations, shared by this term's loops
+
+	panicMu     sync.Mutex
+	panicCounts map[string]int64 // recovered scheduler panics by vCluster
+}
+
+// recordPanic counts and logs a scheduling cycle that panicked and was
+// recovered; the other loops keep running.
+func (l *leaderState) recordPanic(vc string, v any) {
+	l.panicMu.Lock()
+	if l.panicCounts == nil {
+		l.panicCounts = map[string]int64{}
+	}
+	l.panicCounts[vc]++
+	l.panicMu.Unlock()
+	l.s.metrics.loopPanics.WithLabelValues(vc).Inc()
+}
+
+// panics is how many cycles of vCluster vc panicked since this member leads.
+func (l *leaderState) panics(vc string) int64 {
+	l.panicMu.Lock()
+	defer l.panicMu.Unlock()
+	return l.panicCounts[vc]
 }
 
 type loopHandle struct {
@@ -48,7 +73,7 @@ func (s *Server) startLeading(parent context.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(parent)
-	l := &leaderState{s: s, ctx: ctx, cancel: cancel, since: time.Now(), loops: map[string]*loopHandle{}}
+	l := &leaderState{s: s, ctx: ctx, cancel: cancel, since: time.Now(), loops: map[string]*loopHandle{}, board: &vcluster.Board{}}
 	l.disp = newDispatcher(l)
 	l.live = newLiveness(l)
 	s.leader = l
@@ -61,6 +86,7 @@ func (s *Server) startLeading(parent context.Context) {
 	l.run(l.live.run)
 	l.run(l.manageLoops)
 	l.run(l.prune)
+	l.run(l.broker)
 }
 
 func (s *Server) stopLeading() {
@@ -153,6 +179,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 			loop := &vcluster.Loop{
 				Name: name, State: l.s, Proposer: l.s, Planner: solver.Solve,
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.metrics.observeCycle,
+				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
 			l.wg.Add(1)
@@ -241,6 +268,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 		snap = &vcluster.Snapshot{
 			Now:         now,
 			VCluster:    vc,
+			VClusters:   map[string]*model.VCluster{},
 			Lenders:     map[string]bool{},
 			Nodes:       st.Nodes(),
 			Allocations: map[uint64]*model.Allocation{},
@@ -251,12 +279,22 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			EnergyPrice: -1,
 		}
 		for _, v := range st.VClusters() {
-			if v.AllowLending {
+			snap.VClusters[v.Name] = v
+			if v.Lends() {
 				snap.Lenders[v.Name] = true
 			}
 		}
 		for _, a := range st.Active() {
 			snap.Allocations[a.ID] = a
+		}
+		// The allocations nodes are held for, so that a hold of one that is
+		// no longer pending (cancelled, started elsewhere) holds nothing.
+		for _, n := range snap.Nodes {
+			if id := n.ReservedFor; id != 0 && snap.Allocations[id] == nil {
+				if a := st.Allocation(id); a != nil {
+					snap.Allocations[id] = a
+				}
+			}
 		}
 		for _, t := range st.Tenants() {
 			snap.Tenants[t.Name] = t
@@ -295,22 +333,9 @@ func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.As
 	for i, it := range items {
 		cmd.Items[i] = quorum.AssignItem{AllocID: it.AllocID, Nodes: it.Nodes, Version: it.Version}
 	}
-	r, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if r.Rejection != nil {
-		return nil, r.Rejection
-	}
-	out := make([]vcluster.Outcome, len(r.Items))
-	for i, it := range r.Items {
-		out[i] = vcluster.Outcome{AllocID: it.ID, Committed: it.Committed}
-		if it.Rejection != nil {
-			out[i].Reason, out[i].Message = it.Rejection.Reason, it.Rejection.Message
-			s.metrics.assignRejected.WithLabelValues(string(it.Rejection.Code)).Inc()
-		}
-	}
-	return out, nil
+	return s.proposeItems(ctx, cmd, func(r *quorum.Rejection) {
+		s.metrics.assignRejected.WithLabelValues(string(r.Code)).Inc()
+	})
 }
 
 // newVCluster returns a vCluster of type t with that type's defaults.
@@ -321,16 +346,23 @@ func newVCluster(name string, t model.VClusterType) model.VCluster {
 		Name: name, Type: t, WeightsProfile: profile, Weights: w,
 		CycleInterval: model.DefaultCycleInterval, MinInterval: model.DefaultMinInterval,
 		ReservationDepth: model.DefaultReservationDepth,
+		Algorithm:        model.AlgorithmFor(t), MaxLendFraction: 1,
+		ReclaimGrace: model.DefaultReclaimGrace, ReclaimBackoff: model.DefaultReclaimBackoff,
+		PreemptHorizon: model.DefaultPreemptHorizon,
 	}
 	switch t {
 	case model.TypeSensitive:
-		// Sensitive nodes are never lent and sensitive work never borrows.
-	case model.TypeService, model.TypeInteractive:
-		// Interactive and service users expect their nodes at once; until
-		// reclaim with checkpointing lands they do not lend by default.
-		vc.AllowBorrowing = true
+		// Sensitive nodes are never lent, sensitive work never borrows and
+		// is never preempted.
 	default:
+		// Lent nodes come back through reclaim (checkpoint, then stop and
+		// requeue), so every other type lends its idle nodes; only work
+		// that can checkpoint runs on borrowed ones.
 		vc.AllowLending, vc.AllowBorrowing = true, true
+		vc.Preemption, vc.CheckpointableOnlyOnBorrowed = true, true
+	}
+	if t == model.TypeInteractive {
+		vc.ReclaimGrace = 30 * time.Second // interactive users wait for their nodes
 	}
 	return vc
 }
@@ -359,10 +391,27 @@ func (s *Server) graceOf(name string) time.Duration {
 // of a home vCluster's cycle.
 func (s *Server) Reclaim(ctx context.Context, vc string, items []vcluster.ReclaimProposal) ([]vcluster.Outcome, error) {
 	cmd := &quorum.Reclaim{VCluster: vc, ReserveUntil: s.reserveUntil(s.graceOf(vc))}
+	from := make([]string, len(items)) // the borrower, for the metrics
+	s.view(func(st *quorum.State) {
+		for i, it := range items {
+			if len(it.Nodes) > 0 {
+				if n := st.Node(it.Nodes[0]); n != nil {
+					from[i] = n.CurrentVCluster
+				}
+			}
+		}
+	})
 	for _, it := range items {
 		cmd.Items = append(cmd.Items, quorum.ReclaimItem{ForAlloc: it.ForAlloc, Nodes: it.Nodes, Reserve: it.Reserve, Version: it.Version})
 	}
-	return s.proposeItems(ctx, cmd, "reclaim")
+	out, err := s.proposeItems(ctx, cmd, nil)
+	for i, o := range out {
+		if o.Committed && i < len(from) {
+			s.metrics.reclaims.WithLabelValues(vc, from[i]).Inc()
+			s.log.Info("reclaim", "vcluster", vc, "from", from[i], "for_alloc", o.AllocID, "nodes", items[i].Nodes)
+		}
+	}
+	return out, err
 }
 
 // Preempt implements vcluster.Proposer.
@@ -371,11 +420,19 @@ func (s *Server) Preempt(ctx context.Context, vc string, items []vcluster.Preemp
 	for _, it := range items {
 		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Reserve: it.Reserve, Version: it.Version})
 	}
-	return s.proposeItems(ctx, cmd, "preempt")
+	out, err := s.proposeItems(ctx, cmd, nil)
+	for i, o := range out {
+		if o.Committed {
+			s.metrics.preemptions.WithLabelValues(vc).Add(float64(len(items[i].Victims)))
+			s.log.Info("preemption", "vcluster", vc, "for_alloc", o.AllocID, "victims", items[i].Victims)
+		}
+	}
+	return out, err
 }
 
-// proposeItems proposes a batch command and turns its per-item results into outcomes.
-func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, kind string) ([]vcluster.Outcome, error) {
+// proposeItems proposes a batch command and turns its per-item results
+// into outcomes; onReject, when set, sees each rejected item.
+func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, onReject func(*quorum.Rejection)) ([]vcluster.Outcome, error) {
 	r, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -388,8 +445,17 @@ func (s *Server) proposeItems(ctx context.Context, cmd quorum.Command, kind stri
 		out[i] = vcluster.Outcome{AllocID: it.ID, Committed: it.Committed}
 		if it.Rejection != nil {
 			out[i].Reason, out[i].Message = it.Rejection.Reason, it.Rejection.Message
-			s.log.Debug(kind+" rejected", "alloc", it.ID, "why", it.Rejection.Message)
+			s.log.Debug(cmd.Type().String()+" item rejected", "alloc", it.ID, "why", it.Rejection.Message)
+			if onReject != nil {
+				onReject(it.Rejection)
+			}
 		}
 	}
 	return out, nil
+}
+
+// victimCost prices preempting a running allocation now (node-hours), by
+// the checkpoint cost model: the loops choose the cheapest victims.
+func (s *Server) victimCost(a *model.Allocation, now time.Time) float64 {
+	return checkpoint.PreemptionCost(s.cfg.Checkpoint, checkpoint.JobFromAllocation(a, false), now)
 }

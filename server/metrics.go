@@ -31,6 +31,10 @@ type metrics struct {
 	started        *prometheus.CounterVec
 	backfilled     *prometheus.CounterVec
 	rpcSeconds     *prometheus.HistogramVec
+	reclaims       *prometheus.CounterVec
+	preemptions    *prometheus.CounterVec
+	checkpoints    *prometheus.CounterVec
+	loopPanics     *prometheus.CounterVec
 
 	mu     sync.Mutex
 	cycles map[string]lastCycle
@@ -60,6 +64,18 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.backfilled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_allocations_backfilled_total", Help: "Assignments proposed as backfill, by vCluster."}, []string{"vcluster"})
 	m.rpcSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lattice_api_request_duration_seconds", Help: "API calls by method and status code.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)}, []string{"method", "code"})
+	m.reclaims = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_reclaims_total",
+		Help: "Reclaims of lent nodes committed, by home vCluster and the vCluster the nodes were taken from."}, []string{"vcluster", "from"})
+	m.preemptions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_preemptions_total",
+		Help: "Allocations preempted by higher-class work, by vCluster."}, []string{"vcluster"})
+	m.checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_checkpoints_total",
+		Help: "Checkpoint requests by vCluster, reason (reclaim, preempt, user, proactive, signal) and result (requested, acked, timed_out, failed, exited)."},
+		[]string{"vcluster", "reason", "result"})
+	m.loopPanics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_loop_panics_total",
+		Help: "Scheduling cycles that panicked and were recovered, by vCluster."}, []string{"vcluster"})
+	for _, c := range []prometheus.Collector{m.reclaims, m.preemptions, m.checkpoints, m.loopPanics} {
+		f(c)
+	}
 	for _, c := range []prometheus.Collector{m.isLeader, m.applied, m.proposeSeconds, m.assignRejected, m.submitted, m.dispatched, m.agents,
 		m.cycleSeconds, m.solveSeconds, m.started, m.backfilled, m.rpcSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -96,7 +112,7 @@ func (m *metrics) lastCycle(vc string) (time.Time, float64) {
 type stateCollector struct {
 	s                                           *Server
 	allocs, nodes, draw, budget, version, index *prometheus.Desc
-	term, pending                               *prometheus.Desc
+	term, pending, borrowed                     *prometheus.Desc
 }
 
 func (m *metrics) registerQuorum(s *Server) {
@@ -110,11 +126,13 @@ func (m *metrics) registerQuorum(s *Server) {
 		index:   prometheus.NewDesc("lattice_quorum_applied_index", "Last Raft index applied here.", nil, nil),
 		term:    prometheus.NewDesc("lattice_quorum_term", "Current Raft term.", nil, nil),
 		pending: prometheus.NewDesc("lattice_scheduler_pending_allocations", "Pending allocations by vCluster.", []string{"vcluster"}, nil),
+		borrowed: prometheus.NewDesc("lattice_nodes_borrowed", "Nodes lent by their home vCluster to the vCluster currently using them.",
+			[]string{"home", "current"}, nil),
 	})
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocs, c.nodes, c.draw, c.budget, c.version, c.index, c.term, c.pending} {
+	for _, d := range []*prometheus.Desc{c.allocs, c.nodes, c.draw, c.budget, c.version, c.index, c.term, c.pending, c.borrowed} {
 		ch <- d
 	}
 }
@@ -125,7 +143,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var draw, budget int64
 	var version uint64
 	pending := map[string]int{}
+	borrowed := map[quorum.BorrowKey]int{}
 	c.s.view(func(st *quorum.State) {
+		for _, h := range st.VClusters() {
+			for _, cur := range st.VClusters() {
+				if n := st.Borrowed(h.Name, cur.Name); h.Name != cur.Name {
+					borrowed[quorum.BorrowKey{Home: h.Name, Current: cur.Name}] = n
+				}
+			}
+		}
 		for _, a := range st.Allocations() {
 			allocs[a.State]++
 		}
@@ -142,6 +168,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range model.NodeStates {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(nodes[s]), string(s))
+	}
+	for k, n := range borrowed {
+		ch <- prometheus.MustNewConstMetric(c.borrowed, prometheus.GaugeValue, float64(n), k.Home, k.Current)
 	}
 	for v, n := range pending {
 		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(n), v)

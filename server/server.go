@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/latticehpc/lattice/checkpoint"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,6 +57,17 @@ type Config struct {
 	KillGrace time.Duration
 	// Retention keeps ended allocations this long (default 7 days).
 	Retention time.Duration
+	// Checkpoint holds the checkpoint cost model's parameters (default
+	// checkpoint.DefaultParams); BrokerInterval is how often the leader's
+	// checkpoint broker looks for --signal lead times and proactive
+	// checkpoints (default 15 s); NoProactiveCheckpoints turns the latter off.
+	// AuditState, when set, is called after every applied command with the
+	// state it left (under the FSM lock; soak tests check invariants).
+	AuditState func(quorum.Command, *quorum.State)
+
+	Checkpoint             checkpoint.Params
+	BrokerInterval         time.Duration
+	NoProactiveCheckpoints bool
 
 	Logger *slog.Logger
 	// Clock mints command times on the leader (default time.Now().UTC()).
@@ -89,6 +101,12 @@ func (c *Config) defaults() error {
 	}
 	if c.LivenessGrace <= 0 {
 		c.LivenessGrace = c.DownAfter
+	}
+	if c.Checkpoint == (checkpoint.Params{}) {
+		c.Checkpoint = checkpoint.DefaultParams()
+	}
+	if err := c.Checkpoint.Validate(); err != nil {
+		return err
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 30 * time.Second
@@ -141,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
+	s.fsm.Audit = cfg.AuditState
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)

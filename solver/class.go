@@ -38,8 +38,10 @@ type class struct {
 	// Now, kept in step with every decision of the cycle.
 	own, borrow []pool  // by cell (dragonfly group × conformance group)
 	ownFree     int     // own free nodes with no reservation
-	borrowFree  int     // borrowable free nodes not taken
+	borrowFree  int     // borrowable free nodes with no lending limit, not taken
 	holes       []int64 // sorted: reservation starts of own free reserved nodes
+	borrowLim   []int64 // sorted: lending limits of borrowable nodes not taken
+	busyG       []int   // binpack: by group, own Ready nodes busy (or taken)
 
 	// Release timelines, created on first use.
 	tlAny *timeline
@@ -48,9 +50,11 @@ type class struct {
 
 // pool holds one cell's free nodes of one class.
 type pool struct {
-	free  []int32 // node order; entries taken or reserved since are skipped
-	n     int     // live entries in free
-	holes []hole  // own pools: free nodes with a later reservation, by (res, node)
+	free []int32 // node order; entries taken or reserved since are skipped
+	n    int     // live entries in free
+	// holes: own pools: free nodes with a later reservation; borrow pools:
+	// nodes lent only until a limit; by (res, node).
+	holes []hole
 }
 
 // hole is a node that is free now but reserved from res on: a job that
@@ -119,6 +123,24 @@ func (c *class) usableOwn(e int64) int {
 // cellOwn is usableOwn for one cell.
 func (c *class) cellOwn(ci int, e int64) int {
 	p := &c.own[ci]
+	return p.n + len(p.holes) - holesFrom(p.holes, e)
+}
+
+// usableBorrow is the number of borrowable nodes a job ending at e could
+// start on now: those without a lending limit, and those lent until e or later.
+func (c *class) usableBorrow(e int64) int {
+	if len(c.borrowLim) == 0 {
+		return c.borrowFree
+	}
+	return c.borrowFree + len(c.borrowLim) - startsFrom(c.borrowLim, e)
+}
+
+// cellBorrow is usableBorrow for one cell.
+func (c *class) cellBorrow(ci int, e int64) int {
+	p := &c.borrow[ci]
+	if len(p.holes) == 0 {
+		return p.n
+	}
 	return p.n + len(p.holes) - holesFrom(p.holes, e)
 }
 

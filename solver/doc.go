@@ -1,7 +1,10 @@
 // Package solver decides, for one vCluster and one cycle, which pending
 // allocations start now and where: the f1–f9 cost function with named weight
 // profiles and a per-factor breakdown, and GreedyTopologyAwareBackfill with
-// protected reservations on a release timeline.
+// protected reservations on a release timeline — or, by Input.Algorithm, its
+// strict-order (fifo), packing (binpack) and one-fingerprint (sensitive)
+// variants. It honours borrowed nodes' lending limits and nodes held for one
+// job (which starts on them first).
 //
 // Its entry point is Solve(*Input) *Plan, or a Solver's Solve for callers
 // that plan cycle after cycle: the same plans, with working memory kept from

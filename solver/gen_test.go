@@ -26,6 +26,12 @@ type genCfg struct {
 	constrainedJobs   float64 // share of jobs with GPU or feature constraints
 	elasticJobs       float64 // share of jobs with NodesMin < NodesMax
 	tenants, quotaTen int
+	// Drawn from a second random stream, so that inputs without them stay
+	// as they were.
+	alg           model.Algorithm
+	lendLimitFrac float64 // share of foreign nodes lent only until a limit
+	heldFrac      float64 // share of own nodes held for a job (Node.ReservedFor)
+	ownOnlyJobs   float64 // share of jobs that may not borrow
 }
 
 // drawSize draws a job size like real HPC traces: many one-node jobs, a
@@ -190,6 +196,23 @@ func genInput(cfg genCfg) *Input {
 			j.Hold = "JobArrayTaskLimit"
 		}
 		in.Pending[k] = j
+	}
+	in.Algorithm = cfg.alg
+	if cfg.lendLimitFrac > 0 || cfg.heldFrac > 0 || cfg.ownOnlyJobs > 0 {
+		r2 := rand.New(rand.NewSource(cfg.seed ^ 0x5eed))
+		for i := range in.Nodes {
+			n := &in.Nodes[i]
+			switch {
+			case !n.Own && r2.Float64() < cfg.lendLimitFrac:
+				n.LendUntil = t0.Add(time.Duration(r2.Int63n(int64(6*time.Hour))) - 10*time.Minute)
+			case n.Own && r2.Float64() < cfg.heldFrac:
+				n.ReservedFor = uint64(1 + r2.Intn(len(in.Pending)+3)) // sometimes no pending job
+				n.ReservedUntil = t0.Add(time.Duration(r2.Int63n(int64(time.Hour))) - 5*time.Minute)
+			}
+		}
+		for k := range in.Pending {
+			in.Pending[k].OwnNodesOnly = r2.Float64() < cfg.ownOnlyJobs
+		}
 	}
 	return in
 }

@@ -94,3 +94,5 @@ func (p *Plan) explain(id uint64) *Explanation {
 	}
 	return nil
 }
+
+func (b *jobB) ownOnly() *jobB { b.j.OwnNodesOnly = true; return b }

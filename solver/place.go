@@ -20,12 +20,18 @@ const (
 // NodesMin..NodesMax policy: a job starts when at least NodesMin usable nodes
 // exist; it then takes as many own usable nodes as there are, up to NodesMax
 // and its tenant's node quota room. Borrowed nodes are used only to reach
-// NodesMin, never to grow beyond it. If the chosen nodes exceed the power
-// headroom the job shrinks (not below NodesMin) until they fit.
+// NodesMin, never to grow beyond it (and never by a job that must stay on
+// own nodes). If the chosen nodes exceed the power headroom the job shrinks
+// (not below NodesMin) until they fit.
 func (s *state) tryStart(jb *job, q *quota) (startResult, int) {
 	c, e := jb.cls, jb.wall
 	ownU := c.usableOwn(e)
-	if ownU+c.borrowFree < jb.min {
+	borrow := !jb.j.OwnNodesOnly
+	borU := 0
+	if borrow {
+		borU = c.usableBorrow(e)
+	}
+	if ownU+borU < jb.min {
 		return startNodes, 0
 	}
 	fp := int32(-1)
@@ -44,7 +50,7 @@ func (s *state) tryStart(jb *job, q *quota) (startResult, int) {
 		n = max(jb.min, min(ownU, limit))
 	}
 	for shrinks := 0; ; shrinks++ {
-		nb, ok := s.selectNow(c, n, e, fp)
+		nb, ok := s.selectNow(c, n, e, fp, borrow)
 		if !ok {
 			return startNodes, 0
 		}
@@ -71,36 +77,25 @@ func (s *state) tryStart(jb *job, q *quota) (startResult, int) {
 
 // pickFp chooses the conformance group a sensitive job runs in: among the
 // groups whose own usable nodes hold it, the one with the fewest (best fit,
-// keeping big groups whole); failing that, the one with the most own usable
-// nodes among those that hold it with borrowed nodes. It returns -1 if none.
+// keeping big groups whole). It returns -1 if none (a sensitive vCluster
+// never borrows).
 func (s *state) pickFp(c *class, n int, e int64) (fp int32, ownU int) {
-	best, bestOwn, fallback, fbOwn := int32(-1), 0, int32(-1), -1
+	best, bestOwn := int32(-1), 0
 	for f := 0; f < s.nFps; f++ {
 		if c.eligAll[f] < n {
 			continue
 		}
-		own, bor := 0, 0
+		own := 0
 		for ci := range s.cellFp {
 			if s.cellFp[ci] == int32(f) {
 				own += c.cellOwn(ci, e)
-				bor += c.borrow[ci].n
 			}
 		}
-		switch {
-		case own >= n:
-			if best < 0 || own < bestOwn {
-				best, bestOwn = int32(f), own
-			}
-		case own+bor >= n:
-			if own > fbOwn {
-				fallback, fbOwn = int32(f), own
-			}
+		if own >= n && (best < 0 || own < bestOwn) {
+			best, bestOwn = int32(f), own
 		}
 	}
-	if best >= 0 {
-		return best, bestOwn
-	}
-	return fallback, max(0, fbOwn)
+	return best, bestOwn
 }
 
 // fillGroups sets s.gu to the usable nodes per dragonfly group (own ones for
@@ -115,7 +110,7 @@ func (s *state) fillGroups(c *class, borrow bool, e int64, fp int32) int {
 		}
 		var u int
 		if borrow {
-			u = c.borrow[ci].n
+			u = c.cellBorrow(ci, e)
 		} else {
 			u = c.cellOwn(ci, e)
 		}
@@ -126,15 +121,18 @@ func (s *state) fillGroups(c *class, borrow bool, e int64, fp int32) int {
 }
 
 // selectNow picks n nodes for a job ending at e into s.chosen: own nodes in
-// the fewest dragonfly groups with best fit when they can hold it, else all
-// own usable nodes plus the fewest borrowable ones, again by group. It
-// returns how many are borrowed and false if n nodes are not there.
-func (s *state) selectNow(c *class, n int, e int64, fp int32) (int, bool) {
+// the fewest dragonfly groups with best fit when they can hold it (binpack:
+// from the busiest groups first), else all own usable nodes plus the fewest
+// borrowable ones (when borrow), again by group. It returns how many are
+// borrowed and false if n nodes are not there.
+func (s *state) selectNow(c *class, n int, e int64, fp int32, borrow bool) (int, bool) {
 	s.chosen = s.chosen[:0]
 	ownTotal := s.fillGroups(c, false, e, fp)
 	if ownTotal >= n {
 		s.takes = s.takes[:0]
-		if fp < 0 && c.multiFp {
+		if s.binpack {
+			s.takes = s.binpackTakes(c, n)
+		} else if fp < 0 && c.multiFp {
 			// Prefer one conformance group: the best-fit dragonfly group
 			// among those where a single conformance group holds the job.
 			best := -1
@@ -156,6 +154,9 @@ func (s *state) selectNow(c *class, n int, e int64, fp int32) (int, bool) {
 		return 0, true
 	}
 	// Own nodes cannot hold it: all of them, and borrow the rest.
+	if !borrow {
+		return 0, false
+	}
 	for g, u := range s.gu {
 		if u > 0 {
 			s.pickInGroup(c, false, g, u, u, e, fp)
@@ -173,10 +174,43 @@ func (s *state) selectNow(c *class, n int, e int64, fp int32) (int, bool) {
 	return need, true
 }
 
+// binpackTakes splits n own usable nodes (per group in s.gu) over the
+// dragonfly groups with the most busy nodes of the class first — ties to
+// the group with fewer usable nodes, then the lower index — so running work
+// is packed together and whole groups stay free.
+func (s *state) binpackTakes(c *class, n int) []topology.Take {
+	order := s.touched[:0]
+	for g, u := range s.gu {
+		if u > 0 {
+			order = append(order, int32(g))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		switch {
+		case c.busyG[a] != c.busyG[b]:
+			return c.busyG[b] - c.busyG[a]
+		case s.gu[a] != s.gu[b]:
+			return s.gu[a] - s.gu[b]
+		}
+		return int(a - b)
+	})
+	takes := s.takes[:0]
+	for _, g := range order {
+		if n == 0 {
+			break
+		}
+		k := min(n, s.gu[g])
+		takes = append(takes, topology.Take{Group: int(g), Nodes: k})
+		n -= k
+	}
+	s.touched = order[:0]
+	return takes
+}
+
 // cellUsable is a cell's usable nodes of one kind for a job ending at e.
 func (c *class) cellUsable(ci int, borrow bool, e int64) int {
 	if borrow {
-		return c.borrow[ci].n
+		return c.cellBorrow(ci, e)
 	}
 	return c.cellOwn(ci, e)
 }
@@ -241,23 +275,22 @@ func (s *state) pickInGroup(c *class, borrow bool, g, k, groupTotal int, e int64
 	}
 }
 
-// takeFromCell appends k usable nodes of cell ci to s.chosen. Own nodes come
-// from the holes first — free nodes reserved later, the tightest that still
-// fit first, since only short jobs can use them — then from unreserved ones.
+// takeFromCell appends k usable nodes of cell ci to s.chosen. Nodes come
+// from the holes first — own free nodes reserved later, or borrowable nodes
+// lent until a limit: the tightest that still fit first, since only short
+// jobs can use them — then from unreserved ones.
 func (s *state) takeFromCell(c *class, borrow bool, ci, k int, e int64) {
 	if k <= 0 {
 		return
 	}
-	if !borrow {
-		h := c.own[ci].holes
-		for i := holesFrom(h, e); i < len(h) && k > 0; i++ {
-			s.chosen = append(s.chosen, h[i].node)
-			k--
-		}
-	}
 	p := &c.own[ci]
 	if borrow {
 		p = &c.borrow[ci]
+	}
+	h := p.holes
+	for i := holesFrom(h, e); i < len(h) && k > 0; i++ {
+		s.chosen = append(s.chosen, h[i].node)
+		k--
 	}
 	for _, x := range p.free {
 		if k == 0 {
@@ -280,10 +313,22 @@ func (s *state) commitStart(xs []int32, e int64) {
 				continue
 			}
 			ci := s.cell[x]
+			if s.binpack && s.own[x] && !s.held[x] { // held ones count as busy already
+				c.busyG[s.group[x]]++
+			}
 			switch {
-			case !s.own[x]:
+			case s.held[x]: // in no pool
+			case !s.own[x] && s.firstRes[x] == never:
 				c.borrow[ci].n--
 				c.borrowFree--
+			case !s.own[x]: // lent until a limit
+				p := &c.borrow[ci]
+				if i, ok := slicesBinarySearchHole(p.holes, hole{s.firstRes[x], x}); ok {
+					p.holes = append(p.holes[:i], p.holes[i+1:]...)
+				}
+				if i := startsFrom(c.borrowLim, s.firstRes[x]); i < len(c.borrowLim) && c.borrowLim[i] == s.firstRes[x] {
+					c.borrowLim = append(c.borrowLim[:i], c.borrowLim[i+1:]...)
+				}
 			case s.firstRes[x] == never:
 				c.own[ci].n--
 				c.ownFree--

@@ -118,6 +118,31 @@ func validatePlan(in *Input, p *Plan) error {
 		}
 	}
 
+	alg := in.Algorithm
+	if alg == "" {
+		alg = model.AlgorithmFor(in.Type)
+	}
+	sensitive := alg == model.AlgorithmSensitive
+	if alg == model.AlgorithmFIFO {
+		// Nothing starts past the first job that could run and waits
+		// (except on nodes held for it).
+		blocked := uint64(0)
+		for _, ex := range p.Explanations {
+			switch st := p.start(ex.JobID); {
+			case st != nil && blocked != 0 && !onHeld(in, st):
+				return fmt.Errorf("fifo: job %d started behind the blocked job %d", ex.JobID, blocked)
+			case st == nil && blocked == 0 && (ex.Reason == model.ReasonResources || ex.Reason == model.ReasonPriority || ex.Reason == model.ReasonPowerBudget):
+				blocked = ex.JobID
+			}
+		}
+	}
+
+	// A hold ends when its job starts.
+	heldUsed := map[uint64]bool{}
+	for _, st := range p.Starts {
+		heldUsed[st.JobID] = true
+	}
+
 	// Interval commitments per node.
 	type iv struct {
 		from, to time.Duration
@@ -151,6 +176,15 @@ func validatePlan(in *Input, p *Plan) error {
 			if reserved && !n.Own {
 				return fmt.Errorf("%s: reservation on borrowable node %s", what, name)
 			}
+			if !n.Own && (j.OwnNodesOnly || sensitive) {
+				return fmt.Errorf("%s: borrows node %s, which it may not", what, name)
+			}
+			if !n.Own && !n.LendUntil.IsZero() && in.Now.Add(start+jobWall(j)).After(n.LendUntil) {
+				return fmt.Errorf("%s: on node %s past its lending limit %v", what, name, n.LendUntil.Sub(in.Now))
+			}
+			if n.ReservedFor != 0 && n.ReservedFor != j.ID && in.Now.Add(start).Before(n.ReservedUntil) && !heldUsed[n.ReservedFor] {
+				return fmt.Errorf("%s: node %s is held for job %d until %v", what, name, n.ReservedFor, n.ReservedUntil.Sub(in.Now))
+			}
 			if !reserved && n.Allocation != 0 {
 				return fmt.Errorf("%s: started on busy node %s", what, name)
 			}
@@ -170,7 +204,7 @@ func validatePlan(in *Input, p *Plan) error {
 			}
 			busy[x] = append(busy[x], iv{start, end, what})
 		}
-		if in.Type == model.TypeSensitive && len(fps) > 1 {
+		if sensitive && len(fps) > 1 {
 			return fmt.Errorf("%s: sensitive job on %d conformance groups", what, len(fps))
 		}
 		return nil
@@ -239,6 +273,55 @@ func validatePlan(in *Input, p *Plan) error {
 		return fmt.Errorf("%d reservations at depth %d", len(p.Reservations), d)
 	}
 	return nil
+}
+
+// onHeld reports whether every node of st is held for its job.
+func onHeld(in *Input, st *Start) bool {
+	for _, name := range st.Nodes {
+		for _, n := range in.Nodes {
+			if n.Name == name && n.ReservedFor != st.JobID {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestPropertyAlgorithms: plans of every algorithm, with lending limits,
+// held nodes and jobs that may not borrow, are valid (validatePlan checks
+// each algorithm's rule), deterministic, and a reused Solver plans them
+// like fresh Solves.
+func TestPropertyAlgorithms(t *testing.T) {
+	var sv Solver
+	algs := []model.Algorithm{model.AlgorithmBackfill, model.AlgorithmFIFO, model.AlgorithmBinpack, model.AlgorithmSensitive}
+	pre := 0
+	for seed := int64(1); seed <= propertySeeds; seed++ {
+		cfg := randomCfg(seed)
+		cfg.alg = algs[seed%4]
+		cfg.lendLimitFrac = []float64{0, 0.5, 1}[seed%3]
+		cfg.heldFrac = []float64{0, 0.05, 0.2}[(seed/3)%3]
+		cfg.ownOnlyJobs = []float64{0, 0.3}[(seed/9)%2]
+		in := genInput(cfg)
+		orig := cloneInput(in)
+		p := Solve(in)
+		if !reflect.DeepEqual(in, orig) {
+			t.Fatalf("seed %d: Solve modified its input", seed)
+		}
+		if err := validatePlan(in, p); err != nil {
+			t.Fatalf("seed %d (%s): %v", seed, cfg.alg, err)
+		}
+		if got, want := planText(sv.Solve(in)), planText(p); got != want {
+			t.Fatalf("seed %d (%s): a reused Solver plans differently", seed, cfg.alg)
+		}
+		for _, st := range p.Starts {
+			if onHeld(in, &st) {
+				pre++
+			}
+		}
+	}
+	if pre < 20 {
+		t.Fatalf("only %d starts on held nodes", pre)
+	}
 }
 
 func equalFold(a, b string) bool { return len(a) == len(b) && (a == b || lower(a) == lower(b)) }

@@ -87,6 +87,13 @@ type job struct {
 	q        *quota
 	score    float64
 	f        [model.NumFactors]float64
+	pre      bool // started on the nodes held for it, before the others
+}
+
+// heldNode is a node held for one job (Node.ReservedFor).
+type heldNode struct {
+	job  uint64
+	node int32
 }
 
 // quota is a tenant's remaining room this cycle (< 0 = unlimited) and its f3.
@@ -98,7 +105,9 @@ type quota struct {
 type state struct {
 	in        *Input
 	nodes     []Node
-	sensitive bool
+	sensitive bool // one conformance group per job (hard), never borrows
+	fifo      bool // nothing starts past the first runnable job that cannot
+	binpack   bool // own nodes from the busiest dragonfly groups first
 	weights   model.Weights
 
 	// Dense indexes by node.
@@ -106,11 +115,14 @@ type state struct {
 	own, ready      []bool
 	idle0           []bool  // no allocation at cycle start
 	borrowable      []bool  // another vCluster's free Ready node we may borrow
+	held            []bool  // idle, but held for one job (Node.ReservedFor): in no pool
 	taken           []bool  // started on this cycle
 	avail           []int64 // own nodes: offset from Now when free of all decisions; never = not in the timeline
-	firstRes        []int64 // own free nodes: start of their first reservation; never = none
-	delta           []int64 // watts added by starting work on the node (with a power limit)
-	minGPUs         int     // the fewest GPUs of a node, or 0
+	// firstRes: own free nodes: start of their first reservation;
+	// borrowable nodes: their lending limit (Node.LendUntil); never = none.
+	firstRes []int64
+	delta    []int64 // watts added by starting work on the node (with a power limit)
+	minGPUs  int     // the fewest GPUs of a node, or 0
 
 	nGroups, nFps  int
 	groupsInSystem int
@@ -123,9 +135,10 @@ type state struct {
 	plainCls   *class
 	timelines  []*timeline
 
-	jobs  []job
-	order []int32
-	keys  []sortKey
+	jobs   []job
+	order  []int32
+	keys   []sortKey
+	heldBy []heldNode // nodes held for a job, by job then node
 
 	quotas   map[string]*quota
 	quotaBuf []quota // backing store of quotas; never grows within a cycle
@@ -187,10 +200,16 @@ func grow[T any](b []T, n int) []T {
 func (s *state) reset(in *Input, out *Plan) {
 	n := len(in.Nodes)
 	old := *s
+	alg := in.Algorithm
+	if alg == "" {
+		alg = model.AlgorithmFor(in.Type)
+	}
 	*s = state{
 		in:        in,
 		nodes:     in.Nodes,
-		sensitive: in.Type == model.TypeSensitive,
+		sensitive: alg == model.AlgorithmSensitive,
+		fifo:      alg == model.AlgorithmFIFO,
+		binpack:   alg == model.AlgorithmBinpack,
 		headroom:  in.PowerHeadroomWatts,
 
 		group:      grow(old.group, n),
@@ -199,6 +218,7 @@ func (s *state) reset(in *Input, out *Plan) {
 		own:        grow(old.own, n),
 		ready:      grow(old.ready, n),
 		borrowable: grow(old.borrowable, n),
+		held:       grow(old.held, n),
 		idle0:      grow(old.idle0, n),
 		taken:      grow(old.taken, n),
 		avail:      grow(old.avail, n),
@@ -213,6 +233,7 @@ func (s *state) reset(in *Input, out *Plan) {
 		classes:    old.classes[:0],
 		timelines:  old.timelines[:0],
 		jobs:       old.jobs,
+		heldBy:     old.heldBy[:0],
 		order:      old.order,
 		keys:       old.keys,
 
@@ -293,11 +314,22 @@ func (s *state) reset(in *Input, out *Plan) {
 		ready := nd.State == model.NodeReady
 		idle := nd.Allocation == 0
 		s.ready[i] = ready
-		s.idle0[i] = idle
 		s.own[i] = nd.Own
 		if power {
 			s.delta[i] = max(0, int64(nd.BusyWatts)-int64(nd.IdleWatts))
 		}
+		held := nd.ReservedFor != 0 && in.Now.Before(nd.ReservedUntil)
+		if held {
+			// Held for one job until ReservedUntil: in no free pool, and in
+			// the timeline no earlier than then. That job may start on it
+			// (startHeld).
+			s.heldBy = append(s.heldBy, heldNode{nd.ReservedFor, int32(i)})
+			if nd.Own && idle {
+				s.held[i] = true
+				idle = false
+			}
+		}
+		s.idle0[i] = idle
 		switch {
 		case nd.Own && ready && idle:
 			s.avail[i] = 0
@@ -310,9 +342,37 @@ func (s *state) reset(in *Input, out *Plan) {
 				}
 			}
 			s.avail[i] = lastAvail
-		case !nd.Own && ready && idle:
+		case !nd.Own && ready && idle && !s.sensitive && !held:
 			s.borrowable[i] = true
+			if !nd.LendUntil.IsZero() {
+				lim := int64(nd.LendUntil.Sub(in.Now))
+				if lim <= 0 {
+					s.borrowable[i] = false // its home needs it now
+				} else {
+					s.firstRes[i] = lim
+				}
+			}
 		}
+		if held && nd.Own && ready {
+			// No other job may start on it before ReservedUntil.
+			u := min(int64(nd.ReservedUntil.Sub(in.Now)), never-1)
+			if s.held[i] {
+				s.avail[i] = u
+			} else if s.avail[i] != never {
+				s.avail[i] = max(s.avail[i], u)
+			}
+		}
+	}
+	if len(s.heldBy) > 1 {
+		slices.SortFunc(s.heldBy, func(a, b heldNode) int {
+			if a.job != b.job {
+				if a.job < b.job {
+					return -1
+				}
+				return 1
+			}
+			return int(a.node - b.node)
+		})
 	}
 	s.groupRuns, s.fpRuns = groupRuns, fpRuns
 
@@ -439,9 +499,13 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 		own:       growPools(c.own, len(s.cellGroup)),
 		borrow:    growPools(c.borrow, len(s.cellGroup)),
 		holes:     c.holes[:0],
+		borrowLim: c.borrowLim[:0],
 		freeCap:   capacity{prefix: c.freeCap.prefix[:0]},
 		usableCap: capacity{prefix: c.usableCap.prefix[:0]},
 		tlFp:      grow(c.tlFp, s.nFps),
+	}
+	if s.binpack {
+		c.busyG = grow(c.busyG, s.nGroups)
 	}
 	freeG := grow(s.freeG, s.nGroups)
 	usableG := grow(s.usableG, s.nGroups)
@@ -455,6 +519,10 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 		x := int32(i)
 		if !all && !c.passes(&s.nodes[i]) {
 			c.outConstraint++
+			continue
+		}
+		if s.sensitive && !s.own[i] { // never on another vCluster's nodes
+			c.outOwnership++
 			continue
 		}
 		c.elig[i] = true
@@ -478,18 +546,33 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 				c.ownFree++
 				c.initFree[f]++
 				freeG[g]++
+			} else if s.binpack {
+				c.busyG[g]++
 			}
 		case s.borrowable[i]:
 			c.eligReady[f]++
-			c.borrow[ci].free = append(c.borrow[ci].free, x)
-			c.borrow[ci].n++
-			c.borrowFree++
+			if lim := s.firstRes[i]; lim != never {
+				// Lent only until its home needs it: usable by jobs that
+				// end by then, like an own node's hole.
+				c.borrow[ci].holes = append(c.borrow[ci].holes, hole{lim, x})
+				c.borrowLim = append(c.borrowLim, lim)
+			} else {
+				c.borrow[ci].free = append(c.borrow[ci].free, x)
+				c.borrow[ci].n++
+				c.borrowFree++
+			}
 			c.initBorrow++
 			c.initFree[f]++
 			freeG[g]++
 			usableG[g]++
 		default:
 			c.outOwnership++
+		}
+	}
+	if len(c.borrowLim) > 0 {
+		slices.Sort(c.borrowLim)
+		for ci := range c.borrow {
+			slices.SortFunc(c.borrow[ci].holes, cmpHole)
 		}
 	}
 	c.largestConf = largestFp(c.eligReady)
@@ -653,6 +736,11 @@ func (s *state) plan() {
 	if s.out.Reservations == nil || cap(s.out.Reservations) < want {
 		s.out.Reservations = make([]Reservation, 0, want)
 	}
+	pre := s.startHeld()
+	if s.fifo {
+		s.planFIFO(pre)
+		return
+	}
 	head := -1
 	if s.depth != 0 {
 		head = s.headRank()
@@ -661,10 +749,108 @@ func (s *state) plan() {
 		s.decide(head)
 	}
 	for rank := range s.order {
-		if rank != head {
+		if rank != head && !(pre && s.jobs[s.order[rank]].pre) {
 			s.decide(rank)
 		}
 	}
+}
+
+// planFIFO decides the jobs in strict score order: once a job that could
+// run here (staticReason is empty) cannot start now, no job after it starts
+// this cycle. The blocked job is decided as usual (its reason, expected
+// start and reservation); the jobs behind it are explained with their own
+// static reason or Priority, and an expected start no earlier than its.
+func (s *state) planFIFO(pre bool) {
+	blocked := false
+	var blockedAt time.Time
+	for rank := range s.order {
+		jb := &s.jobs[s.order[rank]]
+		if pre && jb.pre {
+			continue
+		}
+		if !blocked {
+			s.decide(rank)
+			if ex := &s.out.Explanations[rank]; ex.Reason != "" && s.staticReason(jb) == "" {
+				blocked, blockedAt = true, ex.ExpectedStart
+			}
+			continue
+		}
+		ex := s.explainBase(rank, jb)
+		if r := s.staticReason(jb); r != "" {
+			ex.Reason = r
+			continue
+		}
+		ex.Reason = model.ReasonPriority
+		if blockedAt.IsZero() {
+			continue
+		}
+		if tl, key := s.earliest(jb.cls, jb.min); tl != nil {
+			ex.ExpectedStart = s.in.Now.Add(time.Duration(key))
+			if ex.ExpectedStart.Before(blockedAt) {
+				ex.ExpectedStart = blockedAt
+			}
+		}
+	}
+}
+
+// startHeld is the pass before all others: a job for which nodes are held
+// (Node.ReservedFor: a reclaim or a preemption freed them for it) starts on
+// them, in score order, as soon as every node held for it is idle and Ready
+// and they hold at least NodesMin — if nothing else (hold, quota, power)
+// keeps it. It reports whether any job started.
+func (s *state) startHeld() bool {
+	if len(s.heldBy) == 0 {
+		return false
+	}
+	started := false
+	for rank, ji := range s.order {
+		jb := &s.jobs[ji]
+		id := jb.j.ID
+		i, _ := slices.BinarySearchFunc(s.heldBy, id, func(h heldNode, id uint64) int {
+			switch {
+			case h.job < id:
+				return -1
+			case h.job > id:
+				return 1
+			}
+			return 0
+		})
+		if i == len(s.heldBy) || s.heldBy[i].job != id || s.staticReason(jb) != "" {
+			continue
+		}
+		s.chosen = s.chosen[:0]
+		ok := true
+		for ; i < len(s.heldBy) && s.heldBy[i].job == id; i++ {
+			x := s.heldBy[i].node
+			if !s.held[x] || !s.ready[x] || !jb.cls.elig[x] {
+				ok = false // still busy (its work is being checkpointed), or unfit
+				break
+			}
+			s.chosen = append(s.chosen, x)
+		}
+		q := jb.q
+		limit := jb.max
+		if q.nodes >= 0 {
+			limit = min(limit, q.nodes)
+		}
+		if !ok || len(s.chosen) < jb.min || limit < jb.min {
+			continue
+		}
+		s.chosen = s.chosen[:min(len(s.chosen), limit)]
+		if s.headroom >= 0 {
+			var d int64
+			for _, x := range s.chosen {
+				d += s.delta[x]
+			}
+			if d > s.headroom {
+				continue
+			}
+		}
+		ex := s.explainBase(rank, jb)
+		s.commitJobStart(jb, ex, 0)
+		jb.pre, started = true, true
+	}
+	return started
 }
 
 // headRank returns the rank of the longest-waiting job (earliest eligible,
@@ -676,7 +862,7 @@ func (s *state) headRank() int {
 	var hj *job
 	for rank, ji := range s.order {
 		jb := &s.jobs[ji]
-		if !s.runnable(jb) {
+		if jb.pre || !s.runnable(jb) {
 			continue
 		}
 		if hj != nil {
@@ -727,14 +913,13 @@ func (s *state) staticReason(jb *job) string {
 	return ""
 }
 
-// decide decides the job at rank: start it now, reserve for it, or say why
-// it waits.
-func (s *state) decide(rank int) {
-	in := s.in
-	jb := &s.jobs[s.order[rank]]
-	j, c := jb.j, jb.cls
+// explainBase fills the explanation of the job at rank with what does not
+// depend on the decision: rank, score, factors, weights and the filter
+// counts at cycle start, and the nodes that are busy or reserved for it now.
+func (s *state) explainBase(rank int, jb *job) *Explanation {
+	c := jb.cls
 	ex := &s.out.Explanations[rank]
-	ex.JobID = j.ID
+	ex.JobID = jb.j.ID
 	ex.Position = rank + 1
 	ex.Score = jb.score
 	ex.Factors = jb.f
@@ -744,9 +929,60 @@ func (s *state) decide(rank int) {
 		State:      c.outState,
 		Ownership:  c.outOwnership,
 	}
+	bor, initBorrow := c.usableBorrow(jb.wall), c.initBorrow
+	if jb.j.OwnNodesOnly {
+		ex.Filtered.Ownership += initBorrow
+		bor, initBorrow = 0, 0
+	}
+	ex.Filtered.Busy = c.ownReady + initBorrow - c.usableOwn(jb.wall) - bor
+	return ex
+}
+
+// commitJobStart records the start of jb on s.chosen (nBorrow of them
+// borrowed): the plan's Start, the nodes, power headroom and quota room.
+func (s *state) commitJobStart(jb *job, ex *Explanation, nBorrow int) {
+	st := Start{JobID: jb.j.ID, Backfilled: s.waiting, Score: jb.score}
+	slices.Sort(s.chosen)
+	st.Nodes = s.nameList(s.chosen)
+	if nBorrow > 0 {
+		s.tmp = s.tmp[:0]
+		for _, x := range s.chosen {
+			if !s.own[x] {
+				s.tmp = append(s.tmp, x)
+			}
+		}
+		st.Borrowed = s.nameList(s.tmp)
+	}
+	s.commitStart(s.chosen, jb.wall)
+	if s.headroom >= 0 {
+		for _, x := range s.chosen {
+			s.headroom -= s.delta[x]
+		}
+	}
+	q := jb.q
+	if q.nodes >= 0 {
+		q.nodes -= len(s.chosen)
+	}
+	if q.running > 0 {
+		q.running--
+	}
+	s.out.Starts = append(s.out.Starts, st)
+	ex.ExpectedStart = s.in.Now
+	ex.Nodes = st.Nodes
+}
+
+// decide decides the job at rank: start it now, reserve for it, or say why
+// it waits.
+func (s *state) decide(rank int) {
+	in := s.in
+	jb := &s.jobs[s.order[rank]]
+	j, c := jb.j, jb.cls
+	ex := s.explainBase(rank, jb)
 	e := jb.wall
-	usable := c.usableOwn(e) + c.borrowFree
-	ex.Filtered.Busy = c.ownReady + c.initBorrow - usable
+	usable := c.ownReady + c.initBorrow - ex.Filtered.Busy
+	if j.OwnNodesOnly {
+		usable = c.ownReady - ex.Filtered.Busy
+	}
 	if r := s.staticReason(jb); r != "" {
 		ex.Reason = r
 		return
@@ -755,33 +991,7 @@ func (s *state) decide(rank int) {
 	q := jb.q
 	switch res, nBorrow := s.tryStart(jb, q); res {
 	case startOK:
-		st := Start{JobID: j.ID, Backfilled: s.waiting, Score: jb.score}
-		slices.Sort(s.chosen)
-		st.Nodes = s.nameList(s.chosen)
-		if nBorrow > 0 {
-			s.tmp = s.tmp[:0]
-			for _, x := range s.chosen {
-				if !s.own[x] {
-					s.tmp = append(s.tmp, x)
-				}
-			}
-			st.Borrowed = s.nameList(s.tmp)
-		}
-		s.commitStart(s.chosen, e)
-		if s.headroom >= 0 {
-			for _, x := range s.chosen {
-				s.headroom -= s.delta[x]
-			}
-		}
-		if q.nodes >= 0 {
-			q.nodes -= len(s.chosen)
-		}
-		if q.running > 0 {
-			q.running--
-		}
-		s.out.Starts = append(s.out.Starts, st)
-		ex.ExpectedStart = in.Now
-		ex.Nodes = st.Nodes
+		s.commitJobStart(jb, ex, nBorrow)
 		return
 	case startPower:
 		ex.Reason = model.ReasonPowerBudget
@@ -792,7 +1002,11 @@ func (s *state) decide(rank int) {
 	// It waits for nodes.
 	s.waiting = true
 	ex.Reason = model.ReasonResources
-	if c.staticFree >= jb.min {
+	free := c.staticFree
+	if j.OwnNodesOnly {
+		free -= c.initBorrow
+	}
+	if free >= jb.min {
 		ex.Reason = model.ReasonPriority
 	}
 	tl, key := s.earliest(c, jb.min)

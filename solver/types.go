@@ -29,6 +29,18 @@ type Node struct {
 	// when that allocation's walltime ends (the release timeline).
 	Allocation uint64
 	FreeAt     time.Time
+	// LendUntil, for another vCluster's node (Own false), is when its home
+	// vCluster's own plan reserves it: only a job that ends by then may
+	// borrow it. Zero = no limit; a limit at or before Now makes the node
+	// unusable this cycle.
+	LendUntil time.Time
+	// ReservedFor holds the node for one pending job until ReservedUntil
+	// (the job a reclaim or a preemption freed it for): no other job may
+	// start on it before then, and that job starts on the nodes held for it
+	// as soon as they are all idle. 0, or ReservedUntil at or before Now,
+	// holds nothing.
+	ReservedFor   uint64
+	ReservedUntil time.Time
 }
 
 // Job is a pending allocation, eligible to start (its dependencies are met).
@@ -53,6 +65,9 @@ type Job struct {
 	// array's concurrency limit) that keeps the job from starting this
 	// cycle. It is still scored and explained, and gets no reservation.
 	Hold string
+	// OwnNodesOnly keeps the job off borrowed nodes (its vCluster runs only
+	// checkpointable work on borrowed nodes, and it cannot checkpoint).
+	OwnNodesOnly bool
 }
 
 // Running is an allocation holding nodes of this vCluster.
@@ -82,7 +97,11 @@ type Input struct {
 	Now      time.Time
 	VCluster string
 	Type     model.VClusterType
-	Weights  model.Weights
+	// Algorithm is how jobs are placed (see docs/solver.md): backfill (the
+	// default), fifo, binpack or sensitive. Empty = the type's default
+	// (model.AlgorithmFor).
+	Algorithm model.Algorithm
+	Weights   model.Weights
 	// ReservationDepth: how many blocked jobs get a protected reservation.
 	// 0 = none (pure greedy), 1 = EASY, N, model.ReservationsAll = conservative.
 	ReservationDepth int

@@ -2,6 +2,7 @@ package vcluster
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -23,12 +24,27 @@ import (
 func randomSnapshot(r *rand.Rand) *Snapshot {
 	vcs := []string{"a", "b", "c"}
 	vc := &model.VCluster{Name: vcs[r.IntN(3)], Type: model.TypeHPCBatch, ReservationDepth: 1,
-		AllowBorrowing: r.IntN(2) == 0}
+		AllowBorrowing: r.IntN(2) == 0, CheckpointableOnlyOnBorrowed: r.IntN(3) == 0,
+		Algorithm: []model.Algorithm{"", model.AlgorithmFIFO, model.AlgorithmBinpack, model.AlgorithmSensitive}[r.IntN(4)]}
 	s := &Snapshot{Now: t0, VCluster: vc, Lenders: map[string]bool{}, Allocations: map[uint64]*model.Allocation{},
 		Tenants: map[string]*model.Tenant{}, TenantLoad: map[string]TenantLoad{}, Groups: 4,
 		PowerHeadroomWatts: -1, EnergyPrice: -1}
+	withPolicy := r.IntN(2) == 0 // VClusters, not Lenders
+	if withPolicy {
+		s.VClusters = map[string]*model.VCluster{}
+		s.LendLimits = map[string]map[string]time.Time{}
+	}
 	for _, v := range vcs {
-		if r.IntN(2) == 0 {
+		lends := r.IntN(2) == 0
+		if withPolicy {
+			x := &model.VCluster{Name: v, Type: model.TypeHPCBatch, AllowLending: lends,
+				MaxLendFraction: []float64{0, 0.1, 0.3, 1}[r.IntN(4)], ReclaimBackoff: time.Duration(r.IntN(3)) * time.Hour}
+			if v == vc.Name {
+				x = vc
+			}
+			s.VClusters[v] = x
+			s.LendLimits[v] = map[string]time.Time{}
+		} else if lends {
 			s.Lenders[v] = true
 		}
 	}
@@ -74,7 +90,8 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 		size := 1 + r.IntN(4)
 		a := &model.Allocation{ID: id, State: st, SubmitTime: t0.Add(-time.Duration(r.IntN(10)) * time.Hour),
 			Request: model.Request{VCluster: vc.Name, Tenant: tenant(), NodesMin: size, NodesMax: size + r.IntN(2),
-				Walltime: time.Duration(r.IntN(5)) * time.Hour, PriorityClass: r.IntN(3), Checkpoint: model.CheckpointNone}}
+				Walltime: time.Duration(r.IntN(5)) * time.Hour, PriorityClass: r.IntN(3),
+				Checkpoint: []model.CheckpointMode{model.CheckpointNone, model.CheckpointSignal}[r.IntN(2)]}}
 		id++
 		if st.Active() && r.IntN(6) != 0 {
 			a.StartTime = t0.Add(-time.Duration(r.IntN(6)) * time.Hour)
@@ -102,6 +119,18 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 		}
 		if r.IntN(10) == 0 {
 			n.State = []model.NodeState{model.NodeDrained, model.NodeDown, model.NodeDegraded}[r.IntN(3)]
+		}
+		if r.IntN(8) == 0 {
+			n.ReclaimedFrom, n.ReclaimedAt = vcs[r.IntN(3)], t0.Add(-time.Duration(r.IntN(120))*time.Minute)
+		}
+		if r.IntN(8) == 0 {
+			n.ReservedFor, n.ReservedUntil = uint64(1+r.IntN(40)), t0.Add(time.Duration(r.IntN(20)-5)*time.Minute)
+		}
+		if r.IntN(8) == 0 {
+			n.ReturnRequested = true
+		}
+		if s.LendLimits != nil && r.IntN(4) == 0 {
+			s.LendLimits[home][n.Name] = t0.Add(time.Duration(r.IntN(300)-30) * time.Minute)
 		}
 		switch u := r.IntN(10); {
 		case u < 3: // idle
@@ -151,14 +180,15 @@ func TestBuilderMatchesReference(t *testing.T) {
 	}
 }
 
-// referenceBuildInput is BuildInput as it was before Builder: the oracle of
-// TestBuilderMatchesReference.
+// referenceBuildInput is BuildInput written the plain way, without the
+// Builder's memory and shortcuts: the oracle of TestBuilderMatchesReference.
 func referenceBuildInput(s *Snapshot) solver.Input {
 	vc := s.VCluster
 	in := solver.Input{
 		Now:                s.Now,
 		VCluster:           vc.Name,
 		Type:               vc.Type,
+		Algorithm:          vc.EffectiveAlgorithm(),
 		Weights:            vc.Weights,
 		ReservationDepth:   vc.ReservationDepth,
 		Groups:             s.Groups,
@@ -166,16 +196,92 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 		EnergyPrice:        s.EnergyPrice,
 		Tenants:            make(map[string]solver.Tenant, len(s.Tenants)),
 	}
+	live := func(id uint64) bool {
+		a, ok := s.Allocations[id]
+		return !ok || a.State == model.StatePending
+	}
+	// Lending: which homes lend, their back-off, their room.
+	homeNodes, lent := map[string]int{}, map[string]int{}
+	for _, n := range s.Nodes {
+		homeNodes[n.HomeVCluster]++
+		if n.Borrowed() {
+			lent[n.HomeVCluster]++
+		}
+	}
+	policy := func(home string) (lends bool, backoff time.Duration, room int) {
+		if s.VClusters == nil {
+			return s.Lenders[home], model.DefaultReclaimBackoff, math.MaxInt
+		}
+		h := s.VClusters[home]
+		if h == nil {
+			return false, 0, 0
+		}
+		return h.Lends(), h.Backoff(), max(0, h.MaxLendable(homeNodes[home])-lent[home])
+	}
+	type cand struct {
+		n     *model.Node
+		limit time.Time
+	}
+	cands := map[string][]cand{}
+	for _, n := range s.Nodes {
+		if n.CurrentVCluster == vc.Name || !vc.Borrows() {
+			continue
+		}
+		lends, backoff, _ := policy(n.HomeVCluster)
+		if !lends || n.Borrowed() || !n.Schedulable() ||
+			n.ReclaimedFrom == vc.Name && s.Now.Before(n.ReclaimedAt.Add(backoff)) ||
+			n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && live(n.ReservedFor) {
+			continue
+		}
+		lim, ok := s.LendLimits[n.HomeVCluster][n.Name]
+		if ok && !s.Now.Before(lim) {
+			continue
+		}
+		cands[n.HomeVCluster] = append(cands[n.HomeVCluster], cand{n, lim})
+	}
+	offered := map[*model.Node]time.Time{}
+	for home, cs := range cands {
+		_, _, room := policy(home)
+		// Unlimited first, then the latest limits, then node order.
+		slices.SortStableFunc(cs, func(x, y cand) int {
+			if x.limit.IsZero() != y.limit.IsZero() {
+				if x.limit.IsZero() {
+					return -1
+				}
+				return 1
+			}
+			return y.limit.Compare(x.limit)
+		})
+		for _, c := range cs[:min(room, len(cs))] {
+			offered[c.n] = c.limit
+		}
+	}
+
 	seenRunning := make(map[uint64]bool)
+	runUsage := map[string]float64{}
+	var unlisted float64
+	for k := 0; k < len(s.Nodes); {
+		// A run of neighbouring nodes of one allocation.
+		id := s.Nodes[k].Allocation
+		m := k + 1
+		for id != 0 && m < len(s.Nodes) && s.Nodes[m].Allocation == id {
+			m++
+		}
+		if a := s.Allocations[id]; id != 0 && a != nil && a.State.Active() && !a.StartTime.IsZero() && a.StartTime.Before(s.Now) {
+			u := float64(m-k) * s.Now.Sub(a.StartTime).Seconds()
+			if _, ok := s.Tenants[a.Tenant]; ok {
+				runUsage[a.Tenant] += u
+			} else {
+				unlisted += u
+			}
+		}
+		k = m
+	}
 	for _, n := range s.Nodes {
 		own := n.CurrentVCluster == vc.Name
-		if !own {
-			// Another vCluster's node is a candidate only when it is idle,
-			// Ready, its current owner is its home (no re-lending) and that
-			// home lends, and this vCluster may borrow.
-			if !vc.AllowBorrowing || !s.Lenders[n.HomeVCluster] || n.Borrowed() || !n.Schedulable() {
-				continue
-			}
+		limit, ok := offered[n]
+		if !own && !ok {
+			continue
 		}
 		sn := solver.Node{
 			Name:        n.Name,
@@ -189,6 +295,10 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 			State:       n.State,
 			Own:         own,
 			Allocation:  n.Allocation,
+			LendUntil:   limit,
+		}
+		if own && n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && live(n.ReservedFor) {
+			sn.ReservedFor, sn.ReservedUntil = n.ReservedFor, n.ReservedUntil
 		}
 		if a := s.Allocations[n.Allocation]; a != nil && n.Allocation != 0 {
 			sn.FreeAt = expectedEnd(a, s.Now)
@@ -199,9 +309,10 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 				})
 			}
 		} else if n.Allocation != 0 {
-			// Busy with something the snapshot does not hold: assume it
-			// frees at its walltime's upper bound, i.e. not within this plan.
 			sn.FreeAt = s.Now.Add(model.MaxWalltime)
+		}
+		if own && n.Allocation != 0 && n.ReturnRequested && n.Borrowed() {
+			sn.FreeAt = time.Time{}
 		}
 		in.Nodes = append(in.Nodes, sn)
 	}
@@ -232,6 +343,7 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 			Checkpoint:        a.Checkpoint,
 			CheckpointMinutes: a.CheckpointMinutes,
 			HotDataFraction:   -1,
+			OwnNodesOnly:      vc.CheckpointableOnlyOnBorrowed && !a.Checkpoint.Checkpointable(),
 		}
 		if a.HotDataFraction != nil {
 			j.HotDataFraction = *a.HotDataFraction
@@ -247,7 +359,7 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 		in.Pending = append(in.Pending, j)
 	}
 
-	// Tenants: decayed usage shares and quota room.
+	// Tenants: decayed usage plus running usage, shares and quota room.
 	halfLife := s.FairShareHalfLife
 	if halfLife <= 0 {
 		halfLife = DefaultFairShareHalfLife
@@ -257,18 +369,18 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 		names = append(names, name)
 	}
 	slices.Sort(names) // sum in a fixed order: the same snapshot gives the same bits
-	var total float64
-	decayed := make(map[string]float64, len(s.Tenants))
+	total := unlisted
+	usage := make(map[string]float64, len(s.Tenants))
 	for _, name := range names {
-		u := DecayedUsage(s.Tenants[name], s.Now, halfLife)
-		decayed[name] = u
+		u := DecayedUsage(s.Tenants[name], s.Now, halfLife) + runUsage[name]
+		usage[name] = u
 		total += u
 	}
 	for _, name := range names {
 		t := s.Tenants[name]
 		st := solver.Tenant{FairShareTarget: t.FairShareTarget, NodesLeft: -1, RunningLeft: -1}
 		if total > 0 {
-			st.UsageShare = decayed[name] / total
+			st.UsageShare = usage[name] / total
 		}
 		load := s.TenantLoad[name]
 		if t.MaxNodes > 0 {

@@ -29,8 +29,18 @@ type TenantLoad struct {
 type Snapshot struct {
 	Now      time.Time
 	VCluster *model.VCluster
-	// Lenders holds the names of vClusters whose idle nodes may be borrowed.
+	// VClusters holds every vCluster by name: their lending policy (Lends,
+	// MaxLendable, Backoff) decides which of their idle nodes this one may
+	// borrow. When it is nil, Lenders is used instead (the replay).
+	VClusters map[string]*model.VCluster
+	// Lenders holds the names of vClusters whose idle nodes may be borrowed,
+	// with no lending limit and the default back-off; read only when
+	// VClusters is nil.
 	Lenders map[string]bool
+	// LendLimits holds, by home vCluster and node name, when the home's own
+	// plan reserves an idle node (its Board entry): a borrowed job must end
+	// by then. Missing = no limit. The loop fills it from its Board.
+	LendLimits map[string]map[string]time.Time
 	// Nodes is every node in the system, in a stable order (by name).
 	Nodes []*model.Node
 	// Allocations maps id to every non-terminal allocation (at least: the
@@ -58,10 +68,11 @@ type Snapshot struct {
 }
 
 // BuildInput turns a snapshot into the solver's input: the nodes this
-// vCluster may use (its own, and idle Ready nodes of vClusters that lend when
-// it may borrow), the release timeline of the work on them, its eligible
-// pending allocations with holds, tenant shares and quota room. It is a
-// Builder used once.
+// vCluster may use (its own, and the idle nodes it may borrow, see
+// borrowable), the release timeline of the work on them, the nodes held for
+// one of its allocations, its eligible pending allocations with holds,
+// tenant shares (usage includes what running work has used so far) and
+// quota room. It is a Builder used once.
 func BuildInput(s *Snapshot) solver.Input {
 	var b Builder
 	return b.Build(s)
@@ -74,6 +85,12 @@ func BuildInput(s *Snapshot) solver.Input {
 // call of Build on the same Builder. A Builder is not safe for concurrent
 // use; the zero value is ready to use.
 type Builder struct {
+	homes       []homeLending
+	cand        []bool // by node: another vCluster's node this one may borrow
+	candLimit   []time.Time
+	tenantIdx   map[string]int32 // index of a tenant in idxNames
+	idxNames    []string         // the names tenantIdx was built for
+	runUsage    []float64        // by tenant index: running usage
 	nodes       []solver.Node
 	running     []solver.Running
 	pending     []solver.Job
@@ -97,6 +114,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		VCluster:           vc.Name,
 		Type:               vc.Type,
 		Weights:            vc.Weights,
+		Algorithm:          vc.EffectiveAlgorithm(),
 		ReservationDepth:   vc.ReservationDepth,
 		Groups:             s.Groups,
 		PowerHeadroomWatts: s.PowerHeadroomWatts,
@@ -111,24 +129,53 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	}
 	seenRunning := b.seenRunning
 	clear(seenRunning)
+	borrows := vc.Borrows()
+	if borrows {
+		b.borrowable(s)
+	}
+	// Tenants in name order, and their indexes (kept while the names stay).
+	names, tenants := b.sortedTenants(s)
+	if b.tenantIdx == nil || !slices.Equal(names, b.idxNames) {
+		if b.tenantIdx == nil {
+			b.tenantIdx = make(map[string]int32, len(names))
+		}
+		clear(b.tenantIdx)
+		for i, name := range names {
+			b.tenantIdx[name] = int32(i)
+		}
+		b.idxNames = append(b.idxNames[:0], names...)
+	}
+	b.runUsage = grow(b.runUsage, len(names))
+	var unlisted float64 // running usage of tenants not in s.Tenants
 	// Neighbouring nodes mostly run the same allocation: look it up, and
-	// compute its expected end, once per run of nodes.
+	// compute its expected end, once per run of nodes. A run's node-seconds
+	// so far are charged to its tenant when the run ends.
 	var (
 		lastID     uint64
 		lastAlloc  *model.Allocation
 		lastEnd    time.Time
+		endKnown   bool
+		runNodes   int
 		listed     bool   // an own busy node was seen: lastListed is in Running
 		lastListed uint64 // the allocation of the last own busy node
 	)
-	for _, n := range s.Nodes {
-		own := n.CurrentVCluster == vc.Name
-		if !own {
-			// Another vCluster's node is a candidate only when it is idle,
-			// Ready, its current owner is its home (no re-lending) and that
-			// home lends, and this vCluster may borrow.
-			if !vc.AllowBorrowing || !s.Lenders[n.HomeVCluster] || n.Borrowed() || !n.Schedulable() {
-				continue
+	for i, n := range s.Nodes {
+		if n.Allocation != 0 {
+			if n.Allocation != lastID || lastAlloc == nil {
+				if runNodes > 0 {
+					unlisted += b.charge(s, lastAlloc, runNodes)
+				}
+				lastID, lastAlloc, endKnown, runNodes = n.Allocation, s.Allocations[n.Allocation], false, 0
 			}
+			runNodes++
+		} else if runNodes > 0 {
+			// A run is neighbouring nodes of one allocation.
+			unlisted += b.charge(s, lastAlloc, runNodes)
+			runNodes = 0
+		}
+		own := n.CurrentVCluster == vc.Name
+		if !own && !(borrows && b.cand[i]) {
+			continue
 		}
 		k := len(in.Nodes)
 		in.Nodes = in.Nodes[:k+1] // capacity for every node is there
@@ -147,31 +194,43 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		sn.Own = own
 		sn.Allocation = n.Allocation
 		sn.FreeAt = time.Time{}
+		sn.LendUntil = time.Time{}
+		sn.ReservedFor, sn.ReservedUntil = 0, time.Time{}
+		if !own {
+			sn.LendUntil = b.candLimit[i]
+			continue // idle
+		}
+		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor) {
+			sn.ReservedFor, sn.ReservedUntil = n.ReservedFor, n.ReservedUntil
+		}
 		if n.Allocation == 0 {
 			continue
 		}
-		if n.Allocation != lastID || lastAlloc == nil {
-			lastID, lastAlloc = n.Allocation, s.Allocations[n.Allocation]
-			if lastAlloc != nil {
-				lastEnd = expectedEnd(lastAlloc, s.Now)
-			}
-		}
 		if a := lastAlloc; a != nil {
+			if !endKnown {
+				lastEnd, endKnown = expectedEnd(a, s.Now), true
+			}
 			sn.FreeAt = lastEnd
-			if own && !(listed && a.ID == lastListed) && !seenRunning[a.ID] {
+			if !(listed && a.ID == lastListed) && !seenRunning[a.ID] {
 				seenRunning[a.ID] = true
 				in.Running = append(in.Running, solver.Running{
 					ID: a.ID, Tenant: a.Tenant, Nodes: len(a.Nodes), Start: a.StartTime, End: sn.FreeAt,
 				})
 			}
-			if own {
-				listed, lastListed = true, a.ID
-			}
+			listed, lastListed = true, a.ID
 		} else {
 			// Busy with something the snapshot does not hold: assume it
 			// frees at its walltime's upper bound, i.e. not within this plan.
 			sn.FreeAt = s.Now.Add(model.MaxWalltime)
 		}
+		if n.ReturnRequested && n.Borrowed() {
+			// Borrowed and reclaimed by its home: it goes home when its
+			// work ends, so it never takes new work here.
+			sn.FreeAt = time.Time{}
+		}
+	}
+	if runNodes > 0 {
+		unlisted += b.charge(s, lastAlloc, runNodes)
 	}
 
 	// Array concurrency: count active tasks per array, when a pending
@@ -211,6 +270,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			Checkpoint:        a.Checkpoint,
 			CheckpointMinutes: a.CheckpointMinutes,
 			HotDataFraction:   -1,
+			OwnNodesOnly:      vc.CheckpointableOnlyOnBorrowed && !a.Checkpoint.Checkpointable(),
 		}
 		if a.HotDataFraction != nil {
 			j.HotDataFraction = *a.HotDataFraction
@@ -226,16 +286,19 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		in.Pending = append(in.Pending, j)
 	}
 
-	// Tenants: decayed usage shares and quota room.
+	// Tenants: usage shares and quota room. A tenant's usage is its
+	// decayed usage plus the node-seconds its running allocations have
+	// used so far: the quorum charges a run only when it ends (the whole
+	// run, from StartTime), so nothing is counted twice, and a tenant with
+	// a long runner does not look idle meanwhile.
 	halfLife := s.FairShareHalfLife
 	if halfLife <= 0 {
 		halfLife = DefaultFairShareHalfLife
 	}
-	names, tenants := b.sortedTenants(s)
-	var total float64
+	total := unlisted
 	decayed := slices.Grow(b.decayed[:0], len(names))
-	for _, t := range tenants {
-		u := DecayedUsage(t, s.Now, halfLife)
+	for i, t := range tenants {
+		u := DecayedUsage(t, s.Now, halfLife) + b.runUsage[i]
 		decayed = append(decayed, u)
 		total += u // in name order: the same snapshot gives the same bits
 	}
@@ -298,6 +361,171 @@ func (b *Builder) sortedTenants(s *Snapshot) ([]string, []*model.Tenant) {
 	}
 	b.names, b.tenantList = names, tenants
 	return names, tenants
+}
+
+// charge adds to its tenant's running usage the node-seconds a run of
+// nodes of allocation a has used so far; it returns them instead when the
+// tenant is not in the snapshot.
+func (b *Builder) charge(s *Snapshot, a *model.Allocation, nodes int) float64 {
+	if a == nil || !a.State.Active() || a.StartTime.IsZero() || !a.StartTime.Before(s.Now) {
+		return 0
+	}
+	u := float64(nodes) * s.Now.Sub(a.StartTime).Seconds()
+	i, ok := b.tenantIdx[a.Tenant]
+	if !ok {
+		return u
+	}
+	b.runUsage[i] += u
+	return 0
+}
+
+// homeLending is what a borrower needs to know of one home vCluster in a
+// cycle: whether it lends, its back-off, and how many more of its nodes it
+// may lend now.
+type homeLending struct {
+	name    string
+	vc      *model.VCluster // nil: from Snapshot.Lenders (no limit)
+	lends   bool
+	backoff time.Duration
+	nodes   int // nodes whose home it is
+	lent    int // of those, lent out now
+	cands   int // idle ones this vCluster may borrow
+}
+
+// home returns the entry of home vCluster name, creating it (the last one
+// found is checked first: nodes of one home are mostly neighbours).
+func (b *Builder) home(s *Snapshot, name string, last int) int {
+	if last >= 0 && last < len(b.homes) && b.homes[last].name == name {
+		return last
+	}
+	for i := range b.homes {
+		if b.homes[i].name == name {
+			return i
+		}
+	}
+	h := homeLending{name: name, backoff: model.DefaultReclaimBackoff}
+	if s.VClusters != nil {
+		if v := s.VClusters[name]; v != nil {
+			h.vc, h.lends, h.backoff = v, v.Lends(), v.Backoff()
+		}
+	} else {
+		h.lends = s.Lenders[name]
+	}
+	b.homes = append(b.homes, h)
+	return len(b.homes) - 1
+}
+
+// borrowable marks in b.cand the idle nodes of other vClusters this one
+// may borrow now, with their lending limits in b.candLimit — the rules the
+// quorum enforces on a borrow:
+//   - the node is Ready and idle, at home (never re-lent), and its home lends;
+//   - it was not reclaimed from this vCluster within its home's back-off;
+//   - it is held for no allocation (Node.ReservedFor);
+//   - its home's plan does not reserve it now (LendLimits; a later
+//     reservation becomes the node's LendUntil);
+//   - at most MaxLendable of a home's nodes are lent at once: when more are
+//     idle than it may still lend, those without a limit, then those with
+//     the latest, then by node order, are offered.
+//
+// (That only checkpointable work may use them, when the vCluster says so,
+// is a per-job rule: solver.Job.OwnNodesOnly.)
+func (b *Builder) borrowable(s *Snapshot) {
+	vc := s.VCluster
+	b.homes = b.homes[:0]
+	b.cand = grow(b.cand, len(s.Nodes))
+	b.candLimit = grow(b.candLimit, len(s.Nodes))
+	last := -1
+	over := false
+	for i, n := range s.Nodes {
+		h := b.home(s, n.HomeVCluster, last)
+		last = h
+		hl := &b.homes[h]
+		hl.nodes++
+		if n.Borrowed() {
+			hl.lent++
+		}
+		if n.CurrentVCluster == vc.Name || !hl.lends || n.Borrowed() || !n.Schedulable() {
+			continue
+		}
+		if n.ReclaimedFrom == vc.Name && s.Now.Before(n.ReclaimedAt.Add(hl.backoff)) {
+			continue
+		}
+		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor) {
+			continue
+		}
+		if lim, ok := s.LendLimits[n.HomeVCluster][n.Name]; ok {
+			if !s.Now.Before(lim) {
+				continue // its home's plan needs it now
+			}
+			b.candLimit[i] = lim
+		}
+		b.cand[i] = true
+		hl.cands++
+	}
+	for h := range b.homes {
+		hl := &b.homes[h]
+		if hl.vc != nil && hl.cands > max(0, hl.vc.MaxLendable(hl.nodes)-hl.lent) {
+			over = true
+		}
+	}
+	if !over {
+		return
+	}
+	// Some home has more idle nodes than it may still lend: offer the best.
+	type cand struct {
+		i     int
+		limit time.Time
+	}
+	for h := range b.homes {
+		hl := &b.homes[h]
+		room := 0
+		if hl.vc != nil {
+			room = max(0, hl.vc.MaxLendable(hl.nodes)-hl.lent)
+		}
+		if hl.vc == nil || hl.cands <= room {
+			continue
+		}
+		var cs []cand
+		for i, n := range s.Nodes {
+			if b.cand[i] && n.HomeVCluster == hl.name {
+				cs = append(cs, cand{i, b.candLimit[i]})
+			}
+		}
+		slices.SortStableFunc(cs, func(x, y cand) int {
+			switch {
+			case x.limit.IsZero() != y.limit.IsZero():
+				if x.limit.IsZero() {
+					return -1
+				}
+				return 1
+			case !x.limit.Equal(y.limit):
+				return y.limit.Compare(x.limit)
+			}
+			return 0
+		})
+		for _, c := range cs[room:] {
+			b.cand[c.i] = false
+		}
+	}
+}
+
+// holdLive reports whether a node held for allocation id still holds: the
+// quorum drops a hold once its allocation is no longer pending. An
+// allocation the snapshot does not hold (another vCluster's pending one)
+// is assumed pending.
+func holdLive(s *Snapshot, id uint64) bool {
+	a, ok := s.Allocations[id]
+	return !ok || a.State == model.StatePending
+}
+
+// grow returns b with n zero elements, reusing its array when it can.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
 }
 
 // DecayedUsage is a tenant's usage decayed from its UsageTime to now.

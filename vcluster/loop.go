@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
@@ -68,7 +71,10 @@ type Proposer interface {
 	Preempt(ctx context.Context, vcluster string, items []PreemptProposal) ([]Outcome, error)
 }
 
-// Planner is the scheduling algorithm: solver.Solve in production.
+// Planner is the scheduling algorithm: solver.Solve in production. A cycle
+// may call it several times (the real plan, then what-ifs for reclaim and
+// preemption) and reads the first plan after the others: its plans must
+// not share memory (solver.Solve's do not; a reused solver.Solver's do).
 type Planner func(*solver.Input) *solver.Plan
 
 // Explanation is the latest word of the scheduler on one allocation.
@@ -108,8 +114,11 @@ type CycleStats struct {
 	Committed  int
 	Rejected   int
 	Backfilled int
-	Duration   time.Duration // solver time
-	Total      time.Duration // whole cycle
+	// Reclaims and Preemptions proposed, and how many the quorum refused.
+	Reclaims, Preemptions int
+	ProposalsRejected     int
+	Duration              time.Duration // solver time
+	Total                 time.Duration // whole cycle
 }
 
 // Loop is one vCluster's scheduler loop.
@@ -122,6 +131,16 @@ type Loop struct {
 	Log      *slog.Logger
 	// OnCycle, when set, receives every cycle's stats.
 	OnCycle func(CycleStats)
+	// Board, when set, is where the loops of a leader term share their
+	// plans' reservations (lending limits); nil = no sharing.
+	Board *Board
+	// VictimCost prices preemption victims; nil = DefaultVictimCost.
+	VictimCost VictimCost
+	// OnPanic, when set, is told of every cycle that panicked (after it was
+	// recovered and logged), for metrics.
+	OnPanic func(vcluster string, v any)
+	// Panics counts the cycles that panicked.
+	Panics atomic.Int64
 
 	Explanations Explanations
 
@@ -179,9 +198,35 @@ func (l *Loop) Run(ctx context.Context) {
 			}
 		}
 		last = time.Now()
-		if err := l.Cycle(ctx); err != nil && ctx.Err() == nil {
+		if err := l.safeCycle(ctx); err != nil && ctx.Err() == nil {
 			l.Log.Warn("scheduling cycle failed", "vcluster", l.Name, "err", err)
 		}
+	}
+}
+
+// safeCycle runs one cycle and recovers from a panic in it: the panic is
+// counted, logged with its stack and reported to OnPanic, and the loop
+// carries on with its next cycle (the other loops never notice).
+func (l *Loop) safeCycle(ctx context.Context) (err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		l.Panics.Add(1)
+		l.Log.Error("scheduling cycle panicked", "vcluster", l.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if l.OnPanic != nil {
+			l.OnPanic(l.Name, v)
+		}
+		err = nil
+	}()
+	return l.Cycle(ctx)
+}
+
+// publish shares this loop's reservations on its Board, if any.
+func (l *Loop) publish(reserved map[string]time.Time) {
+	if l.Board != nil {
+		l.Board.Publish(l.Name, reserved)
 	}
 }
 
@@ -200,10 +245,16 @@ func (l *Loop) intervals() (time.Duration, time.Duration) {
 }
 
 // Cycle runs one scheduling cycle:
-//  1. read a consistent snapshot and its version;
-//  2. build the solver input (BuildInput) and plan;
-//  3. propose every start as one batch carrying the snapshot version;
-//  4. record explanations; rejected items simply stay pending and are
+//  1. read a consistent snapshot and its version (with the lending limits
+//     of the other loops' plans, from the Board);
+//  2. build the solver input (BuildInput) and plan; publish the plan's
+//     reservations on the Board;
+//  3. plan reclaims of lent nodes (PlanReclaims) and preemptions
+//     (PlanPreemptions) for the jobs the plan leaves waiting; starts on
+//     nodes a reclaim holds for another job are dropped;
+//  4. propose every start as one batch carrying the snapshot version, then
+//     the reclaims, then the preemptions;
+//  5. record explanations; rejected items simply stay pending and are
 //     planned again next cycle from fresher state.
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
@@ -212,22 +263,31 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		// Nothing to place: skip the snapshot, the cheap way out of most
 		// cycles of an idle vCluster.
 		l.Explanations.replace(nil)
+		l.publish(nil)
 		return nil
 	}
 	now := l.Clock()
 	snap, version, ok := l.State.Snapshot(l.Name, now)
 	if !ok {
+		l.publish(nil)
 		return fmt.Errorf("vcluster %s no longer exists", l.Name)
 	}
 	stats := CycleStats{VCluster: l.Name, Pending: len(snap.Pending)}
 	if len(snap.Pending) == 0 {
 		l.Explanations.replace(nil)
+		l.publish(nil)
 		return nil
+	}
+	if l.Board != nil {
+		s := *snap
+		s.LendLimits = l.Board.Limits()
+		snap = &s
 	}
 	in := BuildInput(snap)
 	solveStart := time.Now()
 	plan := l.Planner(&in)
 	stats.Duration = time.Since(solveStart)
+	l.publish(reservedStarts(plan))
 
 	expl := make(map[uint64]*Explanation, len(plan.Explanations))
 	for _, e := range plan.Explanations {
@@ -235,14 +295,69 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		x.Message = describe(&x.Explanation)
 		expl[e.JobID] = x
 	}
-	if len(plan.Starts) > 0 {
-		items := make([]Assignment, len(plan.Starts))
-		for i, st := range plan.Starts {
-			items[i] = Assignment{AllocID: st.JobID, Nodes: st.Nodes, Version: version}
-			if st.Backfilled {
-				stats.Backfilled++
+	if snap.VCluster.EffectiveAlgorithm() == model.AlgorithmFIFO {
+		for _, x := range expl {
+			if x.Reason == model.ReasonPriority {
+				x.Message = "waits its turn: an allocation ahead of it in the queue cannot start yet (strict order)"
 			}
 		}
+	}
+	for id, n := range heldCounts(snap) {
+		x := expl[id]
+		if x == nil {
+			continue
+		}
+		switch x.Reason {
+		case model.ReasonBadConstraints, model.ReasonNodesDrained:
+			// Lent nodes coming back for it are not in the input yet.
+			x.Reason = model.ReasonResources
+			fallthrough
+		case model.ReasonResources, model.ReasonPriority:
+			x.Message = fmt.Sprintf("waits for %d node(s) held for it while the work on them is checkpointed (reclaim or preemption in progress)", n)
+		}
+	}
+
+	reclaims := PlanReclaims(snap, plan, l.Planner)
+	preempts := PlanPreemptions(snap, plan, l.Planner, l.VictimCost, reclaims)
+	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
+	for i := range reclaims {
+		r := &reclaims[i]
+		r.Version = version
+		for _, n := range r.Reserve {
+			heldBy[n] = r.ForAlloc
+		}
+		if x := expl[r.ForAlloc]; x != nil {
+			if x.Reason == model.ReasonBadConstraints || x.Reason == model.ReasonNodesDrained {
+				// Its nodes exist, lent out (the real input does not show them).
+				x.Reason = model.ReasonResources
+			}
+			x.Message = fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), borrowersOf(snap, r.Nodes))
+		}
+	}
+	for i := range preempts {
+		p := &preempts[i]
+		p.Version = version
+		if x := expl[p.ForAlloc]; x != nil {
+			x.Message = preemptMessage(snap, p.Victims)
+		}
+	}
+
+	var items []Assignment
+	for _, st := range plan.Starts {
+		if by := conflict(st.Nodes, heldBy); by != 0 {
+			// Its nodes go to a job a reclaim is for.
+			if x := expl[st.JobID]; x != nil {
+				x.Reason, x.ExpectedStart, x.Nodes = model.ReasonPriority, time.Time{}, nil
+				x.Message = fmt.Sprintf("the nodes it would start on are held for allocation %d (reclaim in progress)", by)
+			}
+			continue
+		}
+		items = append(items, Assignment{AllocID: st.JobID, Nodes: st.Nodes, Version: version})
+		if st.Backfilled {
+			stats.Backfilled++
+		}
+	}
+	if len(items) > 0 {
 		stats.Proposed = len(items)
 		outcomes, err := l.Proposer.AssignBatch(ctx, l.Name, items)
 		if err != nil {
@@ -265,16 +380,96 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			l.Log.Debug("assignment rejected", "vcluster", l.Name, "alloc", o.AllocID, "reason", o.Reason, "msg", o.Message)
 		}
 	}
+	if len(reclaims) > 0 {
+		stats.Reclaims = len(reclaims)
+		outcomes, err := l.Proposer.Reclaim(ctx, l.Name, reclaims)
+		if err != nil {
+			l.Explanations.replace(expl)
+			return fmt.Errorf("propose %d reclaims: %w", len(reclaims), err)
+		}
+		stats.ProposalsRejected += l.refused("reclaim", outcomes, expl)
+	}
+	if len(preempts) > 0 {
+		stats.Preemptions = len(preempts)
+		outcomes, err := l.Proposer.Preempt(ctx, l.Name, preempts)
+		if err != nil {
+			l.Explanations.replace(expl)
+			return fmt.Errorf("propose %d preemptions: %w", len(preempts), err)
+		}
+		stats.ProposalsRejected += l.refused("preemption", outcomes, expl)
+	}
 	l.Explanations.replace(expl)
 	stats.Total = time.Since(began)
 	if l.OnCycle != nil {
 		l.OnCycle(stats)
 	}
-	if stats.Proposed > 0 {
+	if stats.Proposed > 0 || stats.Reclaims > 0 || stats.Preemptions > 0 {
 		l.Log.Info("scheduling cycle", "vcluster", l.Name, "pending", stats.Pending, "started", stats.Committed,
-			"rejected", stats.Rejected, "backfilled", stats.Backfilled, "solve_ms", stats.Duration.Milliseconds())
+			"rejected", stats.Rejected, "backfilled", stats.Backfilled, "reclaims", stats.Reclaims,
+			"preemptions", stats.Preemptions, "solve_ms", stats.Duration.Milliseconds())
 	}
 	return nil
+}
+
+// refused logs at debug the reclaims or preemptions the quorum refused and
+// says so in their jobs' explanations; they are planned again next cycle.
+// It returns how many were refused.
+func (l *Loop) refused(kind string, outcomes []Outcome, expl map[uint64]*Explanation) int {
+	n := 0
+	for _, o := range outcomes {
+		if o.Committed {
+			continue
+		}
+		n++
+		l.Log.Debug(kind+" rejected", "vcluster", l.Name, "alloc", o.AllocID, "reason", o.Reason, "msg", o.Message)
+		if x := expl[o.AllocID]; x != nil {
+			x.Message = "the quorum refused the planned " + kind + ": " + o.Message + "; retried next cycle"
+		}
+	}
+	return n
+}
+
+// conflict returns the job a reclaim holds one of nodes for, or 0.
+func conflict(nodes []string, heldBy map[string]uint64) uint64 {
+	if len(heldBy) == 0 {
+		return 0
+	}
+	for _, n := range nodes {
+		if id := heldBy[n]; id != 0 {
+			return id
+		}
+	}
+	return 0
+}
+
+// heldCounts counts the nodes held for each allocation now.
+func heldCounts(s *Snapshot) map[uint64]int {
+	var out map[uint64]int
+	for _, n := range s.Nodes {
+		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) {
+			if out == nil {
+				out = map[uint64]int{}
+			}
+			out[n.ReservedFor]++
+		}
+	}
+	return out
+}
+
+// preemptMessage says which allocations are preempted for a job.
+func preemptMessage(s *Snapshot, victims []uint64) string {
+	parts := make([]string, 0, len(victims))
+	for _, id := range victims {
+		if a := s.Allocations[id]; a != nil {
+			parts = append(parts, fmt.Sprintf("%s (class %d)", a.DisplayID(), a.PriorityClass))
+		} else {
+			parts = append(parts, fmt.Sprint(id))
+		}
+	}
+	if len(victims) == 1 {
+		return "preempting allocation " + parts[0] + "; starts once it is checkpointed"
+	}
+	return "preempting allocations " + strings.Join(parts, ", ") + "; starts once they are checkpointed"
 }
 
 // describe writes one sentence on why a job waits or where it starts.

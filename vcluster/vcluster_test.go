@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,9 +140,11 @@ func (f *fakeState) Snapshot(string, time.Time) (*Snapshot, uint64, bool) {
 }
 
 type fakeProposer struct {
-	batches [][]Assignment
-	reject  map[uint64]string
-	err     error
+	batches  [][]Assignment
+	reclaims [][]ReclaimProposal
+	preempts [][]PreemptProposal
+	reject   map[uint64]string
+	err      error
 }
 
 func (f *fakeProposer) AssignBatch(_ context.Context, _ string, items []Assignment) ([]Outcome, error) {
@@ -249,4 +252,48 @@ type countingState struct {
 func (c *countingState) Snapshot(vc string, now time.Time) (*Snapshot, uint64, bool) {
 	c.snapshots++
 	return c.fakeState.Snapshot(vc, now)
+}
+
+func (f *fakeProposer) Reclaim(_ context.Context, _ string, items []ReclaimProposal) ([]Outcome, error) {
+	f.reclaims = append(f.reclaims, items)
+	out := make([]Outcome, len(items))
+	for i, it := range items {
+		r, rejected := f.reject[it.ForAlloc]
+		out[i] = Outcome{AllocID: it.ForAlloc, Committed: !rejected, Reason: r, Message: "m"}
+	}
+	return out, f.err
+}
+
+func (f *fakeProposer) Preempt(_ context.Context, _ string, items []PreemptProposal) ([]Outcome, error) {
+	f.preempts = append(f.preempts, items)
+	out := make([]Outcome, len(items))
+	for i, it := range items {
+		r, rejected := f.reject[it.ForAlloc]
+		out[i] = Outcome{AllocID: it.ForAlloc, Committed: !rejected, Reason: r, Message: "m"}
+	}
+	return out, f.err
+}
+
+// TestCycleFIFOExplainsStrictOrder: an interactive vCluster (fifo) starts
+// nothing past a job that cannot start, and says so.
+func TestCycleFIFOExplainsStrictOrder(t *testing.T) {
+	vc := &model.VCluster{Name: "ia", Type: model.TypeInteractive, ReservationDepth: 1}
+	big := alloc(1, "ia", model.StatePending)
+	big.NodesMin, big.NodesMax = 2, 2
+	big.SubmitTime, big.EligibleTime = t0.Add(-2*time.Hour), t0.Add(-2*time.Hour)
+	nodes := []*model.Node{node("n1", "ia").build(), node("n2", "ia").running(9).build()}
+	run := alloc(9, "ia", model.StateRunning)
+	run.StartTime, run.Nodes = t0, []string{"n2"}
+	s := snapshot(vc, nodes, run, big, alloc(2, "ia", model.StatePending))
+	prop := &fakeProposer{}
+	l := &Loop{Name: "ia", State: &fakeState{s}, Proposer: prop, Planner: solver.Solve, Clock: func() time.Time { return t0 }}
+	if err := l.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prop.batches) != 0 {
+		t.Fatalf("fifo started %+v past the blocked job", prop.batches)
+	}
+	if e, _ := l.Explanations.Get(2); e == nil || e.Reason != model.ReasonPriority || !strings.Contains(e.Message, "strict order") {
+		t.Fatalf("job 2: %+v", e)
+	}
 }

@@ -87,7 +87,7 @@ func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "run everything in one process: a one-member quorum, the schedulers and a simulated cluster running real processes",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			str("data-dir", ".lattice/dev", "where Raft state, snapshots and job output live (survives restarts)"),
 			&cli.IntFlag{Name: "nodes", Value: 64, Usage: "simulated nodes", EnvVars: env("nodes")},
 			&cli.IntFlag{Name: "groups", Value: 4, Usage: "dragonfly groups the nodes are spread over", EnvVars: env("groups")},
@@ -99,7 +99,7 @@ func devCommand() *cli.Command {
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			maxArraySizeFlag(), maxDAGStagesFlag(),
-		},
+		}, checkpointFlags()...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
 	}
@@ -150,6 +150,8 @@ func runDev(c *cli.Context) error {
 		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
+		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"),
 	})
 	if err != nil {
 		return err
@@ -230,6 +232,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
+	flags = append(flags, checkpointFlags()...)
 	return &cli.Command{
 		Name:         "server",
 		Usage:        "run one quorum member",
@@ -304,6 +307,8 @@ func runServer(c *cli.Context) error {
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"),
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
+		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"),
 	})
 	if err != nil {
 		return err
@@ -330,6 +335,9 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "server", Usage: "API addresses of quorum members, comma-separated (required)", EnvVars: []string{"LATTICE_SERVER"}}),
 		altsrc.NewStringFlag(str("id", host, "agent id")),
 		altsrc.NewStringFlag(str("data-dir", "", "where job output and scripts live (default: a temp dir per agent id)")),
+		// Its environment twin is LATTICE_AGENT_CHECKPOINT_DIR: LATTICE_CHECKPOINT_DIR is the job's own variable.
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint-dir", EnvVars: []string{"LATTICE_AGENT_CHECKPOINT_DIR"},
+			Usage: "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "group-size", Value: 16, Usage: "simulated nodes per dragonfly group", EnvVars: env("group-size")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "first-group", Usage: "dragonfly group of the first simulated node (or of this host)", EnvVars: env("first-group")}),
@@ -396,7 +404,7 @@ func runAgent(c *cli.Context) error {
 		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
-		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace")})
+		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir")})
 	if err != nil {
 		return err
 	}

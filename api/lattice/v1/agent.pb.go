@@ -314,7 +314,10 @@ type AllocationReport struct {
 	ExitCode    int32  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Message     string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// seq numbers reports per agent so the server acknowledges them.
-	Seq           uint64 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`
+	Seq uint64 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`
+	// run is the reported run's requeue count + 1 (0 = unknown): a report of
+	// an earlier run of a requeued allocation is not applied to a later one.
+	Run           int32 `protobuf:"varint,8,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -394,6 +397,13 @@ func (x *AllocationReport) GetMessage() string {
 func (x *AllocationReport) GetSeq() uint64 {
 	if x != nil {
 		return x.Seq
+	}
+	return 0
+}
+
+func (x *AllocationReport) GetRun() int32 {
+	if x != nil {
+		return x.Run
 	}
 	return 0
 }
@@ -1061,7 +1071,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"7\n" +
 	"\tHeartbeat\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x14\n" +
-	"\x05watts\x18\x02 \x03(\x05R\x05watts\"\xd2\x01\n" +
+	"\x05watts\x18\x02 \x03(\x05R\x05watts\"\xe4\x01\n" +
 	"\x10AllocationReport\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1069,7 +1079,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\rhas_exit_code\x18\x04 \x01(\bR\vhasExitCode\x12\x1b\n" +
 	"\texit_code\x18\x05 \x01(\x05R\bexitCode\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
-	"\x03seq\x18\a \x01(\x04R\x03seq\"\x99\x01\n" +
+	"\x03seq\x18\a \x01(\x04R\x03seq\x12\x10\n" +
+	"\x03run\x18\b \x01(\x05R\x03run\"\x99\x01\n" +
 	"\aLogData\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
