@@ -131,16 +131,40 @@ i=0; while [ $i -lt $n ]; do sleep 0.1; i=$((i+1)); done`, secs*10, secs*5)},
 			t.Fatalf("submit: %v", err)
 		}
 		ids = append(ids, resp.DisplayId)
-		time.Sleep(time.Duration(150+rng.Intn(350)) * time.Millisecond)
+		// About one job a second: 24 nodes run ~1.5 jobs/s of this mix, so
+		// the cluster is busy but not swamped.
+		time.Sleep(time.Duration(500+rng.Intn(800)) * time.Millisecond)
 		d.checkNoStuckCheckpoint(t)
 	}
 
-	// Drain: everything submitted ends, nothing is lost or stuck.
-	waitFor(t, 5*time.Minute, "every soak allocation to end", func() bool {
+	// Drain: everything submitted ends, nothing is lost or stuck. Work may
+	// queue up behind a busy phase, so the drain waits as long as
+	// allocations keep ending; a minute and a half without any progress is
+	// a stuck allocation.
+	left, lastLeft, progressAt := -1, -1, time.Now()
+	for {
 		r, err := d.allocs.List(context.Background(), &latticev1.ListAllocationsRequest{
 			States: []string{"PENDING", "STAGING", "RUNNING", "CHECKPOINTING", "SUSPENDED"}})
-		return err == nil && len(r.Allocations) == 0
-	})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = len(r.Allocations)
+		if left == 0 {
+			break
+		}
+		if left != lastLeft {
+			lastLeft, progressAt = left, time.Now()
+		}
+		if time.Since(progressAt) > 90*time.Second {
+			var stuck []string
+			for _, a := range r.Allocations {
+				stuck = append(stuck, fmt.Sprintf("%s %s (%s) history %v", a.DisplayId, a.State, a.Reason, historyStates(a)))
+			}
+			t.Fatalf("%d allocations made no progress for 90 s:\n%s", left, strings.Join(stuck, "\n"))
+		}
+		d.checkNoStuckCheckpoint(t)
+		time.Sleep(500 * time.Millisecond)
+	}
 	states := map[string]int{}
 	requeues := 0
 	for _, id := range ids {
