@@ -169,6 +169,15 @@ func TestShift(t *testing.T) {
 	}
 	day := at("2024-03-04T00:00:00Z")
 	noon := day.Add(12 * time.Hour)
+	// By default a job waits at most its walltime: a one-hour job at noon
+	// cannot reach 22:00, a twelve-hour one can.
+	if sh.Defer(s, noon, noon, time.Hour) || !sh.Defer(s, noon, noon, 12*time.Hour) {
+		t.Error("MaxStretch 1: the one-hour job must run now, the twelve-hour one wait")
+	}
+	if sh.Delay(time.Hour) != time.Hour || sh.Delay(48*time.Hour) != 12*time.Hour {
+		t.Errorf("Delay: %s, %s", sh.Delay(time.Hour), sh.Delay(48*time.Hour))
+	}
+	sh.MaxStretch = 0
 	if !sh.Defer(s, noon, noon, time.Hour) {
 		t.Error("a one-hour job at noon, eligible now, should wait for 22:00")
 	}

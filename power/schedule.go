@@ -403,3 +403,12 @@ func ParseCSV(r io.Reader) (*Schedule, error) {
 	period := offs[n-1] + (offs[n-1] - offs[n-2])
 	return build("csv", times[0], period, offs, prices), nil
 }
+
+// Rebase returns the same schedule with a period starting at start: the
+// replay puts the start of the schedule (midnight, Monday midnight, or the
+// first CSV row) at trace time 0.
+func (s *Schedule) Rebase(start time.Time) *Schedule {
+	c := *s
+	c.anchor = start
+	return &c
+}

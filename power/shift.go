@@ -23,6 +23,10 @@ type Shift struct {
 	// MaxClass: priority classes 0..MaxClass are flexible; -1 = only
 	// checkpointable work.
 	MaxClass int
+	// MaxStretch, when > 0, also bounds the wait by this multiple of the
+	// job's walltime, so short jobs wait little (their bounded slowdown
+	// would suffer most) while long ones, which hold most node-hours, move.
+	MaxStretch float64
 }
 
 // Defaults of Shift.
@@ -30,6 +34,9 @@ const (
 	DefaultMaxDelay  = 12 * time.Hour
 	DefaultMinSaving = 0.15
 	DefaultMaxClass  = 3
+	// DefaultMaxStretch: by default a job waits for a price at most as long
+	// as its walltime, so shifting at most doubles its turnaround.
+	DefaultMaxStretch = 1.0
 	// maxWindow caps the run window a start is priced over: beyond a day
 	// every start averages the same prices.
 	maxWindow = 24 * time.Hour
@@ -39,7 +46,7 @@ const (
 // DefaultShift is the rule a site gets with a price schedule and no other
 // setting.
 func DefaultShift() Shift {
-	return Shift{MaxDelay: DefaultMaxDelay, MinSaving: DefaultMinSaving, MaxClass: DefaultMaxClass}
+	return Shift{MaxDelay: DefaultMaxDelay, MinSaving: DefaultMinSaving, MaxClass: DefaultMaxClass, MaxStretch: DefaultMaxStretch}
 }
 
 // Validate checks the rule's settings.
@@ -49,6 +56,9 @@ func (sh Shift) Validate() error {
 	}
 	if !(sh.MinSaving > 0 && sh.MinSaving <= 1) {
 		return &model.FieldError{Field: "energy-min-saving", Value: fmt.Sprint(sh.MinSaving), Allowed: "a fraction of the price range in (0,1]"}
+	}
+	if sh.MaxStretch < 0 || sh.MaxStretch > 1000 {
+		return &model.FieldError{Field: "energy-max-stretch", Value: fmt.Sprint(sh.MaxStretch), Allowed: "0 (no per-job bound) or a multiple of the walltime up to 1000"}
 	}
 	if sh.MaxClass < -1 || sh.MaxClass > model.MaxPriorityClass {
 		return &model.FieldError{Field: "energy-max-class", Value: fmt.Sprint(sh.MaxClass), Allowed: "-1 (checkpointable work only) or a priority class 0..10"}
@@ -63,12 +73,20 @@ func ShiftsType(t model.VClusterType) bool {
 	return t == model.TypeHPCBatch || t == model.TypeMLTraining || t == ""
 }
 
-// Flexible reports whether a job may be held for cheaper energy.
+// Flexible reports whether a job may be held for cheaper energy (whether
+// the rule is on or not: MaxDelay 0 holds nothing).
 func (sh Shift) Flexible(class int, cp model.CheckpointMode) bool {
-	if sh.MaxDelay <= 0 {
-		return false
-	}
 	return cp.Checkpointable() || class <= sh.MaxClass
+}
+
+// Delay is how long past its eligible time a job asking for walltime may
+// be held: MaxDelay, or less for short jobs under MaxStretch.
+func (sh Shift) Delay(walltime time.Duration) time.Duration {
+	d := sh.MaxDelay
+	if sh.MaxStretch > 0 {
+		d = min(d, time.Duration(sh.MaxStretch*float64(max(walltime, 0))))
+	}
+	return max(d, 0)
 }
 
 // Defer reports whether flexible work eligible since eligible, asking for
@@ -80,7 +98,7 @@ func (sh Shift) Defer(s *Schedule, now, eligible time.Time, walltime time.Durati
 	if s == nil || sh.MaxDelay <= 0 || s.max <= s.min {
 		return false
 	}
-	deadline := eligible.Add(sh.MaxDelay)
+	deadline := eligible.Add(sh.Delay(walltime))
 	if !now.Before(deadline) {
 		return false
 	}

@@ -19,7 +19,9 @@ func TestEnergyShiftHoldsFlexibleWork(t *testing.T) {
 	ckpt := jobN(3, 1).prio(8)
 	ckpt.j.Checkpoint = model.CheckpointSignal
 	in := input(groups(4), jobN(1, 1), urgent, ckpt)
-	in.Energy = &Energy{Prices: prices, Shift: power.DefaultShift()}
+	sh := power.DefaultShift()
+	sh.MaxStretch = 0 // one-hour jobs may wait the whole 12 h
+	in.Energy = &Energy{Prices: prices, Shift: sh}
 	plan := Solve(in)
 	if plan.start(2) == nil {
 		t.Fatal("urgent work must start")
