@@ -473,7 +473,8 @@ func TestQuorum(t *testing.T) {
       "api_addr": "127.0.0.1:7070",
       "role": "leader",
       "healthy": true,
-      "voter": true
+      "voter": true,
+      "lag": 0
     },
     {
       "id": "m2",
@@ -481,7 +482,8 @@ func TestQuorum(t *testing.T) {
       "api_addr": "127.0.0.1:7071",
       "role": "unreachable",
       "healthy": false,
-      "voter": true
+      "voter": true,
+      "lag": 0
     }
   ],
   "applied_index": 120,
