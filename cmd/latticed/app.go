@@ -59,7 +59,7 @@ func app() *cli.App {
 			}
 			return nil
 		},
-		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand()},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
@@ -98,5 +101,38 @@ func sdNotify(state string) {
 	defer conn.Close()
 	if _, err := conn.Write([]byte(state)); err != nil {
 		slog.Warn("sd_notify", "err", err)
+	}
+}
+
+// --- probe ------------------------------------------------------------------------------
+
+// probeCommand checks a member's /readyz (or /healthz): exit 0 when it
+// answers 200, 1 otherwise. For container health checks, where no curl is.
+func probeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "probe",
+		Usage: "exit 0 when a member's readiness URL answers 200 (container health checks)",
+		Flags: []cli.Flag{
+			str("url", "http://127.0.0.1:9090/readyz", "URL to GET (a member's /readyz or /healthz)"),
+			dur("timeout", 3*time.Second, "give up after this long"),
+		},
+		Action: func(c *cli.Context) error {
+			u := c.String("url")
+			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				return usageError{&model.FieldError{Field: "url", Value: u, Allowed: "an http:// or https:// URL"}}
+			}
+			cl := &http.Client{Timeout: c.Duration("timeout")}
+			resp, err := cl.Get(u)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+			}
+			return nil
+		},
+		OnUsageError: onUsageError,
 	}
 }
