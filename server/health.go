@@ -61,8 +61,11 @@ type healthState struct {
 	persistErr   error
 	leaderCommit uint64
 	leaderErr    error
-	lastLeader   string
-	checked      bool
+	// about is the leader the last refresh asked (leaderCommit and
+	// leaderErr are about it); lastLeader detects changes.
+	about      string
+	lastLeader string
+	checked    bool
 }
 
 func newHealthState(s *Server) *healthState {
@@ -106,10 +109,7 @@ func (h *healthState) refresh(ctx context.Context) {
 		commit, lerr = h.askLeaderCommit(ctx)
 	}
 	h.mu.Lock()
-	h.persistErr, h.leaderErr, h.checked = perr, lerr, true
-	if commit > 0 || lerr != nil || leaderID == "" {
-		h.leaderCommit = commit
-	}
+	h.persistErr, h.leaderErr, h.leaderCommit, h.about, h.checked = perr, lerr, commit, leaderID, true
 	changed := leaderID != h.lastLeader
 	h.lastLeader = leaderID
 	h.mu.Unlock()
@@ -177,10 +177,15 @@ func (s *Server) readiness() Readiness {
 	r := Readiness{Role: q.State(), Leader: leaderID, Applied: q.AppliedIndex()}
 	h := s.health
 	h.mu.Lock()
-	perr, lerr, commit, checked := h.persistErr, h.leaderErr, h.leaderCommit, h.checked
+	perr, lerr, commit, checked, about := h.persistErr, h.leaderErr, h.leaderCommit, h.checked, h.about
 	h.mu.Unlock()
-	if q.IsLeader() {
-		commit = max(commit, q.CommitIndex())
+	switch {
+	case q.IsLeader():
+		commit, lerr = q.CommitIndex(), nil
+	case about != leaderID:
+		// The leader changed since the last refresh (a failover): what
+		// it learnt is about the old one. Unknown until the next refresh.
+		commit, lerr = 0, nil
 	}
 	r.LeaderCommit = commit
 	if commit > r.Applied {
