@@ -485,7 +485,8 @@ func TestQuorum(t *testing.T) {
       "api_addr": "127.0.0.1:7070",
       "role": "leader",
       "healthy": true,
-      "voter": true
+      "voter": true,
+      "lag": 0
     },
     {
       "id": "m2",
@@ -493,7 +494,8 @@ func TestQuorum(t *testing.T) {
       "api_addr": "127.0.0.1:7071",
       "role": "unreachable",
       "healthy": false,
-      "voter": true
+      "voter": true,
+      "lag": 0
     }
   ],
   "applied_index": 120,

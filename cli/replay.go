@@ -30,7 +30,7 @@ func replayCommand() *cli.Command {
 		Description: "Replays an SWF (.swf, .swf.gz) or JSON trace in virtual time under one or more policies\n" +
 			"and prints waits, bounded slowdown, utilization, fairness and topology metrics.\n" +
 			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative"},
 			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
 			&cli.IntFlag{Name: "group-size", Value: replay.DefaultGroupSize, Usage: "nodes per synthetic dragonfly group"},
@@ -43,7 +43,7 @@ func replayCommand() *cli.Command {
 			&cli.GenericFlag{Name: "sweep", Value: &repeated{}, Usage: "lattice: replay a grid, e.g. w3=0:0.5:0.1, profile=a,b, reservation-depth=1,2,all (repeat for a product)"},
 			&cli.Float64Flag{Name: "sweep-tolerance", Value: replay.DefaultSweepTolerance, Usage: "sweep: utilization a setting may lose against the best baseline and still win"},
 			&cli.BoolFlag{Name: "progress", Usage: "show a progress bar on stderr even when it is not a terminal"},
-		},
+		}, replayEnergyFlags()...),
 		Action: runReplay,
 	}
 }
@@ -240,6 +240,9 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	if cfg.Cycle, err = replay.ParseCycle(c.String("cycle")); err != nil {
 		return cfg, nil, err
 	}
+	if err := applyReplayEnergy(c, &cfg); err != nil {
+		return cfg, nil, err
+	}
 	return cfg, policies, nil
 }
 
@@ -342,6 +345,7 @@ func replayTable(w io.Writer, ms []replay.Metrics) error {
 	for _, r := range replayRows {
 		width = max(width, len(r.label))
 	}
+	width = max(width, replayEnergyWidth(ms))
 	// Right-aligned numbers, left-aligned labels: pad the labels ourselves.
 	fmt.Fprintf(tw, "%-*s\t", width, "METRIC")
 	for _, m := range ms {
@@ -355,6 +359,7 @@ func replayTable(w io.Writer, ms []replay.Metrics) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	replayEnergyTable(tw, ms, width)
 	return tw.Flush()
 }
 

@@ -301,6 +301,10 @@ type quorumMember struct {
 	Role     string `json:"role"`
 	Healthy  bool   `json:"healthy"`
 	Voter    bool   `json:"voter"`
+	// Problem says why it is not healthy; Lag is how many committed
+	// entries it has not applied.
+	Problem string `json:"problem,omitempty"`
+	Lag     uint64 `json:"lag"`
 }
 
 func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
@@ -314,7 +318,7 @@ func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
 	}
 	for _, m := range q.GetMembers() {
 		v.Members = append(v.Members, quorumMember{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(),
-			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter()})
+			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter(), Problem: m.GetProblem(), Lag: m.GetLag()})
 	}
 	return v
 }

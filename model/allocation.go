@@ -87,6 +87,7 @@ const (
 	ReasonDependency               = "Dependency"
 	ReasonDependencyNeverSatisfied = "DependencyNeverSatisfied"
 	ReasonPowerBudget              = "PowerBudget"
+	ReasonEnergyPrice              = "EnergyPrice" // flexible work waiting for cheaper energy within its deadline
 	ReasonQuotaMaxNodes            = "QuotaMaxNodes"
 	ReasonQuotaMaxRunning          = "QuotaMaxRunning"
 	ReasonNodesDrained             = "NodesDrained"

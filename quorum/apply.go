@@ -317,26 +317,6 @@ func checkQuota(s *State, ctx *assignCtx) *Rejection {
 	return nil
 }
 
-// checkPower enforces I3 for the system budget and the vCluster's cap.
-func checkPower(s *State, ctx *assignCtx) *Rejection {
-	var sysDelta, vcDelta int64
-	for _, n := range ctx.nodes {
-		sysDelta += int64(n.BusyWatts - n.IdleWatts)
-		if n.CurrentVCluster == ctx.vc.Name {
-			vcDelta += int64(n.BusyWatts - n.IdleWatts)
-		} else {
-			vcDelta += int64(n.BusyWatts)
-		}
-	}
-	if b := s.PowerBudgetWatts; b > 0 && s.idx.drawWatts+sysDelta > b {
-		return reject(CodePower, model.ReasonPowerBudget, "estimated draw %d W + %d W exceeds the system budget %d W", s.idx.drawWatts, sysDelta, b)
-	}
-	if cp := ctx.vc.PowerCapWatts; cp > 0 && s.idx.vclusterDraw[ctx.vc.Name]+vcDelta > cp {
-		return reject(CodePower, model.ReasonPowerBudget, "vcluster %s draw %d W + %d W exceeds its cap %d W", ctx.vc.Name, s.idx.vclusterDraw[ctx.vc.Name], vcDelta, cp)
-	}
-	return nil
-}
-
 func (s *State) applyAssignBatch(c *AssignBatch) *Result {
 	vc := s.vclusters[c.VCluster]
 	if vc == nil {

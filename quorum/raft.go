@@ -107,7 +107,9 @@ type Quorum struct {
 	transport raft.Transport
 	snapshots raft.SnapshotStore
 	faults    *FaultTransport
-	log       *slog.Logger
+	// diskFaults wraps the log store with fault injection (nil otherwise).
+	diskFaults *faultLogStore
+	log        *slog.Logger
 }
 
 // Open starts a member. It bootstraps a single-member cluster when asked
@@ -195,7 +197,12 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 			q.log.Info("quorum bootstrapped", "id", cfg.ID, "raft_addr", advertise)
 		}
 	}
-	r, err := raft.NewRaft(rc, fsm, store, store, q.snapshots, q.transport)
+	var logs raft.LogStore = store
+	if cfg.FaultInjection {
+		q.diskFaults = &faultLogStore{LogStore: store}
+		logs = q.diskFaults
+	}
+	r, err := raft.NewRaft(rc, fsm, logs, store, q.snapshots, q.transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/power"
 	"github.com/latticehpc/lattice/solver"
 	"github.com/latticehpc/lattice/vcluster"
 )
@@ -108,6 +109,9 @@ func newLattice(s *sim) (*latticePolicy, error) {
 				Name: nodeName(n), HomeVCluster: vc.Name, CurrentVCluster: vc.Name,
 				Group: n / s.groupSize, Fingerprint: "replay", State: model.NodeReady,
 			}
+			if s.energy != nil {
+				node.IdleWatts, node.BusyWatts = s.energy.idle, s.energy.busy
+			}
 			lp.nodes = append(lp.nodes, node)
 			lp.nodeIdx[node.Name] = int32(n)
 		}
@@ -185,12 +189,26 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		PowerHeadroomWatts: -1,
 		EnergyPrice:        -1,
 	}
+	if es := s.energy; es != nil {
+		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))
+		snap.Energy = es.e
+	}
 	// Production's BuildInput and Solve, keeping their memory: the input
 	// and the plan live until the next decision.
 	in := lp.build.Build(&snap)
 	plan := lp.solve.Solve(&in)
 	if observeDecision != nil {
 		observeDecision(&in, plan)
+	}
+	if s.energy != nil && s.energy.e != nil {
+		for i := range plan.Explanations {
+			if plan.Explanations[i].Reason == model.ReasonEnergyPrice {
+				if s.energy.deferredSet == nil {
+					s.energy.deferredSet = map[int32]bool{}
+				}
+				s.energy.deferredSet[int32(plan.Explanations[i].JobID-1)] = true
+			}
+		}
 	}
 	for _, st := range plan.Starts {
 		j := int(st.JobID) - 1

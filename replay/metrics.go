@@ -37,6 +37,9 @@ type Metrics struct {
 	MultiGroupJobs float64 `json:"multi_group_jobs"`
 	// WallSeconds is the wall-clock time of the replay.
 	WallSeconds float64 `json:"wall_seconds"`
+	// Energy is reported when the replay has a power model (a price
+	// schedule, a budget or node watts).
+	Energy *EnergyMetrics `json:"energy,omitempty"`
 }
 
 // Result is a replay's metrics and, when asked, its time series.
@@ -70,6 +73,9 @@ func (s *sim) metrics() Metrics {
 	}
 	m := Compute(out, s.tr.Capacity, first)
 	m.Policy = s.cfg.Policy
+	if s.energy != nil {
+		m.Energy = s.energy.metrics()
+	}
 	return m
 }
 

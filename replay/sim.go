@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/solver"
 )
 
 // Policy names.
@@ -51,6 +52,15 @@ type Config struct {
 	Progress func(done, total int)
 	// Series records queue length and utilization over time (for plots).
 	Series bool
+	// Energy is a time-of-use price schedule (its start at trace time 0)
+	// and the rule that holds flexible work for cheap hours; the lattice
+	// policy follows it, every policy is priced by it. nil = none.
+	Energy *solver.Energy
+	// IdleWatts and BusyWatts per node (0:0 = 100:400 when a schedule or
+	// a budget is set) and the system power budget (0 = none), which the
+	// lattice policy keeps; with any of them the metrics carry Energy.
+	IdleWatts, BusyWatts int
+	PowerBudgetWatts     int64
 }
 
 // jobRun is a job's life in one simulation.
@@ -128,6 +138,7 @@ type sim struct {
 	series     *Series
 	done       int
 	nextArr    int
+	energy     *energyState // nil without a power model
 }
 
 // Run replays the trace under one policy and returns its metrics.
@@ -159,6 +170,7 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 		return nil, fmt.Errorf("replay: group size %d: allowed >= 1", cfg.GroupSize)
 	}
 	s := &sim{tr: tr, cfg: cfg, groupSize: cfg.GroupSize}
+	var err error
 	s.groups = (tr.Capacity + cfg.GroupSize - 1) / cfg.GroupSize
 	specs := tr.VClusters
 	if len(specs) == 0 {
@@ -222,6 +234,9 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 	if cfg.Series {
 		s.series = &Series{Capacity: tr.Capacity}
 	}
+	if s.energy, err = newEnergyState(&cfg, tr.Capacity); err != nil {
+		return nil, err
+	}
 	switch cfg.Policy {
 	case PolicyFCFS:
 		s.policy = fcfs{}
@@ -252,6 +267,8 @@ func (s *sim) run() error {
 		origin = jobs[0].Submit
 	}
 	nextTick := time.Duration(-1)
+	wake := time.Duration(-1) // the energy rule's next chance to start held work
+	s.now = origin
 	for s.done < len(jobs) {
 		t := time.Duration(-1)
 		if s.nextArr < len(jobs) {
@@ -263,8 +280,14 @@ func (s *sim) run() error {
 		if nextTick >= 0 && (t < 0 || nextTick < t) {
 			t = nextTick
 		}
+		if wake >= 0 && (t < 0 || wake < t) {
+			t = wake
+		}
 		if t < 0 {
 			return s.stuck()
+		}
+		if s.energy != nil {
+			s.energy.advance(s.now, t, s.tr.Capacity, s.busy)
 		}
 		s.now = t
 		for len(s.completion) > 0 && s.completion[0].end == t {
@@ -299,6 +322,12 @@ func (s *sim) run() error {
 			s.compact(p)
 		}
 		s.sample()
+		if s.energy != nil {
+			s.energy.observe(s.tr.Capacity, s.busy)
+			if cycle == 0 {
+				wake = s.energyWake()
+			}
+		}
 		queued := s.queued()
 		if cycle > 0 {
 			nextTick = -1
@@ -306,7 +335,7 @@ func (s *sim) run() error {
 				nextTick = t + cycle
 			}
 		}
-		if queued > 0 && len(s.completion) == 0 && s.nextArr == len(jobs) {
+		if queued > 0 && len(s.completion) == 0 && s.nextArr == len(jobs) && wake < 0 {
 			return s.stuck()
 		}
 	}
@@ -392,6 +421,9 @@ func (s *sim) start(j int, nodes []int32) {
 	}
 	r.nodes = nodes
 	r.started = true
+	if s.energy != nil {
+		s.energy.started(job, s.now)
+	}
 	r.start = s.now
 	r.end = s.now + job.Runtime
 	lastGroup, groups := -1, 0

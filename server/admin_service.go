@@ -41,11 +41,13 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			members[m.ID] = m
 		}
 	})
-	// A member is healthy when it leads, or follows a leader it hears from;
-	// a candidate or a member that knows no leader is not.
-	role := s.q.State()
-	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: role,
-		Healthy: role == "leader" || (role == "follower" && leaderID != "")}
+	// A member is healthy when it is ready (health.go): it leads or follows
+	// a leader it knows, has applied what the leader committed, and can
+	// persist. Knowing a leader is not enough: a follower whose disk is
+	// full still hears heartbeats while it falls behind.
+	ready := s.readiness()
+	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: ready.Role,
+		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag}
 	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
 		AppliedIndex: s.q.AppliedIndex(), StateVersion: version}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {
@@ -67,13 +69,13 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			continue
 		}
 		if m.ApiAddr == "" {
-			m.Role = "unreachable"
+			m.Role, m.Problem = "unreachable", "no API address published"
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.Role, m.Healthy = "unreachable", false
+			m.Role, m.Healthy, m.Problem = "unreachable", false, "unreachable"
 			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, selfOnlyKey, "1"), 700*time.Millisecond)
 			defer cancel()
 			conn, err := grpc.NewClient(m.ApiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -85,7 +87,19 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			if err != nil || len(r.Members) == 0 {
 				return
 			}
-			m.Role, m.Healthy = r.Members[0].Role, r.Members[0].Healthy
+			o := r.Members[0]
+			m.Role, m.Healthy, m.Problem, m.AppliedIndex, m.Lag = o.Role, o.Healthy, o.Problem, r.AppliedIndex, o.Lag
+			// Judge its lag against the commit index this member knows,
+			// too: a member that cannot write its log may not know how
+			// far behind it is.
+			if commit := s.q.CommitIndex(); commit > r.AppliedIndex {
+				if lag := commit - r.AppliedIndex; lag > m.Lag {
+					m.Lag = lag
+				}
+			}
+			if m.Lag > DefaultMaxLag && m.Healthy {
+				m.Healthy, m.Problem = false, fmt.Sprintf("%d entries behind the leader", m.Lag)
+			}
 		}()
 	}
 	wg.Wait()
@@ -170,7 +184,10 @@ func (a *adminService) QuorumTransferLeadership(_ context.Context, req *latticev
 // Backup streams a consistent snapshot of committed state with its checksum.
 func (a *adminService) Backup(_ *latticev1.BackupRequest, stream latticev1.AdminService_BackupServer) error {
 	if !a.s.q.IsLeader() {
-		return status.Error(codes.FailedPrecondition, "backups are taken from the leader; ask it (latticectl tries every --server)")
+		if forwarded(stream.Context()) {
+			return status.Error(codes.Unavailable, "backups are taken from the leader, and this member no longer leads; retry")
+		}
+		return a.proxyBackup(stream)
 	}
 	if err := a.s.q.Barrier(5 * time.Second); err != nil {
 		return rpcError(err)
@@ -419,6 +436,15 @@ func (a *adminService) SetTenant(ctx context.Context, req *latticev1.SetTenantRe
 
 // InjectFault cuts (or heals) this member's Raft links, for partition tests.
 func (a *adminService) InjectFault(_ context.Context, req *latticev1.InjectFaultRequest) (*latticev1.InjectFaultResponse, error) {
+	if req.DiskFull != nil {
+		if err := a.s.q.SetDiskFull(*req.DiskFull); err != nil {
+			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
+		a.s.log.Warn("fault injection: disk full", "on", *req.DiskFull)
+		if len(req.BlockMemberIds) == 0 {
+			return &latticev1.InjectFaultResponse{}, nil
+		}
+	}
 	if err := a.s.q.Partition(req.BlockMemberIds); err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}

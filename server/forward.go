@@ -38,6 +38,8 @@ func newForwarder(s *Server) *forwarder {
 var localMethods = map[string]bool{
 	"/lattice.v1.AdminService/QuorumStatus": true,
 	"/lattice.v1.AdminService/InjectFault":  true,
+	"/grpc.health.v1.Health/Check":          true,
+	"/grpc.health.v1.Health/List":           true,
 }
 
 func forwarded(ctx context.Context) bool {

@@ -244,7 +244,7 @@ func TestDevStackEndToEnd(t *testing.T) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		for _, want := range []string{"lattice_raft_commitTime", "lattice_raft_boltdb_storeLogs", "lattice_scheduler_cycle_duration_seconds_bucket",
-			"lattice_quorum_commands_applied_total", `lattice_allocations{state="COMPLETED"}`, "lattice_dispatcher_agents_connected 1"} {
+			"lattice_quorum_commands_applied_total", `lattice_allocations{state="COMPLETED",vcluster=`, "lattice_dispatcher_agents_connected 1"} {
 			if !strings.Contains(string(body), want) {
 				t.Errorf("/metrics lacks %s", want)
 			}

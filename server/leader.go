@@ -178,7 +178,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 			lctx, cancel := context.WithCancel(ctx)
 			loop := &vcluster.Loop{
 				Name: name, State: l.s, Proposer: l.s, Planner: solver.Solve,
-				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.metrics.observeCycle,
+				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.observeCycle,
 				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
@@ -301,16 +301,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			run := st.TenantRunning(t.Name)
 			snap.TenantLoad[t.Name] = vcluster.TenantLoad{Nodes: run.Nodes, Running: run.Allocations}
 		}
-		snap.PowerHeadroomWatts = -1
-		if b := st.PowerBudgetWatts; b > 0 {
-			snap.PowerHeadroomWatts = max(0, b-st.DrawWatts())
-		}
-		if c := vc.PowerCapWatts; c > 0 {
-			h := max(0, c-st.VClusterDrawWatts(name))
-			if snap.PowerHeadroomWatts < 0 || h < snap.PowerHeadroomWatts {
-				snap.PowerHeadroomWatts = h
-			}
-		}
+		s.powerSnapshot(st, vc, snap)
 	})
 	return snap, version, snap != nil
 }

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
-	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/vcluster"
 )
@@ -108,20 +107,19 @@ func (m *metrics) lastCycle(vc string) (time.Time, float64) {
 	return c.at, c.secs
 }
 
-// stateCollector reads committed state at scrape time.
+// stateCollector reads committed state at scrape time. lattice_allocations,
+// lattice_nodes and lattice_power_budget_watts (now with vcluster and scope
+// labels) moved to the contract collector in metrics_contract.go.
 type stateCollector struct {
-	s                                           *Server
-	allocs, nodes, draw, budget, version, index *prometheus.Desc
-	term, pending, borrowed                     *prometheus.Desc
+	s                       *Server
+	draw, version, index    *prometheus.Desc
+	term, pending, borrowed *prometheus.Desc
 }
 
 func (m *metrics) registerQuorum(s *Server) {
 	m.reg.MustRegister(&stateCollector{
 		s:       s,
-		allocs:  prometheus.NewDesc("lattice_allocations", "Retained allocations by state.", []string{"state"}, nil),
-		nodes:   prometheus.NewDesc("lattice_nodes", "Nodes by state.", []string{"state"}, nil),
-		draw:    prometheus.NewDesc("lattice_power_estimated_watts", "Estimated draw of the whole system.", nil, nil),
-		budget:  prometheus.NewDesc("lattice_power_budget_watts", "System power budget (0 = none).", nil, nil),
+		draw:    prometheus.NewDesc("lattice_power_estimated_watts", "Deprecated: lattice_power_draw_watts{scope=\"system\",source=\"estimated\"}. Estimated draw of the whole system.", nil, nil),
 		version: prometheus.NewDesc("lattice_quorum_state_version", "State version of the applied state.", nil, nil),
 		index:   prometheus.NewDesc("lattice_quorum_applied_index", "Last Raft index applied here.", nil, nil),
 		term:    prometheus.NewDesc("lattice_quorum_term", "Current Raft term.", nil, nil),
@@ -132,15 +130,13 @@ func (m *metrics) registerQuorum(s *Server) {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocs, c.nodes, c.draw, c.budget, c.version, c.index, c.term, c.pending, c.borrowed} {
+	for _, d := range []*prometheus.Desc{c.draw, c.version, c.index, c.term, c.pending, c.borrowed} {
 		ch <- d
 	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	allocs := map[model.AllocState]int{}
-	nodes := map[model.NodeState]int{}
-	var draw, budget int64
+	var draw int64
 	var version uint64
 	pending := map[string]int{}
 	borrowed := map[quorum.BorrowKey]int{}
@@ -152,23 +148,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
-		for _, a := range st.Allocations() {
-			allocs[a.State]++
-		}
-		for _, n := range st.Nodes() {
-			nodes[n.State]++
-		}
-		draw, budget, version = st.DrawWatts(), st.PowerBudgetWatts, st.Version
+		draw, version = st.DrawWatts(), st.Version
 		for _, v := range st.VClusters() {
 			pending[v.Name] = st.PendingCount(v.Name)
 		}
 	})
-	for _, s := range model.AllocStates {
-		ch <- prometheus.MustNewConstMetric(c.allocs, prometheus.GaugeValue, float64(allocs[s]), string(s))
-	}
-	for _, s := range model.NodeStates {
-		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(nodes[s]), string(s))
-	}
 	for k, n := range borrowed {
 		ch <- prometheus.MustNewConstMetric(c.borrowed, prometheus.GaugeValue, float64(n), k.Home, k.Current)
 	}
@@ -176,7 +160,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(n), v)
 	}
 	ch <- prometheus.MustNewConstMetric(c.draw, prometheus.GaugeValue, float64(draw))
-	ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(budget))
 	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, float64(version))
 	ch <- prometheus.MustNewConstMetric(c.index, prometheus.GaugeValue, float64(c.s.q.AppliedIndex()))
 	ch <- prometheus.MustNewConstMetric(c.term, prometheus.GaugeValue, float64(c.s.q.Term()))

@@ -20,6 +20,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/solver"
 )
 
 // Config configures one quorum member's server.
@@ -68,6 +69,9 @@ type Config struct {
 	Checkpoint             checkpoint.Params
 	BrokerInterval         time.Duration
 	NoProactiveCheckpoints bool
+	// Energy is the time-of-use price schedule and the rule that holds
+	// flexible work for cheap hours (nil = none; f7 stays neutral).
+	Energy *solver.Energy
 
 	Logger *slog.Logger
 	// Clock mints command times on the leader (default time.Now().UTC()).
@@ -136,8 +140,12 @@ type Server struct {
 	grpc    *grpc.Server
 	apiLis  net.Listener
 	metrics *metrics
-	httpSrv *http.Server
-	fwd     *forwarder
+	// contract and health: docs/metrics.md's series (metrics_contract.go)
+	// and readiness (health.go).
+	contract *contract
+	health   *healthState
+	httpSrv  *http.Server
+	fwd      *forwarder
 
 	leader *leaderState // nil unless leading; guarded by mu
 	mu     sync.RWMutex
@@ -156,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ID)}
 	s.metrics = newMetrics(prometheus.NewRegistry())
+	s.contract = newContract(s.metrics.reg)
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
@@ -176,12 +185,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.q = q
 	s.metrics.registerQuorum(s)
+	s.health = newHealthState(s)
+	s.registerContractCollector()
 	s.fwd = newForwarder(s)
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(model.MaxScriptBytes+(1<<20)),
 		grpc.MaxSendMsgSize(64<<20),
-		grpc.ChainUnaryInterceptor(s.metrics.unaryInterceptor, s.fwd.unary),
+		grpc.ChainUnaryInterceptor(s.contract.unary, s.metrics.unaryInterceptor, s.fwd.unary),
+		grpc.ChainStreamInterceptor(s.contract.stream),
 	)
+	s.health.register(s.grpc)
 	latticev1.RegisterAllocationServiceServer(s.grpc, &allocService{s: s})
 	latticev1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
 	latticev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
@@ -221,7 +234,7 @@ func (s *Server) Serve() error {
 		mux := http.NewServeMux()
 		gather := prometheus.Gatherers{s.metrics.reg, raftRegistry}
 		mux.Handle("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{Registry: s.metrics.reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		s.healthHandlers(mux)
 		s.httpSrv = &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		s.wg.Add(1)
 		go func() {
@@ -231,7 +244,11 @@ func (s *Server) Serve() error {
 			}
 		}()
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		s.health.run(ctx)
+	}()
 	go func() {
 		defer s.wg.Done()
 		if err := s.grpc.Serve(s.apiLis); err != nil {
@@ -311,6 +328,7 @@ func (s *Server) leadershipChanged(ctx context.Context, isLeader bool) {
 	if !isLeader {
 		s.log.Info("leadership lost")
 		s.stopLeading()
+		s.contract.clearWaiting()
 		return
 	}
 	s.log.Info("leadership gained; waiting for the log barrier")
@@ -347,6 +365,7 @@ func (s *Server) view(fn func(*quorum.State)) { s.q.View(fn) }
 
 func (s *Server) onApply(c quorum.Command, r *quorum.Result) {
 	s.metrics.applied.WithLabelValues(c.Type().String()).Inc()
+	s.observeApplied(c, r)
 	if l := s.currentLeader(); l != nil {
 		l.onApply(c, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/power"
 	"github.com/latticehpc/lattice/topology"
 )
 
@@ -85,6 +86,7 @@ type job struct {
 	wall     int64 // walltime in ns, > 0
 	wait     int64 // ns since eligible (ties in the order: longest first)
 	q        *quota
+	hold     string // j.Hold, or EnergyPrice when flexible work waits for cheaper hours
 	score    float64
 	f        [model.NumFactors]float64
 	pre      bool // started on the nodes held for it, before the others
@@ -617,6 +619,15 @@ func (s *state) scoreAll() {
 	}
 	backlog := fBacklog(queued, running)
 	energy := fEnergy(in.EnergyPrice)
+	var shift *Energy
+	if e := in.Energy; e != nil && e.Prices != nil {
+		if !(in.EnergyPrice >= 0) {
+			energy = fEnergy(e.Prices.Normalized(in.Now))
+		}
+		if power.ShiftsType(in.Type) && !s.sensitive {
+			shift = e
+		}
+	}
 
 	for i := range in.Pending {
 		j := &in.Pending[i]
@@ -632,6 +643,11 @@ func (s *state) scoreAll() {
 		}
 		if !elig.IsZero() {
 			jb.wait = int64(in.Now.Sub(elig))
+		}
+		jb.hold = j.Hold
+		if shift != nil && jb.hold == "" && shift.Shift.Flexible(j.PriorityClass, j.Checkpoint) &&
+			shift.Shift.Defer(shift.Prices, in.Now, elig, time.Duration(jb.wall)) {
+			jb.hold = model.ReasonEnergyPrice
 		}
 		f := &jb.f
 		f[0] = fPriority(j.PriorityClass)
@@ -899,8 +915,8 @@ func (s *state) runnable(jb *job) bool {
 func (s *state) staticReason(jb *job) string {
 	c, q := jb.cls, jb.q
 	switch {
-	case jb.j.Hold != "":
-		return jb.j.Hold
+	case jb.hold != "":
+		return jb.hold
 	case c.staticAll < jb.min:
 		return model.ReasonBadConstraints
 	case c.staticReady < jb.min:

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/power"
 )
 
 // This file is the solver's contract with its callers (the vCluster loops
@@ -117,8 +118,21 @@ type Input struct {
 	// cap) may draw; starting a job adds BusyWatts-IdleWatts per node.
 	// < 0 = unlimited.
 	PowerHeadroomWatts int64
-	// EnergyPrice is the normalised energy price at Now in [0,1]; < 0 = unknown.
+	// EnergyPrice is the normalised energy price at Now in [0,1]; < 0 = unknown
+	// (then Energy's schedule, when set, gives it).
 	EnergyPrice float64
+	// Energy is the site's time-of-use price schedule and the rule that
+	// holds flexible work for cheaper hours; nil = none.
+	Energy *Energy
+}
+
+// Energy is a time-of-use price schedule with its shifting rule. Flexible
+// pending work (power.Shift.Flexible) of a vCluster whose type shifts
+// (power.ShiftsType) waits with reason EnergyPrice while a start before its
+// deadline would run it at a clearly lower price (power.Shift.Defer).
+type Energy struct {
+	Prices *power.Schedule
+	Shift  power.Shift
 }
 
 // Plan is the outcome of one cycle.

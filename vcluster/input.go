@@ -63,6 +63,8 @@ type Snapshot struct {
 	PowerHeadroomWatts int64
 	// EnergyPrice normalised to [0,1] at Now; < 0 = unknown.
 	EnergyPrice float64
+	// Energy is the price schedule and shifting rule; nil = none.
+	Energy *solver.Energy
 	// FairShareHalfLife decays tenant usage; 0 = DefaultFairShareHalfLife.
 	FairShareHalfLife time.Duration
 }
@@ -119,6 +121,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Groups:             s.Groups,
 		PowerHeadroomWatts: s.PowerHeadroomWatts,
 		EnergyPrice:        s.EnergyPrice,
+		Energy:             s.Energy,
 		Nodes:              slices.Grow(b.nodes[:0], len(s.Nodes)),
 		Running:            b.running[:0],
 		Pending:            slices.Grow(b.pending[:0], len(s.Pending)),

@@ -119,6 +119,11 @@ type CycleStats struct {
 	ProposalsRejected     int
 	Duration              time.Duration // solver time
 	Total                 time.Duration // whole cycle
+	// StartScores are the scores of the planned starts (placement score
+	// histograms); Waiting counts the pending allocations left waiting, by
+	// pending reason.
+	StartScores []float64
+	Waiting     map[string]int
 }
 
 // Loop is one vCluster's scheduler loop.
@@ -294,6 +299,15 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		x := &Explanation{Explanation: e, Computed: now, Profile: snap.VCluster.WeightsProfile}
 		x.Message = describe(&x.Explanation)
 		expl[e.JobID] = x
+		if e.Reason != "" {
+			if stats.Waiting == nil {
+				stats.Waiting = map[string]int{}
+			}
+			stats.Waiting[e.Reason]++
+		}
+	}
+	for _, st := range plan.Starts {
+		stats.StartScores = append(stats.StartScores, st.Score)
 	}
 	if snap.VCluster.EffectiveAlgorithm() == model.AlgorithmFIFO {
 		for _, x := range expl {

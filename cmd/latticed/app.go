@@ -51,16 +51,15 @@ func app() *cli.App {
 		Usage: "the Lattice scheduler daemon: quorum member, node agent, or both in one process for development",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("log-level")},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json (one JSON object per line)", EnvVars: env("log-format")},
 		},
 		Before: func(c *cli.Context) error {
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-				return usageError{&model.FieldError{Field: "log-level", Value: c.String("log-level"), Allowed: "debug, info, warn or error"}}
+			if err := setupLogging(c.String("log-level"), c.String("log-format")); err != nil {
+				return usageError{err}
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 			return nil
 		},
-		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand()},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
@@ -99,7 +98,7 @@ func devCommand() *cli.Command {
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			maxArraySizeFlag(), maxDAGStagesFlag(),
-		}, checkpointFlags()...),
+		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
 	}
@@ -130,6 +129,10 @@ func runDev(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	energy, err := energyConfig(c)
+	if err != nil {
+		return usageError{err}
+	}
 	groupSize := (n + groups - 1) / groups
 	fp := conformance.Fingerprint("sim-driver-1", "sim-nic-1", "sim-bios-1", "")
 	nodes, err := agent.SimulatedNodes("node", n, groupSize, names, counts, idle, busy, fp)
@@ -151,7 +154,7 @@ func runDev(c *cli.Context) error {
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
-		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"),
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
 	})
 	if err != nil {
 		return err
@@ -233,6 +236,7 @@ func serverCommand() *cli.Command {
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	flags = append(flags, checkpointFlags()...)
+	flags = append(flags, energyFlags()...)
 	return &cli.Command{
 		Name:         "server",
 		Usage:        "run one quorum member",
@@ -299,6 +303,10 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	energy, err := energyConfig(c)
+	if err != nil {
+		return usageError{err}
+	}
 	srv, err := server.New(server.Config{
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
@@ -308,7 +316,7 @@ func runServer(c *cli.Context) error {
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
-		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"),
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
 	})
 	if err != nil {
 		return err
@@ -317,11 +325,13 @@ func runServer(c *cli.Context) error {
 		srv.Stop()
 		return err
 	}
+	sdNotify("READY=1\nSTATUS=serving api " + srv.APIAddr())
 	slog.Info("lattice server ready", "id", c.String("id"), "api", srv.APIAddr(), "raft", srv.Quorum().RaftAddr(), "metrics", orOff(srv.MetricsAddr()))
 	ctx, stop := signalContext()
 	defer stop()
 	<-ctx.Done()
 	slog.Info("lattice server shutting down")
+	sdNotify("STOPPING=1")
 	srv.Stop()
 	return nil
 }

@@ -24,8 +24,11 @@ const (
 type InjectFaultRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	BlockMemberIds []string               `protobuf:"bytes,1,rep,name=block_member_ids,json=blockMemberIds,proto3" json:"block_member_ids,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// disk_full, when set, makes this member's Raft log refuse writes (ENOSPC)
+	// and its persistence probe fail (true), or heals that (false).
+	DiskFull      *bool `protobuf:"varint,2,opt,name=disk_full,json=diskFull,proto3,oneof" json:"disk_full,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InjectFaultRequest) Reset() {
@@ -63,6 +66,13 @@ func (x *InjectFaultRequest) GetBlockMemberIds() []string {
 		return x.BlockMemberIds
 	}
 	return nil
+}
+
+func (x *InjectFaultRequest) GetDiskFull() bool {
+	if x != nil && x.DiskFull != nil {
+		return *x.DiskFull
+	}
+	return false
 }
 
 type InjectFaultResponse struct {
@@ -138,13 +148,20 @@ func (*QuorumStatusRequest) Descriptor() ([]byte, []int) {
 }
 
 type QuorumMember struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	ApiAddr       string                 `protobuf:"bytes,3,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
-	Role          string                 `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"` // leader, follower, candidate, unreachable
-	Healthy       bool                   `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
-	Voter         bool                   `protobuf:"varint,6,opt,name=voter,proto3" json:"voter,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	ApiAddr  string                 `protobuf:"bytes,3,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
+	Role     string                 `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"` // leader, follower, candidate, unreachable
+	Healthy  bool                   `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Voter    bool                   `protobuf:"varint,6,opt,name=voter,proto3" json:"voter,omitempty"`
+	// problem says why a member is not healthy (empty when it is): no leader,
+	// cannot persist (disk full, data dir not writable), N entries behind.
+	Problem      string `protobuf:"bytes,7,opt,name=problem,proto3" json:"problem,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,8,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// lag is how many committed entries the member has not applied yet, as
+	// the answering member sees the commit index.
+	Lag           uint64 `protobuf:"varint,9,opt,name=lag,proto3" json:"lag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -219,6 +236,27 @@ func (x *QuorumMember) GetVoter() bool {
 		return x.Voter
 	}
 	return false
+}
+
+func (x *QuorumMember) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
+func (x *QuorumMember) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *QuorumMember) GetLag() uint64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
 }
 
 type QuorumStatusResponse struct {
@@ -1814,18 +1852,24 @@ var File_lattice_v1_admin_proto protoreflect.FileDescriptor
 const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/admin.proto\x12\n" +
-	"lattice.v1\">\n" +
+	"lattice.v1\"n\n" +
 	"\x12InjectFaultRequest\x12(\n" +
-	"\x10block_member_ids\x18\x01 \x03(\tR\x0eblockMemberIds\"\x15\n" +
+	"\x10block_member_ids\x18\x01 \x03(\tR\x0eblockMemberIds\x12 \n" +
+	"\tdisk_full\x18\x02 \x01(\bH\x00R\bdiskFull\x88\x01\x01B\f\n" +
+	"\n" +
+	"_disk_full\"\x15\n" +
 	"\x13InjectFaultResponse\"\x15\n" +
-	"\x13QuorumStatusRequest\"\x9a\x01\n" +
+	"\x13QuorumStatusRequest\"\xeb\x01\n" +
 	"\fQuorumMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
 	"\bapi_addr\x18\x03 \x01(\tR\aapiAddr\x12\x12\n" +
 	"\x04role\x18\x04 \x01(\tR\x04role\x12\x18\n" +
 	"\ahealthy\x18\x05 \x01(\bR\ahealthy\x12\x14\n" +
-	"\x05voter\x18\x06 \x01(\bR\x05voter\"\xe8\x01\n" +
+	"\x05voter\x18\x06 \x01(\bR\x05voter\x12\x18\n" +
+	"\aproblem\x18\a \x01(\tR\aproblem\x12#\n" +
+	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x10\n" +
+	"\x03lag\x18\t \x01(\x04R\x03lag\"\xe8\x01\n" +
 	"\x14QuorumStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
@@ -2061,6 +2105,7 @@ func file_lattice_v1_admin_proto_init() {
 	if File_lattice_v1_admin_proto != nil {
 		return
 	}
+	file_lattice_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
