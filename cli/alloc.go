@@ -166,17 +166,7 @@ func (r *runner) showCommand() *cli.Command {
 		Usage:     "everything about one allocation, including why it waits",
 		ArgsUsage: "ID",
 		Action: func(c *cli.Context) error {
-			format, err := r.format(c)
-			if err != nil {
-				return err
-			}
-			if err := needArgs(c, 1, 1, "ID"); err != nil {
-				return err
-			}
-			if err := checkIDs(c.Args().Slice()); err != nil {
-				return err
-			}
-			cn, err := r.connect(c)
+			format, cn, err := r.oneID(c)
 			if err != nil {
 				return err
 			}
@@ -282,17 +272,7 @@ func (r *runner) explainCommand() *cli.Command {
 		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor",
 		ArgsUsage: "ID",
 		Action: func(c *cli.Context) error {
-			format, err := r.format(c)
-			if err != nil {
-				return err
-			}
-			if err := needArgs(c, 1, 1, "ID"); err != nil {
-				return err
-			}
-			if err := checkIDs(c.Args().Slice()); err != nil {
-				return err
-			}
-			cn, err := r.connect(c)
+			format, cn, err := r.oneID(c)
 			if err != nil {
 				return err
 			}

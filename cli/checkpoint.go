@@ -38,17 +38,7 @@ func (r *runner) checkpointCommand() *cli.Command {
 }
 
 func (r *runner) checkpointNow(c *cli.Context) error {
-	format, err := r.format(c)
-	if err != nil {
-		return err
-	}
-	if err := needArgs(c, 1, 1, "ID"); err != nil {
-		return err
-	}
-	if err := checkIDs(c.Args().Slice()); err != nil {
-		return err
-	}
-	cn, err := r.connect(c)
+	format, cn, err := r.oneID(c)
 	if err != nil {
 		return err
 	}
@@ -70,13 +60,7 @@ func (r *runner) checkpointNow(c *cli.Context) error {
 }
 
 func (r *runner) checkpointDone(c *cli.Context) error {
-	if err := needArgs(c, 1, 1, "ID"); err != nil {
-		return err
-	}
-	if err := checkIDs(c.Args().Slice()); err != nil {
-		return err
-	}
-	cn, err := r.connect(c)
+	_, cn, err := r.oneID(c)
 	if err != nil {
 		return err
 	}
@@ -85,4 +69,21 @@ func (r *runner) checkpointDone(c *cli.Context) error {
 		_, err := latticev1.NewAllocationServiceClient(cc).CheckpointDone(ctx, req)
 		return err
 	})
+}
+
+// oneID checks the arguments of a command that takes exactly one
+// allocation id, and returns the output format and a connection.
+func (r *runner) oneID(c *cli.Context) (string, *conn, error) {
+	format, err := r.format(c)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := needArgs(c, 1, 1, "ID"); err != nil {
+		return "", nil, err
+	}
+	if err := checkIDs(c.Args().Slice()); err != nil {
+		return "", nil, err
+	}
+	cn, err := r.connect(c)
+	return format, cn, err
 }

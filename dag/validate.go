@@ -275,19 +275,7 @@ func (s *Spec) Plan(lim Limits) (*Plan, error) {
 	return p, nil
 }
 
-func validStageName(s string) bool {
-	if s == "" || len(s) > 200 {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validStageName(s string) bool { return len(s) <= 200 && model.IsName(s) }
 
 func containsAfter(list []After, a After) bool {
 	for _, x := range list {

@@ -167,6 +167,10 @@ func NormalizeFeatures(fs []string) []string {
 	return slices.Compact(out)
 }
 
+// IsName reports whether s is a valid name of a tenant, vCluster, node or
+// DAG stage: 1..253 letters, digits, '.', '-' and '_'.
+func IsName(s string) bool { return validName(s) }
+
 func validName(s string) bool {
 	if s == "" || len(s) > 253 {
 		return false
