@@ -14,6 +14,7 @@ import (
 	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/checkpoint"
 	"github.com/latticehpc/lattice/model"
 )
 
@@ -277,4 +278,56 @@ func TestIgnoredCheckpointIsStoppedAfterTheGrace(t *testing.T) {
 	if suspended == nil || suspended.Reason != "CheckpointTimeout" {
 		t.Fatalf("suspended transition %+v", suspended)
 	}
+}
+
+// The leader's checkpoint broker: sbatch's --signal=SIG@SECS lead time, and
+// a proactive checkpoint when the cost model says it pays. Both keep the
+// job running.
+func TestCheckpointBroker(t *testing.T) {
+	dir := t.TempDir()
+	params := checkpoint.DefaultParams()
+	params.MinRunTime, params.DefaultCheckpointMinutes, params.StorageCostNodeHours = time.Second, 0.001, 0
+	params.FailureRatePerNodeHour = 1000 // every minute of work is at risk: checkpoint as soon as allowed
+	d := startDevWith(t, dir, 8, []string{"hpc-batch", "ml-training"}, func(c *Config) {
+		c.Checkpoint, c.BrokerInterval = params, 200*time.Millisecond
+	})
+	marker := filepath.Join(dir, "signals.log")
+	app := `trap 'echo "got USR2" >> ` + marker + `; touch "$LATTICE_CHECKPOINT_DONE"' USR2
+i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done`
+
+	// 60 s of walltime, signalled 57 s before its end: after about 3 s.
+	lead := d.submit(t, &latticev1.AllocationRequest{NodesMin: 1, WalltimeSeconds: 60, Checkpoint: "signal",
+		CheckpointSignal: "USR2", CheckpointSignalSecs: 57, Command: []string{app}})
+	reasons := func(id string) []string {
+		var out []string
+		for _, h := range d.get(t, id).History {
+			if h.State == string(model.StateCheckpointing) {
+				out = append(out, h.Reason)
+			}
+		}
+		return out
+	}
+	waitFor(t, 20*time.Second, "the --signal lead-time checkpoint", func() bool {
+		return slices.Contains(reasons(lead), "signal") && d.get(t, lead).State == string(model.StateRunning)
+	})
+	time.Sleep(time.Second)
+	if n := strings.Count(strings.Join(reasons(lead), " "), "signal"); n != 1 {
+		t.Fatalf("the --signal lead time was sent %d times in one run: %v", n, reasons(lead))
+	}
+	if b, _ := os.ReadFile(marker); !strings.Contains(string(b), "got USR2") {
+		t.Fatal("the job never got its --signal")
+	}
+
+	// A long runner (no --signal lead time) is checkpointed proactively.
+	long := d.submit(t, &latticev1.AllocationRequest{NodesMin: 1, WalltimeSeconds: 3600, Checkpoint: "signal",
+		CheckpointSignal: "USR2", Command: []string{app}})
+	waitFor(t, 20*time.Second, "a proactive checkpoint", func() bool {
+		a := d.get(t, long)
+		for _, h := range a.History {
+			if h.State == string(model.StateCheckpointing) && h.Reason == "proactive" {
+				return a.CheckpointCount >= 1
+			}
+		}
+		return false
+	})
 }
