@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
@@ -39,6 +40,9 @@ type Config struct {
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// Token is the agent's bearer credential (an agent-role token bound to
+	// its node names); empty when the servers run without auth.
+	Token string
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -171,6 +175,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	defer conn.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if a.cfg.Token != "" {
+		sctx = metadata.AppendToOutgoingContext(sctx, "authorization", "Bearer "+a.cfg.Token)
+	}
 	stream, err := latticev1.NewAgentServiceClient(conn).Connect(sctx)
 	if err != nil {
 		return err

@@ -76,7 +76,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 		go func() {
 			defer wg.Done()
 			m.Role, m.Healthy, m.Problem = "unreachable", false, "unreachable"
-			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, selfOnlyKey, "1"), 700*time.Millisecond)
+			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(s.memberContext(ctx), selfOnlyKey, "1"), 700*time.Millisecond)
 			defer cancel()
 			conn, err := grpc.NewClient(m.ApiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
