@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/latticehpc/lattice/agent"
+	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/conformance"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/server"
@@ -59,7 +60,7 @@ func app() *cli.App {
 			}
 			return nil
 		},
-		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand()},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand(), tokenCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
@@ -148,8 +149,15 @@ func runDev(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	adminToken, err := devCredentials(dataDir)
+	if err != nil {
+		return err
+	}
+	agentToken := mintToken()
 	srv, err := server.New(server.Config{
-		ID: "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
+		TokensFile:  filepath.Join(dataDir, tokensFileName),
+		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
+		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
@@ -165,7 +173,7 @@ func runDev(c *cli.Context) error {
 	}
 	ag, err := agent.New(agent.Config{
 		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
-		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace,
+		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Token: agentToken,
 	})
 	if err != nil {
 		srv.Stop()
@@ -184,16 +192,20 @@ func runDev(c *cli.Context) error {
 		<-agentDone
 		srv.Stop()
 	}
-	if err := waitReady(ctx, srv.APIAddr(), len(nodes)); err != nil {
+	if err := waitReady(ctx, srv.APIAddr(), adminToken, len(nodes)); err != nil {
 		shutdown()
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	if err := ensureTenants(ctx, srv.APIAddr(), adminToken, localUser(), "demo", model.DefaultTenant); err != nil {
+		shutdown()
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "lattice dev ready: api=%s metrics=%s data=%s\n", srv.APIAddr(), orOff(srv.MetricsAddr()), dataDir)
 	if c.Bool("demo") {
-		if err := submitDemo(ctx, srv.APIAddr()); err != nil {
+		if err := submitDemo(ctx, srv.APIAddr(), adminToken); err != nil {
 			slog.Warn("demo workload", "err", err)
 		}
 	}
@@ -233,6 +245,8 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		altsrc.NewIntFlag(maxArraySizeFlag()),
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
+		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	flags = append(flags, checkpointFlags()...)
@@ -307,7 +321,12 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	tokensFile, err := serverTokensFile(c)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
+		TokensFile: tokensFile, Token: c.String("token"),
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
@@ -363,6 +382,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(str("kernel-params", "", "kernel parameters (conformance fingerprint)")),
 		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
 	}
 	return &cli.Command{
 		Name:         "agent",
@@ -414,7 +434,7 @@ func runAgent(c *cli.Context) error {
 		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
-		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir")})
+		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token")})
 	if err != nil {
 		return err
 	}
