@@ -122,6 +122,9 @@ func (a *adminService) QuorumJoin(ctx context.Context, req *latticev1.QuorumJoin
 		}
 	}
 	if !present {
+		if err := s.joinable(ctx, req); err != nil {
+			return nil, err
+		}
 		add := s.q.AddVoter
 		if req.Nonvoter {
 			add = s.q.AddNonvoter

@@ -39,6 +39,10 @@ type Config struct {
 	InMemRaft bool
 	// VClusters are created when the quorum has none (first start).
 	VClusters []model.VCluster
+	// Tenants are created (without quotas) where missing when a member
+	// gains leadership; with auth on, submissions to other tenants are
+	// refused until an admin creates them.
+	Tenants []string
 	// DefaultVCluster takes submissions that name none.
 	DefaultVCluster string
 	// PowerBudgetWatts is set at first start when > 0.

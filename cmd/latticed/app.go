@@ -235,6 +235,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "bootstrap", Usage: "form a new cluster with this member (first member, first start only)", EnvVars: env("bootstrap")}),
 		altsrc.NewStringFlag(str("join", "", "API addresses of existing members to join through, comma-separated")),
 		altsrc.NewStringFlag(str("vclusters", "hpc-batch", "vClusters created when the cluster is new, comma-separated")),
+		altsrc.NewStringFlag(str("tenants", "", "tenants created (without quotas) where missing, comma-separated; with auth on submissions to unknown tenants are refused")),
 		altsrc.NewStringFlag(str("default-vcluster", "", "vCluster for submissions that name none (default: the first)")),
 		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget set when the cluster is new (0 = none)", EnvVars: env("power-budget-kw")}),
 		altsrc.NewDurationFlag(dur("degraded-after", 30*time.Second, "heartbeat silence before a node is Degraded")),
@@ -326,7 +327,7 @@ func runServer(c *cli.Context) error {
 		return err
 	}
 	srv, err := server.New(server.Config{
-		TokensFile: tokensFile, Token: c.String("token"),
+		TokensFile: tokensFile, Token: c.String("token"), Tenants: splitList(c.String("tenants")),
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,

@@ -29,8 +29,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/quorum"
 )
+
+// bearerCreds sends a bearer token with every call (over plain loopback).
+type bearerCreds string
+
+func (b bearerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearerCreds) RequireTransportSecurity() bool { return false }
 
 // latticedBin is the binary built by TestMain.
 var latticedBin string
@@ -218,13 +228,16 @@ func (m *member) alive() bool {
 
 // cluster is a set of members and at most one agent, all real processes.
 type cluster struct {
-	t       *testing.T
-	dir     string
-	members []*member
-	agent   *proc
-	logs    []string // every log file, for tails on failure
-	mu      sync.Mutex
-	procs   []*proc
+	t   *testing.T
+	dir string
+	// Auth is on: every member reads tokensFile (an admin token, which is
+	// also the members' own credential, and an agent token for every node).
+	tokensFile, adminToken, agentToken string
+	members                            []*member
+	agent                              *proc
+	logs                               []string // every log file, for tails on failure
+	mu                                 sync.Mutex
+	procs                              []*proc
 }
 
 // serverFlags are the flags every member gets: short liveness so node
@@ -237,6 +250,12 @@ var serverFlags = []string{
 
 func newCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dir: t.TempDir()}
+	c.tokensFile, c.adminToken, c.agentToken = filepath.Join(c.dir, "tokens"), mintToken(), mintToken()
+	entries := auth.Entry(c.adminToken, auth.Identity{User: "tester", Role: auth.RoleAdmin, MaxPriority: -1}) + "\n" +
+		auth.Entry(c.agentToken, auth.Identity{User: "agent1", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}) + "\n"
+	if err := os.WriteFile(c.tokensFile, []byte(entries), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		procs := append([]*proc(nil), c.procs...)
@@ -285,7 +304,8 @@ func (c *cluster) track(p *proc) {
 func (c *cluster) addMember(id string, role ...string) *member {
 	c.t.Helper()
 	m := &member{id: id, dataDir: filepath.Join(c.dir, id), raftAddr: freeAddr(c.t), apiAddr: freeAddr(c.t), role: role}
-	conn, err := grpc.NewClient(m.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(m.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(bearerCreds(c.adminToken)))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -305,7 +325,8 @@ func (c *cluster) addMember(id string, role ...string) *member {
 func (c *cluster) start(m *member) {
 	c.t.Helper()
 	args := []string{"--log-level", "info", "server", "--id", m.id, "--data-dir", m.dataDir,
-		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr}
+		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr,
+		"--tokens-file", c.tokensFile, "--token", c.adminToken, "--tenants", "default,stream,t,ops"}
 	args = append(append(args, serverFlags...), m.role...)
 	p := startProc(c.t, filepath.Join(c.dir, m.id+".log"), m.id, args...)
 	m.mu.Lock()
@@ -397,7 +418,7 @@ func (c *cluster) startAgent(nodes, groupSize int) {
 	c.logs = append(c.logs, path)
 	c.agent = startProc(c.t, path, "agent", "--log-level", "info", "agent", "--id", "agent1",
 		"--data-dir", filepath.Join(c.dir, "agent"), "--simulate", fmt.Sprint(nodes), "--group-size", fmt.Sprint(groupSize),
-		"--server", strings.Join(c.apiAddrs(), ","), "--heartbeat", "1s", "--grace", "2s")
+		"--server", strings.Join(c.apiAddrs(), ","), "--heartbeat", "1s", "--grace", "2s", "--token", c.agentToken)
 	c.track(c.agent)
 	c.waitNodesReady(nodes, 30*time.Second)
 }

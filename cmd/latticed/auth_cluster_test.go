@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/auth"
+)
+
+// TestClusterMembershipNeedsAuthAndReachableMembers: against real
+// processes with auth on, a `latticed server --join` without a credential
+// is refused and never becomes a voter; an admin's two `quorum add` calls
+// for made-up, unreachable members are refused and the quorum keeps
+// serving; a user's token cannot add a voter.
+func TestClusterMembershipNeedsAuthAndReachableMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	c := newCluster(t)
+	c.startMembers(1)
+	s1 := c.members[0]
+
+	// A joiner without a token (its own API on loopback, so it starts).
+	evilDir := filepath.Join(c.dir, "evil")
+	evilLog := filepath.Join(c.dir, "evil.log")
+	c.logs = append(c.logs, evilLog)
+	evil := startProc(t, evilLog, "evil", "--log-level", "info", "server", "--id", "evil", "--data-dir", evilDir,
+		"--raft-addr", freeAddr(t), "--api-addr", freeAddr(t), "--metrics-addr", "", "--join", s1.apiAddr)
+	c.track(evil)
+	c.waitFor(15*time.Second, "the unauthenticated join refused", func() (bool, string) {
+		b, _ := os.ReadFile(evilLog)
+		return strings.Contains(string(b), "Unauthenticated"), "no refusal logged yet"
+	})
+	st := c.waitHealthy(1, 10*time.Second)
+	if len(st.Members) != 1 {
+		t.Fatalf("the quorum has %d members after an unauthenticated join: %s", len(st.Members), describeStatus(st))
+	}
+
+	// Two made-up members, added by an admin: refused, quorum unharmed.
+	for _, id := range []string{"ghost1", "ghost2"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := s1.admin.QuorumJoin(ctx, &latticev1.QuorumJoinRequest{Id: id, RaftAddr: freeAddr(t), ApiAddr: freeAddr(t)})
+		cancel()
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "unreachable") {
+			t.Fatalf("quorum add %s: %v, want FailedPrecondition naming it unreachable", id, err)
+		}
+	}
+	c.waitHealthy(1, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s1.allocs.Submit(ctx, &latticev1.SubmitRequest{Request: shortJob("after-ghosts", c.dir)}); err != nil {
+		t.Fatalf("the quorum stopped serving after refused adds: %v", err)
+	}
+
+	// A user's token may not add a voter, even a reachable one.
+	userTok := mintToken()
+	if err := appendToken(c.tokensFile, userTok, userIdentity("mallory", "stream")); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(s1.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearerCreds(userTok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c.waitFor(10*time.Second, "the user token refused as a voter-adder", func() (bool, string) {
+		_, err := latticev1.NewAdminServiceClient(conn).QuorumJoin(ctx, &latticev1.QuorumJoinRequest{Id: "m", RaftAddr: s1.raftAddr})
+		return status.Code(err) == codes.PermissionDenied, status.Code(err).String()
+	})
+}
+
+// userIdentity is a plain user of one tenant.
+func userIdentity(user, tenant string) auth.Identity {
+	return auth.Identity{User: user, Role: auth.RoleUser, Tenants: []string{tenant}, MaxPriority: -1}
+}
