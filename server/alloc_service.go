@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
@@ -28,9 +29,15 @@ type allocService struct {
 }
 
 func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest) (*latticev1.SubmitResponse, error) {
+	if err := checkWireRequest(req.Request); err != nil {
+		return nil, err
+	}
 	r := requestFromProto(req.Request)
 	check := r
 	check.ApplyDefaults()
+	if err := checkLimits(&check); err != nil {
+		return nil, err
+	}
 	if err := check.Validate(); err != nil {
 		return nil, rpcError(err)
 	}
@@ -190,8 +197,16 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 	if err != nil {
 		return nil, err
 	}
+	after, err := parsePageToken(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
 	resp := &latticev1.ListAllocationsResponse{}
+	size := 0
 	for _, al := range list {
+		if al.ID <= after {
+			continue
+		}
 		if len(states) > 0 && !states[al.State] {
 			continue
 		}
@@ -207,7 +222,13 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 		if !a.s.mayRead(ctx, allocObject(al)) {
 			continue
 		}
-		resp.Allocations = append(resp.Allocations, a.withExplanation(al))
+		p := listed(a.withExplanation(al))
+		if n := len(resp.Allocations); n > 0 && (size+proto.Size(p) > listPageBytes || (req.PageSize > 0 && n >= int(req.PageSize))) {
+			resp.NextPageToken = strconv.FormatUint(resp.Allocations[n-1].Id, 10)
+			break
+		}
+		size += proto.Size(p)
+		resp.Allocations = append(resp.Allocations, p)
 	}
 	return resp, nil
 }

@@ -40,7 +40,13 @@ func (s *Server) dagLimits() dag.Limits {
 func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequest) (*latticev1.SubmitDAGResponse, error) {
 	spec := &dag.Spec{Name: req.Name}
 	for _, st := range req.Stages {
+		if err := checkWireRequest(st.Request); err != nil {
+			return nil, err
+		}
 		ss := dag.SpecStage{Name: st.Name, Request: requestFromProto(st.Request)}
+		if err := checkLimits(&ss.Request); err != nil {
+			return nil, err
+		}
 		for _, dep := range st.DependsOn {
 			ss.DependsOn = append(ss.DependsOn, model.DAGDependency{Name: dep.Name, Condition: model.DependencyCondition(dep.Condition)})
 		}

@@ -98,6 +98,7 @@ func devCommand() *cli.Command {
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
+			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
 			maxArraySizeFlag(), maxDAGStagesFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
@@ -156,6 +157,7 @@ func runDev(c *cli.Context) error {
 	agentToken := mintToken()
 	srv, err := server.New(server.Config{
 		TokensFile:  filepath.Join(dataDir, tokensFileName),
+		Tenants:     append([]string{localUser(), "demo", model.DefaultTenant}, splitList(c.String("tenants"))...),
 		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
 		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
@@ -197,10 +199,6 @@ func runDev(c *cli.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
-	}
-	if err := ensureTenants(ctx, srv.APIAddr(), adminToken, localUser(), "demo", model.DefaultTenant); err != nil {
-		shutdown()
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "lattice dev ready: api=%s metrics=%s data=%s\n", srv.APIAddr(), orOff(srv.MetricsAddr()), dataDir)

@@ -30,6 +30,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	latticecli "github.com/latticehpc/lattice/cli"
 	"github.com/latticehpc/lattice/quorum"
 )
 
@@ -45,6 +46,12 @@ func (bearerCreds) RequireTransportSecurity() bool { return false }
 // latticedBin is the binary built by TestMain.
 var latticedBin string
 
+// Credentials of every test cluster (auth is on): an admin token, which
+// TestMain also saves as the user's token in configDir (children get
+// XDG_CONFIG_HOME=configDir, so latticectl finds it and `latticed dev`
+// reuses it), and an agent token for every node.
+var configDir, testAdminToken, testAgentToken string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "latticed-test-bin-")
 	if err != nil {
@@ -57,6 +64,17 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building latticed for the cluster tests:", err)
 		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	configDir = filepath.Join(dir, "config")
+	testAdminToken, testAgentToken = mintToken(), mintToken()
+	if _, err := latticecli.SaveToken(func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return configDir
+		}
+		return ""
+	}, testAdminToken); err != nil {
+		fmt.Fprintln(os.Stderr, "saving the test token:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -112,11 +130,11 @@ type proc struct {
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LATTICE_") {
+		if !strings.HasPrefix(kv, "LATTICE_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "XDG_CONFIG_HOME="+configDir)
 }
 
 func startProc(t *testing.T, logPath, name string, args ...string) *proc {
@@ -250,7 +268,7 @@ var serverFlags = []string{
 
 func newCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dir: t.TempDir()}
-	c.tokensFile, c.adminToken, c.agentToken = filepath.Join(c.dir, "tokens"), mintToken(), mintToken()
+	c.tokensFile, c.adminToken, c.agentToken = filepath.Join(c.dir, "tokens"), testAdminToken, testAgentToken
 	entries := auth.Entry(c.adminToken, auth.Identity{User: "tester", Role: auth.RoleAdmin, MaxPriority: -1}) + "\n" +
 		auth.Entry(c.agentToken, auth.Identity{User: "agent1", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}) + "\n"
 	if err := os.WriteFile(c.tokensFile, []byte(entries), 0o600); err != nil {

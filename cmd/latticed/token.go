@@ -11,14 +11,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
 	latticecli "github.com/latticehpc/lattice/cli"
 	"github.com/latticehpc/lattice/model"
@@ -221,35 +217,4 @@ func serverTokensFile(c *cli.Context) (string, error) {
 	}
 	slog.Warn("authentication is off: no tokens file; listening on loopback only (latticed token create --data-dir DIR --role admin USER turns it on at next start)")
 	return "", nil
-}
-
-// ensureTenants creates the named tenants (no quotas) where missing: dev
-// submissions go to the local user's tenant, the demo's and the default.
-func ensureTenants(ctx context.Context, addr, token string, names ...string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	client := latticev1.NewAdminServiceClient(conn)
-	cctx, cancel := context.WithTimeout(withBearer(ctx, token), 10*time.Second)
-	defer cancel()
-	have, err := client.ListTenants(cctx, &latticev1.ListTenantsRequest{})
-	if err != nil {
-		return fmt.Errorf("list tenants: %w", err)
-	}
-	exists := map[string]bool{}
-	for _, t := range have.Tenants {
-		exists[t.Name] = true
-	}
-	for _, n := range names {
-		if exists[n] {
-			continue
-		}
-		exists[n] = true
-		if _, err := client.SetTenant(cctx, &latticev1.SetTenantRequest{Name: n}); err != nil {
-			return fmt.Errorf("create tenant %s: %w", n, err)
-		}
-	}
-	return nil
 }

@@ -1138,8 +1138,12 @@ type ListAllocationsRequest struct {
 	// include terminal allocations (default: only those that ended in the last
 	// terminal_window_seconds; 0 = all retained).
 	TerminalWindowSeconds int64 `protobuf:"varint,5,opt,name=terminal_window_seconds,json=terminalWindowSeconds,proto3" json:"terminal_window_seconds,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// page_token continues a listing (the next_page_token of the previous
+	// page); page_size bounds the page (0 = as many as fit in about 2 MiB).
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize      int32  `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListAllocationsRequest) Reset() {
@@ -1207,9 +1211,28 @@ func (x *ListAllocationsRequest) GetTerminalWindowSeconds() int64 {
 	return 0
 }
 
+func (x *ListAllocationsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListAllocationsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// A listing is a summary: scripts and environments are left out (Get has
+// them), and a page stops before about 2 MiB, so no answer can exceed the
+// gRPC message limit however many allocations the state holds.
 type ListAllocationsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Allocations   []*Allocation          `protobuf:"bytes,1,rep,name=allocations,proto3" json:"allocations,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Allocations []*Allocation          `protobuf:"bytes,1,rep,name=allocations,proto3" json:"allocations,omitempty"`
+	// next_page_token is set when more allocations match: ask again with it.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1249,6 +1272,13 @@ func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
 		return x.Allocations
 	}
 	return nil
+}
+
+func (x *ListAllocationsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type CancelRequest struct {
@@ -1954,15 +1984,19 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
 	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xae\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xea\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x1a\n" +
 	"\bvcluster\x18\x02 \x01(\tR\bvcluster\x12\x16\n" +
 	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03ids\x18\x04 \x03(\tR\x03ids\x126\n" +
-	"\x17terminal_window_seconds\x18\x05 \x01(\x03R\x15terminalWindowSeconds\"S\n" +
+	"\x17terminal_window_seconds\x18\x05 \x01(\x03R\x15terminalWindowSeconds\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\x12\x1b\n" +
+	"\tpage_size\x18\a \x01(\x05R\bpageSize\"{\n" +
 	"\x17ListAllocationsResponse\x128\n" +
-	"\vallocations\x18\x01 \x03(\v2\x16.lattice.v1.AllocationR\vallocations\"M\n" +
+	"\vallocations\x18\x01 \x03(\v2\x16.lattice.v1.AllocationR\vallocations\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n" +
 	"\rCancelRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"R\n" +
