@@ -40,6 +40,11 @@ type Config struct {
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// AllowRootJobs lets an agent running as root start jobs whose owner
+	// is root. RunAsSelf runs every job as the agent's user whoever
+	// submitted it (latticed dev).
+	AllowRootJobs bool
+	RunAsSelf     bool
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
@@ -127,7 +132,7 @@ func New(cfg Config) (*Agent, error) {
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
 	}
-	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log,
+	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf,
 		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint})
 	if err != nil {
 		return nil, err
@@ -461,7 +466,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 	}
 	l := Launch{
 		AllocID: id, DisplayID: al.DisplayId, ArrayJobID: al.ArrayJobId, ArrayIndex: int(al.ArrayIndex),
-		Name: req.GetName(), Tenant: req.GetTenant(), VCluster: req.GetVcluster(),
+		Name: req.GetName(), Tenant: req.GetTenant(), VCluster: req.GetVcluster(), User: req.GetUser(),
 		Command: req.GetCommand(), Script: req.GetScript(), Env: req.GetEnv(), WorkDir: req.GetWorkDir(),
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),

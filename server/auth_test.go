@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,21 +62,26 @@ func token(t *testing.T, seed byte) string {
 	return auth.NewToken(r)
 }
 
-func startSecured(t *testing.T) *securedStack {
+func startSecured(t *testing.T) *securedStack { return startSecuredWith(t, true) }
+
+// startSecuredWith: runAsSelf false lets a root agent start jobs as their
+// owners.
+func startSecuredWith(t *testing.T, runAsSelf bool) *securedStack {
 	t.Helper()
 	dir := t.TempDir()
 	idents := map[string]auth.Identity{
-		"alice": {User: "alice", Role: auth.RoleUser, Tenants: []string{"physics"}, MaxPriority: -1},
-		"bob":   {User: "bob", Role: auth.RoleUser, Tenants: []string{"bio"}, MaxPriority: -1},
-		"carol": {User: "carol", Role: auth.RoleTenantAdmin, Tenants: []string{"bio"}, MaxPriority: -1},
-		"root":  {User: "root", Role: auth.RoleAdmin, MaxPriority: -1},
-		"agent": {User: "rack1", Role: auth.RoleAgent, Nodes: []string{"node*"}, MaxPriority: -1},
-		"rogue": {User: "rack9", Role: auth.RoleAgent, Nodes: []string{"other*"}, MaxPriority: -1},
+		"alice":  {User: "alice", Role: auth.RoleUser, Tenants: []string{"physics"}, MaxPriority: -1},
+		"bob":    {User: "bob", Role: auth.RoleUser, Tenants: []string{"bio"}, MaxPriority: -1},
+		"carol":  {User: "carol", Role: auth.RoleTenantAdmin, Tenants: []string{"bio"}, MaxPriority: -1},
+		"root":   {User: "root", Role: auth.RoleAdmin, MaxPriority: -1},
+		"agent":  {User: "rack1", Role: auth.RoleAgent, Nodes: []string{"node*"}, MaxPriority: -1},
+		"rogue":  {User: "rack9", Role: auth.RoleAgent, Nodes: []string{"other*"}, MaxPriority: -1},
+		"nobody": {User: "nobody", Role: auth.RoleUser, Tenants: []string{"physics"}, MaxPriority: -1},
 	}
 	st := &securedStack{tokens: map[string]string{}, file: filepath.Join(dir, "tokens"), log: &lockedBuffer{}}
 	var lines []string
 	seed := byte(1)
-	for _, name := range []string{"alice", "bob", "carol", "root", "agent", "rogue"} {
+	for _, name := range []string{"alice", "bob", "carol", "root", "agent", "rogue", "nobody"} {
 		tok := token(t, seed)
 		seed++
 		st.tokens[name] = tok
@@ -101,7 +107,7 @@ func startSecured(t *testing.T) *securedStack {
 		t.Fatal(err)
 	}
 	ag, err := agent.New(agent.Config{ID: "a1", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dir, "agent"),
-		Nodes: nodes, HeartbeatInterval: time.Second, Grace: time.Second, Token: st.tokens["agent"],
+		Nodes: nodes, HeartbeatInterval: time.Second, Grace: time.Second, Token: st.tokens["agent"], RunAsSelf: runAsSelf,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -359,5 +365,49 @@ func TestEveryRPCHasAnAuthRule(t *testing.T) {
 	})
 	if n < 25 {
 		t.Fatalf("only %d methods found", n)
+	}
+}
+
+// TestJobRunsAsItsSubmitter: with the agent running as root, a job's `id`
+// prints the uid and gid of the user who submitted it, and its output file
+// belongs to that user. It needs root and a local user "nobody".
+func TestJobRunsAsItsSubmitter(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the agent must run as root to start jobs as another user; this test runs as uid", os.Geteuid())
+	}
+	who, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no local user nobody to run a job as: %v", err)
+	}
+	s := startSecuredWith(t, false)
+	allocs := latticev1.NewAllocationServiceClient(s.conn)
+	sub, err := allocs.Submit(s.as("nobody"), &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
+		Name: "whoami", Tenant: "physics", NodesMin: 1, WalltimeSeconds: 60, WorkDir: "/",
+		Command: []string{"id -u; id -g"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a *latticev1.Allocation
+	waitFor(t, 20*time.Second, "the job to end", func() bool {
+		a, err = allocs.Get(s.as("nobody"), &latticev1.GetAllocationRequest{Id: sub.DisplayId})
+		return err == nil && (a.State == "COMPLETED" || a.State == "FAILED")
+	})
+	if a.State != "COMPLETED" || a.Request.GetUser() != "nobody" {
+		t.Fatalf("job %s as %q: %s %s %s", sub.DisplayId, a.Request.GetUser(), a.State, a.Reason, a.ReasonDetail)
+	}
+	stream, err := allocs.Logs(s.as("nobody"), &latticev1.LogsRequest{Id: sub.DisplayId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for {
+		chunk, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		out.Write(chunk.Data)
+	}
+	if got, want := strings.Fields(out.String()), []string{who.Uid, who.Gid}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("id printed %q, want uid and gid %v of nobody", out.String(), want)
 	}
 }

@@ -175,7 +175,7 @@ func runDev(c *cli.Context) error {
 	}
 	ag, err := agent.New(agent.Config{
 		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
-		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Token: agentToken,
+		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Token: agentToken, RunAsSelf: true,
 	})
 	if err != nil {
 		srv.Stop()
@@ -382,6 +382,8 @@ func agentCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (development; simulated nodes)"}),
 	}
 	return &cli.Command{
 		Name:         "agent",
@@ -433,7 +435,8 @@ func runAgent(c *cli.Context) error {
 		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
-		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token")})
+		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
+		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self")})
 	if err != nil {
 		return err
 	}
