@@ -125,6 +125,9 @@ func (a *adminService) QuorumJoin(ctx context.Context, req *latticev1.QuorumJoin
 		if err := s.joinable(ctx, req); err != nil {
 			return nil, err
 		}
+		if err := s.keepsMajority(ctx, "", req.RaftAddr); err != nil && !req.Nonvoter {
+			return nil, err
+		}
 		add := s.q.AddVoter
 		if req.Nonvoter {
 			add = s.q.AddNonvoter
@@ -156,6 +159,9 @@ func (a *adminService) QuorumRemove(ctx context.Context, req *latticev1.QuorumRe
 	}
 	if !found {
 		return nil, notFound("no quorum member %q", req.Id)
+	}
+	if err := a.s.keepsMajority(ctx, req.Id, ""); err != nil {
+		return nil, err
 	}
 	if err := a.s.q.RemoveServer(req.Id, 10*time.Second); err != nil {
 		return nil, rpcError(err)

@@ -33,3 +33,57 @@ func (s *Server) joinable(ctx context.Context, req *latticev1.QuorumJoinRequest)
 	}
 	return nil
 }
+
+// keepsMajority refuses a membership change after which the voters this
+// leader can reach (itself, and those whose Raft address accepts a TCP
+// connection now) are no majority: such a configuration cannot elect a
+// leader or commit anything until members come back. remove names the
+// member taken out ("" for none); add the raft address of one added (it was
+// checked reachable).
+func (s *Server) keepsMajority(ctx context.Context, remove, add string) error {
+	if s.cfg.InMemRaft {
+		return nil
+	}
+	servers, err := s.q.Servers()
+	if err != nil {
+		return rpcError(err)
+	}
+	voters, reachable := 0, 0
+	var down []string
+	for _, srv := range servers {
+		if !srv.Voter || srv.ID == remove || srv.RaftAddr == add {
+			continue
+		}
+		voters++
+		if srv.ID == s.cfg.ID || dialable(ctx, srv.RaftAddr) {
+			reachable++
+		} else {
+			down = append(down, srv.ID)
+		}
+	}
+	if add != "" {
+		voters++
+		reachable++
+	}
+	if reachable*2 > voters {
+		return nil
+	}
+	what := "adding a member"
+	if remove != "" {
+		what = "removing " + remove
+	}
+	s.log.Warn("refused a membership change that leaves no reachable majority", "change", what, "voters", voters, "reachable", reachable, "unreachable", down)
+	return failedPrecondition("%s would leave %d voters of which only %d are reachable (unreachable: %v), no majority: bring members back or remove an unreachable one first",
+		what, voters, reachable, down)
+}
+
+func dialable(ctx context.Context, addr string) bool {
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}

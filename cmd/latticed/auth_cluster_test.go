@@ -82,3 +82,36 @@ func TestClusterMembershipNeedsAuthAndReachableMembers(t *testing.T) {
 func userIdentity(user, tenant string) auth.Identity {
 	return auth.Identity{User: user, Role: auth.RoleUser, Tenants: []string{tenant}, MaxPriority: -1}
 }
+
+// TestClusterRemoveKeepsAReachableMajority: with one of three members down,
+// removing a live follower would leave two voters of which one is
+// reachable, so it is refused and the quorum keeps serving; removing the
+// dead one is accepted.
+func TestClusterRemoveKeepsAReachableMajority(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	c := newCluster(t)
+	c.startMembers(3)
+	l := c.mustLeader(10 * time.Second)
+	var followers []*member
+	for _, m := range c.members {
+		if m != l {
+			followers = append(followers, m)
+		}
+	}
+	dead, live := followers[0], followers[1]
+	dead.proc().kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := l.admin.QuorumRemove(ctx, &latticev1.QuorumRemoveRequest{Id: live.id})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no majority") {
+		t.Fatalf("removing live %s with %s down: %v, want FailedPrecondition (no majority)", live.id, dead.id, err)
+	}
+	if _, err := l.allocs.Submit(ctx, &latticev1.SubmitRequest{Request: shortJob("still-serving", c.dir)}); err != nil {
+		t.Fatalf("the quorum stopped serving: %v", err)
+	}
+	if _, err := l.admin.QuorumRemove(ctx, &latticev1.QuorumRemoveRequest{Id: dead.id}); err != nil {
+		t.Fatalf("removing the dead member %s: %v", dead.id, err)
+	}
+}
