@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +114,45 @@ func TestClusterRemoveKeepsAReachableMajority(t *testing.T) {
 	}
 	if _, err := l.admin.QuorumRemove(ctx, &latticev1.QuorumRemoveRequest{Id: dead.id}); err != nil {
 		t.Fatalf("removing the dead member %s: %v", dead.id, err)
+	}
+}
+
+// TestTokenCreate: `latticed token create` prints a token, appends only its
+// hash to the tokens file (0600), and refuses bad input with exit 2.
+func TestTokenCreate(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(latticedBin, append([]string{"token", "create", "--data-dir", dir}, args...)...)
+		cmd.Env = childEnv()
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out)), code
+	}
+	tok, code := run("--tenant", "physics", "--role", "user", "alice")
+	if code != 0 || !strings.HasPrefix(tok, auth.TokenPrefix) {
+		t.Fatalf("token create: %q, exit %d", tok, code)
+	}
+	path := filepath.Join(dir, "tokens")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("tokens file: %v %v", fi, err)
+	}
+	toks, err := readTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if id := toks.Authenticate(tok); id == nil || id.User != "alice" || !id.InTenant("physics") || strings.Contains(string(b), tok) {
+		t.Fatalf("the file does not authenticate the printed token by its hash only:\n%s", b)
+	}
+	for _, bad := range [][]string{{"--role", "agent", "rack1"}, {"--role", "root", "x"}, {"--role", "user", "bob"}, {"--role", "admin"}} {
+		if _, code := run(bad...); code != 2 {
+			t.Errorf("token create %v: exit %d, want 2", bad, code)
+		}
 	}
 }
