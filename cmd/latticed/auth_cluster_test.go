@@ -156,3 +156,72 @@ func TestTokenCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeCommandsWithAuth: on a machine with no saved token, `latticed
+// dev` turns auth on, saves an admin token in the user's config dir, and the
+// README's latticectl commands work with nothing more; without that token
+// they are refused; a restart reuses the saved token.
+func TestReadmeCommandsWithAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "config")
+	env := append(childEnv(), "XDG_CONFIG_HOME="+home) // the last one wins
+	api, metrics := freeAddr(t), freeAddr(t)
+	startDev := func() *proc {
+		logPath := filepath.Join(dir, "dev.log")
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command(latticedBin, "dev", "--data-dir", filepath.Join(dir, "dev"), "--nodes", "4", "--groups", "1",
+			"--api", api, "--metrics", metrics)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := &proc{name: "dev", logPath: logPath, cmd: cmd, done: make(chan struct{}), started: time.Now()}
+		go func() { p.err = cmd.Wait(); close(p.done) }()
+		t.Cleanup(func() { p.stop(10 * time.Second) })
+		waitHTTP(t, "http://"+metrics+"/readyz", 30*time.Second, p)
+		return p
+	}
+	ctlIn := func(env []string, args ...string) (string, int) {
+		cmd := exec.Command(buildLatticectl(t), append([]string{"--server", api}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	dev := startDev()
+	if _, err := os.Stat(filepath.Join(home, "lattice", "token")); err != nil {
+		t.Fatalf("dev saved no token: %v", err)
+	}
+	if out, code := ctlIn(env, "submit", "--nodes", "2", "--walltime", "5m", "--", "sh", "-c", "echo hello-$LATTICE_ALLOC_ID"); code != 0 {
+		t.Fatalf("README submit: exit %d: %s", code, out)
+	}
+	if out, code := ctlIn(env, "status"); code != 0 || !strings.Contains(out, "sh") {
+		t.Fatalf("README status: exit %d: %s", code, out)
+	}
+	other := append(childEnv(), "XDG_CONFIG_HOME="+filepath.Join(dir, "elsewhere"))
+	if out, code := ctlIn(other, "status"); code != 1 || !strings.Contains(out, "no credential") {
+		t.Fatalf("status without a token: exit %d: %s", code, out)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "dev", "tokens"))
+	dev.stop(10 * time.Second)
+	startDev()
+	after, _ := os.ReadFile(filepath.Join(dir, "dev", "tokens"))
+	if string(before) != string(after) {
+		t.Fatalf("a restart changed the tokens file:\n%s\n---\n%s", before, after)
+	}
+	if out, code := ctlIn(env, "status"); code != 0 {
+		t.Fatalf("status after a restart: exit %d: %s", code, out)
+	}
+}
