@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
@@ -39,6 +40,14 @@ type Config struct {
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// AllowRootJobs lets an agent running as root start jobs whose owner
+	// is root. RunAsSelf runs every job as the agent's user whoever
+	// submitted it (latticed dev).
+	AllowRootJobs bool
+	RunAsSelf     bool
+	// Token is the agent's bearer credential (an agent-role token bound to
+	// its node names); empty when the servers run without auth.
+	Token string
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -123,7 +132,7 @@ func New(cfg Config) (*Agent, error) {
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
 	}
-	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log,
+	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf,
 		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint})
 	if err != nil {
 		return nil, err
@@ -171,6 +180,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	defer conn.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if a.cfg.Token != "" {
+		sctx = metadata.AppendToOutgoingContext(sctx, "authorization", "Bearer "+a.cfg.Token)
+	}
 	stream, err := latticev1.NewAgentServiceClient(conn).Connect(sctx)
 	if err != nil {
 		return err
@@ -454,7 +466,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 	}
 	l := Launch{
 		AllocID: id, DisplayID: al.DisplayId, ArrayJobID: al.ArrayJobId, ArrayIndex: int(al.ArrayIndex),
-		Name: req.GetName(), Tenant: req.GetTenant(), VCluster: req.GetVcluster(),
+		Name: req.GetName(), Tenant: req.GetTenant(), VCluster: req.GetVcluster(), User: req.GetUser(),
 		Command: req.GetCommand(), Script: req.GetScript(), Env: req.GetEnv(), WorkDir: req.GetWorkDir(),
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),

@@ -27,6 +27,7 @@ type Launch struct {
 	ArrayIndex int
 	Name       string
 	Tenant     string
+	User       string // who submitted it; a root agent runs it as this user
 	VCluster   string
 	Command    []string // run through sh -c
 	Script     string   // batch script contents
@@ -73,6 +74,9 @@ type Exit struct {
 type RunnerConfig struct {
 	// Dir keeps logs and scripts.
 	Dir string
+	// AllowRootJobs and RunAsSelf: see Config (credential.go).
+	AllowRootJobs bool
+	RunAsSelf     bool
 	// CheckpointDir is the root of the per-allocation checkpoint
 	// directories (default Dir/checkpoints).
 	CheckpointDir string
@@ -98,6 +102,8 @@ type Runner struct {
 	onCheckpoint func(CheckpointResult)
 	http         *http.Client
 	log          *slog.Logger
+	allowRoot    bool
+	runAsSelf    bool
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -149,8 +155,10 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
-	return &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
-		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}}, nil
+	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
+		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf}
+	r.sayWhoRunsJobs()
+	return r, nil
 }
 
 // CheckpointDir is LATTICE_CHECKPOINT_DIR of an allocation: the same for
@@ -295,6 +303,10 @@ func (r *Runner) Start(l Launch) error {
 			return fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
 		}
 	}
+	cred, err := r.credential(l)
+	if err != nil {
+		return err
+	}
 	if l.CheckpointDir == "" {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
@@ -351,7 +363,11 @@ func (r *Runner) Start(l Launch) error {
 	cmd.Dir = l.WorkDir
 	cmd.Env = Env(l, os.Environ())
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
+		closeLogs(stdout, stderr)
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		closeLogs(stdout, stderr)
 		return fmt.Errorf("start entrypoint: %w", err)

@@ -97,15 +97,24 @@ func (r *runner) status(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var resp *latticev1.ListAllocationsResponse
-	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
-		resp, err = latticev1.NewAllocationServiceClient(cc).List(ctx, req)
-		return err
-	})
-	if err != nil {
-		return err
+	// Page by page: a page stays under the message limit however many
+	// allocations the state holds.
+	var allocs []*latticev1.Allocation
+	for {
+		var resp *latticev1.ListAllocationsResponse
+		err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			resp, err = latticev1.NewAllocationServiceClient(cc).List(ctx, req)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		allocs = append(allocs, resp.GetAllocations()...)
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = resp.GetNextPageToken()
 	}
-	allocs := resp.GetAllocations()
 	views := make([]allocationView, 0, len(allocs))
 	for _, a := range allocs {
 		views = append(views, allocationOf(a, false))

@@ -211,7 +211,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "server", Usage: "API address(es) ADDR[,ADDR...], tried in turn (env LATTICE_SERVER)", DefaultText: DefaultServer},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json, yaml or wide (env LATTICE_OUTPUT)", DefaultText: "table"},
 		&cli.StringFlag{Name: "tenant", Usage: "tenant (account) to act as (env LATTICE_TENANT; default: your user name)"},
-		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN)"},
+		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN; default: the token `latticed dev` saved in ~/.config/lattice/token)"},
 		&cli.StringFlag{Name: "retry-budget", Usage: "how long to keep retrying when no server answers (env LATTICE_RETRY_BUDGET)", DefaultText: defaultRetryBudget.String()},
 	}
 }
@@ -301,7 +301,11 @@ func (r *runner) connect(c *cli.Context) (*conn, error) {
 		}
 		budget = d
 	}
-	r.conn = newConn(addrs, r.global(c, "token", "LATTICE_TOKEN", ""), budget, r.DialOptions...)
+	tok, err := r.token(r.global(c, "token", "LATTICE_TOKEN", ""))
+	if err != nil {
+		return nil, err
+	}
+	r.conn = newConn(addrs, tok, budget, r.DialOptions...)
 	return r.conn, nil
 }
 

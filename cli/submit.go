@@ -423,6 +423,9 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 	if req.Name == "" {
 		req.Name = defaultName(in)
 	}
+	if err := req.CheckLimits(); err != nil {
+		return nil, err
+	}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -548,7 +551,7 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		Project:              req.Project,
 		Vcluster:             req.VCluster,
 		Command:              req.Command,
-		Script:               req.Script,
+		Script:               model.ToValidUTF8Comments(req.Script),
 		WorkDir:              req.WorkDir,
 		Env:                  req.Env,
 		NodesMin:             int32(req.NodesMin),

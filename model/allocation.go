@@ -198,9 +198,12 @@ func (a ArraySpec) Indexes() []int {
 // Request is what a user asks for: everything that does not change once
 // submitted.
 type Request struct {
-	Name          string         `json:"name"`
-	Tenant        string         `json:"tenant"`
-	Project       string         `json:"project,omitempty"`
+	Name    string `json:"name"`
+	Tenant  string `json:"tenant"`
+	Project string `json:"project,omitempty"`
+	// User is who submitted it, as authenticated by the server (never taken
+	// from the client); "" when submitted with auth off.
+	User          string         `json:"user,omitempty"`
 	VCluster      string         `json:"vcluster"`
 	Command       []string       `json:"command,omitempty"` // run through sh -c
 	Script        string         `json:"script,omitempty"`  // contents of a batch script

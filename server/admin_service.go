@@ -76,7 +76,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 		go func() {
 			defer wg.Done()
 			m.Role, m.Healthy, m.Problem = "unreachable", false, "unreachable"
-			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, selfOnlyKey, "1"), 700*time.Millisecond)
+			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(s.memberContext(ctx), selfOnlyKey, "1"), 700*time.Millisecond)
 			defer cancel()
 			conn, err := grpc.NewClient(m.ApiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
@@ -122,6 +122,12 @@ func (a *adminService) QuorumJoin(ctx context.Context, req *latticev1.QuorumJoin
 		}
 	}
 	if !present {
+		if err := s.joinable(ctx, req); err != nil {
+			return nil, err
+		}
+		if err := s.keepsMajority(ctx, "", req.RaftAddr); err != nil && !req.Nonvoter {
+			return nil, err
+		}
 		add := s.q.AddVoter
 		if req.Nonvoter {
 			add = s.q.AddNonvoter
@@ -153,6 +159,9 @@ func (a *adminService) QuorumRemove(ctx context.Context, req *latticev1.QuorumRe
 	}
 	if !found {
 		return nil, notFound("no quorum member %q", req.Id)
+	}
+	if err := a.s.keepsMajority(ctx, req.Id, ""); err != nil {
+		return nil, err
 	}
 	if err := a.s.q.RemoveServer(req.Id, 10*time.Second); err != nil {
 		return nil, rpcError(err)

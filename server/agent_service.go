@@ -30,6 +30,9 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	if hello == nil || hello.AgentId == "" {
 		return status.Error(codes.InvalidArgument, "the first message must be a hello with an agent id")
 	}
+	if err := s.agentOwns(stream.Context(), "register", helloNodeNames(hello)); err != nil {
+		return err
+	}
 	l := s.currentLeader()
 	if l == nil {
 		leaderID, _ := s.q.Leader()
@@ -78,6 +81,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	defer s.metrics.agents.Dec()
 	s.log.Info("agent attached", "agent", hello.AgentId, "nodes", len(names))
 
+	owned := nodeSet(names)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
@@ -89,13 +93,17 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 			switch msg := m.Msg.(type) {
 			case *latticev1.AgentMessage_Report:
 				l.live.heard(names)
+				if !s.reportIsFor(conn, owned, msg.Report) {
+					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: msg.Report.Seq}}})
+					continue
+				}
 				select {
 				case l.disp.reports <- reportIn{conn: conn, report: msg.Report}:
 				case <-conn.done:
 					return
 				}
 			case *latticev1.AgentMessage_Heartbeat:
-				l.live.heard(msg.Heartbeat.Nodes)
+				l.live.heard(s.ownedOnly(owned, msg.Heartbeat.Nodes))
 			case *latticev1.AgentMessage_LogData:
 				conn.deliverLog(msg.LogData)
 			}

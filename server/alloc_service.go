@@ -14,8 +14,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/vcluster"
@@ -27,15 +29,25 @@ type allocService struct {
 }
 
 func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest) (*latticev1.SubmitResponse, error) {
+	if err := checkWireRequest(req.Request); err != nil {
+		return nil, err
+	}
 	r := requestFromProto(req.Request)
 	check := r
 	check.ApplyDefaults()
+	if err := checkLimits(&check); err != nil {
+		return nil, err
+	}
 	if err := check.Validate(); err != nil {
 		return nil, rpcError(err)
 	}
 	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
 		return nil, rpcError(err)
 	}
+	if err := a.s.admitSubmission(ctx, &check); err != nil {
+		return nil, err
+	}
+	r.User = check.User
 	res, err := a.s.propose(ctx, &quorum.Submit{
 		Header: quorum.Header{RequestID: req.ClientRequestId},
 		Items:  []quorum.SubmitItem{{Request: r}},
@@ -116,7 +128,7 @@ func (a *allocService) withExplanation(al *model.Allocation) *latticev1.Allocati
 	return p
 }
 
-func (a *allocService) Get(_ context.Context, req *latticev1.GetAllocationRequest) (*latticev1.Allocation, error) {
+func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequest) (*latticev1.Allocation, error) {
 	var al *model.Allocation
 	var err error
 	a.s.view(func(st *quorum.State) {
@@ -129,10 +141,18 @@ func (a *allocService) Get(_ context.Context, req *latticev1.GetAllocationReques
 	if err != nil {
 		return nil, err
 	}
+	if err := a.s.canRead(ctx, "show", allocObject(al)); err != nil {
+		return nil, err
+	}
 	return a.withExplanation(al), nil
 }
 
-func (a *allocService) List(_ context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
+func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
+	if req.Tenant != "" {
+		if err := a.s.canRead(ctx, "list", auth.Object{Kind: "tenant", ID: req.Tenant, Tenant: req.Tenant}); err != nil {
+			return nil, err
+		}
+	}
 	states := map[model.AllocState]bool{}
 	for _, s := range req.States {
 		st, err := model.ParseAllocState(s)
@@ -160,6 +180,9 @@ func (a *allocService) List(_ context.Context, req *latticev1.ListAllocationsReq
 					return
 				}
 				for _, f := range found {
+					if err = a.s.canRead(ctx, "list", allocObject(f)); err != nil {
+						return
+					}
 					if !seen[f.ID] {
 						seen[f.ID] = true
 						list = append(list, f)
@@ -174,8 +197,16 @@ func (a *allocService) List(_ context.Context, req *latticev1.ListAllocationsReq
 	if err != nil {
 		return nil, err
 	}
+	after, err := parsePageToken(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
 	resp := &latticev1.ListAllocationsResponse{}
+	size := 0
 	for _, al := range list {
+		if al.ID <= after {
+			continue
+		}
 		if len(states) > 0 && !states[al.State] {
 			continue
 		}
@@ -188,7 +219,16 @@ func (a *allocService) List(_ context.Context, req *latticev1.ListAllocationsReq
 		if !cutoff.IsZero() && al.State.Terminal() && al.EndTime.Before(cutoff) {
 			continue
 		}
-		resp.Allocations = append(resp.Allocations, a.withExplanation(al))
+		if !a.s.mayRead(ctx, allocObject(al)) {
+			continue
+		}
+		p := listed(a.withExplanation(al))
+		if n := len(resp.Allocations); n > 0 && (size+proto.Size(p) > listPageBytes || (req.PageSize > 0 && n >= int(req.PageSize))) {
+			resp.NextPageToken = strconv.FormatUint(resp.Allocations[n-1].Id, 10)
+			break
+		}
+		size += proto.Size(p)
+		resp.Allocations = append(resp.Allocations, p)
 	}
 	return resp, nil
 }
@@ -200,12 +240,18 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 	resp := &latticev1.CancelResponse{Results: make([]*latticev1.CancelResult, len(req.Ids))}
 	owner := map[uint64][]int{} // allocation -> indexes of req.Ids it came from
 	var ids []uint64
+	var denied error // the first refusal, returned when nothing else was asked
 	a.s.view(func(st *quorum.State) {
 		for i, id := range req.Ids {
 			resp.Results[i] = &latticev1.CancelResult{Id: id}
 			found, err := resolveIDs(st, id, true)
 			if err != nil {
 				resp.Results[i].Error = status.Convert(err).Message()
+				continue
+			}
+			if err := a.s.canChange(ctx, "cancel", allocObject(found[0])); err != nil {
+				resp.Results[i].Error = status.Convert(err).Message()
+				denied = cmp.Or(denied, err)
 				continue
 			}
 			for _, f := range found {
@@ -217,6 +263,9 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 		}
 	})
 	if len(ids) == 0 {
+		if denied != nil {
+			return nil, denied
+		}
 		return resp, nil
 	}
 	r, err := a.s.propose(ctx, &quorum.Cancel{Header: quorum.Header{RequestID: req.ClientRequestId}, IDs: ids})
@@ -239,7 +288,7 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 	return resp, nil
 }
 
-func (a *allocService) Explain(_ context.Context, req *latticev1.ExplainRequest) (*latticev1.Explanation, error) {
+func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainRequest) (*latticev1.Explanation, error) {
 	var al *model.Allocation
 	var err error
 	a.s.view(func(st *quorum.State) {
@@ -249,6 +298,9 @@ func (a *allocService) Explain(_ context.Context, req *latticev1.ExplainRequest)
 		}
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := a.s.canRead(ctx, "explain", allocObject(al)); err != nil {
 		return nil, err
 	}
 	if e := a.explanation(al); e != nil && al.State == model.StatePending {
@@ -300,6 +352,9 @@ func (a *allocService) Logs(req *latticev1.LogsRequest, stream latticev1.Allocat
 			}
 		})
 		if err != nil {
+			return err
+		}
+		if err := a.s.canRead(ctx, "read the logs of", allocObject(al)); err != nil {
 			return err
 		}
 		if len(al.Nodes) == 0 || al.State == model.StatePending || al.State == model.StateSuspended {

@@ -17,6 +17,9 @@ func (a *allocService) Checkpoint(ctx context.Context, req *latticev1.Checkpoint
 	if err != nil {
 		return nil, err
 	}
+	if err := a.s.canChange(ctx, "checkpoint", allocObject(al)); err != nil {
+		return nil, err
+	}
 	item := quorum.CheckpointItem{AllocID: al.ID, Reason: quorum.CheckpointUser, Deadline: a.s.cfg.Clock().Add(grace)}
 	r, err := a.s.propose(ctx, &quorum.Checkpoint{Header: quorum.Header{RequestID: req.ClientRequestId}, Items: []quorum.CheckpointItem{item}})
 	if err != nil {
@@ -39,9 +42,12 @@ func (a *allocService) Checkpoint(ctx context.Context, req *latticev1.Checkpoint
 
 // CheckpointDone acknowledges a webhook-mode checkpoint: the agent that
 // waits for it is told, and stops or resumes the allocation.
-func (a *allocService) CheckpointDone(_ context.Context, req *latticev1.CheckpointDoneRequest) (*latticev1.CheckpointDoneResponse, error) {
+func (a *allocService) CheckpointDone(ctx context.Context, req *latticev1.CheckpointDoneRequest) (*latticev1.CheckpointDoneResponse, error) {
 	al, _, err := a.lookupOne(req.Id)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.s.canChange(ctx, "acknowledge a checkpoint of", allocObject(al)); err != nil {
 		return nil, err
 	}
 	if al.State != model.StateCheckpointing {

@@ -58,7 +58,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		WalltimeSeconds: int64(r.Walltime / time.Second), PriorityClass: int32(r.PriorityClass),
 		Checkpoint: string(r.Checkpoint), CheckpointMinutes: r.CheckpointMinutes,
 		Constraints: r.Constraints, GpuType: r.GPUType, GpusPerNode: int32(r.GPUsPerNode),
-		Stdout: r.Stdout, Stderr: r.Stderr, HotDataFraction: -1,
+		Stdout: r.Stdout, Stderr: r.Stderr, HotDataFraction: -1, User: r.User,
 		CheckpointSignal: r.CheckpointSignal, CheckpointSignalSecs: int32(r.CheckpointSignalSecs),
 		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook,
 	}

@@ -40,7 +40,13 @@ func (s *Server) dagLimits() dag.Limits {
 func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequest) (*latticev1.SubmitDAGResponse, error) {
 	spec := &dag.Spec{Name: req.Name}
 	for _, st := range req.Stages {
+		if err := checkWireRequest(st.Request); err != nil {
+			return nil, err
+		}
 		ss := dag.SpecStage{Name: st.Name, Request: requestFromProto(st.Request)}
+		if err := checkLimits(&ss.Request); err != nil {
+			return nil, err
+		}
 		for _, dep := range st.DependsOn {
 			ss.DependsOn = append(ss.DependsOn, model.DAGDependency{Name: dep.Name, Condition: model.DependencyCondition(dep.Condition)})
 		}
@@ -52,6 +58,11 @@ func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequ
 	}
 	cmd := &quorum.Submit{Header: quorum.Header{RequestID: req.ClientRequestId}, DAG: true, Name: plan.Name,
 		Items: make([]quorum.SubmitItem, len(plan.Stages))}
+	for i := range plan.Stages {
+		if err := d.s.admitSubmission(ctx, &plan.Stages[i].Request); err != nil {
+			return nil, err
+		}
+	}
 	for i, st := range plan.Stages {
 		it := quorum.SubmitItem{Request: st.Request}
 		for _, a := range st.After {
@@ -208,13 +219,16 @@ func (d *dagService) dagStatus(st *quorum.State, g *model.DAG, withStages bool) 
 	return p
 }
 
-func (d *dagService) GetDAG(_ context.Context, req *latticev1.GetDAGRequest) (*latticev1.DAGStatus, error) {
+func (d *dagService) GetDAG(ctx context.Context, req *latticev1.GetDAGRequest) (*latticev1.DAGStatus, error) {
 	var out *latticev1.DAGStatus
 	var err error
 	waiting := map[int]*model.Allocation{} // stages waiting for the scheduler
 	d.s.view(func(st *quorum.State) {
 		var g *model.DAG
 		if g, err = findDAG(st, req.Id); err != nil {
+			return
+		}
+		if err = d.s.canRead(ctx, "show", dagObject(st, g)); err != nil {
 			return
 		}
 		out = d.dagStatus(st, g, true)
@@ -232,12 +246,12 @@ func (d *dagService) GetDAG(_ context.Context, req *latticev1.GetDAGRequest) (*l
 	return out, err
 }
 
-func (d *dagService) ListDAGs(_ context.Context, req *latticev1.ListDAGsRequest) (*latticev1.ListDAGsResponse, error) {
+func (d *dagService) ListDAGs(ctx context.Context, req *latticev1.ListDAGsRequest) (*latticev1.ListDAGsResponse, error) {
 	resp := &latticev1.ListDAGsResponse{}
 	d.s.view(func(st *quorum.State) {
 		for _, g := range st.DAGs() {
 			p := d.dagStatus(st, g, false)
-			if req.Tenant == "" || p.Tenant == req.Tenant {
+			if (req.Tenant == "" || p.Tenant == req.Tenant) && d.s.mayRead(ctx, dagObject(st, g)) {
 				resp.Dags = append(resp.Dags, p)
 			}
 		}
@@ -253,6 +267,9 @@ func (d *dagService) CancelDAG(ctx context.Context, req *latticev1.CancelDAGRequ
 	d.s.view(func(st *quorum.State) {
 		var g *model.DAG
 		if g, err = findDAG(st, req.Id); err != nil {
+			return
+		}
+		if err = d.s.canChange(ctx, "cancel", dagObject(st, g)); err != nil {
 			return
 		}
 		dagID = g.ID

@@ -136,7 +136,7 @@ func (h *healthState) askLeaderCommit(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, selfOnlyKey, "1"), 700*time.Millisecond)
+	cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(h.s.memberContext(ctx), selfOnlyKey, "1"), 700*time.Millisecond)
 	defer cancel()
 	r, err := latticev1.NewAdminServiceClient(conn).QuorumStatus(cctx, &latticev1.QuorumStatusRequest{})
 	if err != nil {

@@ -40,7 +40,7 @@ func (s *Server) askToJoin(ctx context.Context, addr string) error {
 		return err
 	}
 	defer conn.Close()
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	cctx, cancel := context.WithTimeout(s.memberContext(ctx), 15*time.Second)
 	defer cancel()
 	_, err = latticev1.NewAdminServiceClient(conn).QuorumJoin(cctx, &latticev1.QuorumJoinRequest{
 		Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(),

@@ -127,7 +127,13 @@ func (l *leaderState) ensureConfig() {
 	var vcCount int
 	var defaultVC string
 	var budget int64
+	var missingTenants []string
 	s.view(func(st *quorum.State) {
+		for _, t := range s.cfg.Tenants {
+			if st.Tenant(t) == nil {
+				missingTenants = append(missingTenants, t)
+			}
+		}
 		m, ok := st.Member(s.cfg.ID)
 		haveMember = ok && m.APIAddr == s.APIAddr() && m.RaftAddr == s.q.RaftAddr()
 		vcCount = len(st.VClusters())
@@ -151,6 +157,11 @@ func (l *leaderState) ensureConfig() {
 	}
 	if s.cfg.DefaultVCluster != "" && defaultVC != s.cfg.DefaultVCluster && vcCount == 0 {
 		_, _ = s.propose(ctx, &quorum.SetDefaults{DefaultVCluster: s.cfg.DefaultVCluster})
+	}
+	for _, t := range missingTenants {
+		if r, err := s.propose(ctx, &quorum.SetTenant{Tenant: model.Tenant{Name: t}}); err != nil || r.Rejection != nil {
+			s.log.Warn("create tenant", "tenant", t, "err", err, "rejection", r)
+		}
 	}
 	if s.cfg.PowerBudgetWatts > 0 && budget == 0 {
 		if r, err := s.propose(ctx, &quorum.SetPowerBudget{Watts: s.cfg.PowerBudgetWatts}); err != nil || r.Rejection != nil {

@@ -21,6 +21,13 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 	if req.AgentId == "" {
 		return nil, invalid("invalid agent_id: allowed a non-empty agent id")
 	}
+	var names []string
+	for _, p := range req.Nodes {
+		names = append(names, p.Name)
+	}
+	if err := n.s.agentOwns(ctx, "register", names); err != nil {
+		return nil, err
+	}
 	cmd := &quorum.RegisterNodes{Agent: req.AgentId}
 	resp := &latticev1.RegisterNodesResponse{}
 	for _, p := range req.Nodes {
@@ -40,7 +47,10 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 	return resp, nil
 }
 
-func (n *nodeService) Heartbeat(_ context.Context, req *latticev1.HeartbeatRequest) (*latticev1.HeartbeatResponse, error) {
+func (n *nodeService) Heartbeat(ctx context.Context, req *latticev1.HeartbeatRequest) (*latticev1.HeartbeatResponse, error) {
+	if err := n.s.agentOwns(ctx, "heartbeat", req.Nodes); err != nil {
+		return nil, err
+	}
 	if l := n.s.currentLeader(); l != nil {
 		l.live.heard(req.Nodes)
 	}

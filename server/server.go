@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/solver"
@@ -38,6 +39,10 @@ type Config struct {
 	InMemRaft bool
 	// VClusters are created when the quorum has none (first start).
 	VClusters []model.VCluster
+	// Tenants are created (without quotas) where missing when a member
+	// gains leadership; with auth on, submissions to other tenants are
+	// refused until an admin creates them.
+	Tenants []string
 	// DefaultVCluster takes submissions that name none.
 	DefaultVCluster string
 	// PowerBudgetWatts is set at first start when > 0.
@@ -82,6 +87,16 @@ type Config struct {
 	RaftLogLevel string
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
+
+	// TokensFile turns authentication on: every call needs a bearer token
+	// listed (hashed) in it; it is reloaded when it changes (server/auth.go).
+	// Empty = auth off (loopback-only servers and tests).
+	TokensFile string
+	// ExtraTokens are accepted besides the file's (latticed dev's own agent).
+	ExtraTokens map[string]auth.Identity
+	// Token is this member's credential for its calls to other members
+	// (join, health, quorum status).
+	Token string
 }
 
 func (c *Config) defaults() error {
@@ -146,6 +161,7 @@ type Server struct {
 	health   *healthState
 	httpSrv  *http.Server
 	fwd      *forwarder
+	auth     *authenticator // nil = auth off
 
 	leader *leaderState // nil unless leading; guarded by mu
 	mu     sync.RWMutex
@@ -188,11 +204,23 @@ func New(cfg Config) (*Server, error) {
 	s.health = newHealthState(s)
 	s.registerContractCollector()
 	s.fwd = newForwarder(s)
+	unary := []grpc.UnaryServerInterceptor{s.contract.unary, s.metrics.unaryInterceptor}
+	stream := []grpc.StreamServerInterceptor{s.contract.stream}
+	if cfg.TokensFile != "" {
+		if s.auth, err = newAuthenticator(cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
+			q.Shutdown()
+			lis.Close()
+			return nil, err
+		}
+		unary = append(unary, s.auth.unary)
+		stream = append(stream, s.auth.stream)
+	}
+	unary = append(unary, s.audit, s.fwd.unary)
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(model.MaxScriptBytes+(1<<20)),
 		grpc.MaxSendMsgSize(64<<20),
-		grpc.ChainUnaryInterceptor(s.contract.unary, s.metrics.unaryInterceptor, s.fwd.unary),
-		grpc.ChainStreamInterceptor(s.contract.stream),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
 	)
 	s.health.register(s.grpc)
 	latticev1.RegisterAllocationServiceServer(s.grpc, &allocService{s: s})
@@ -242,6 +270,13 @@ func (s *Server) Serve() error {
 			if err := s.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("metrics server", "err", err)
 			}
+		}()
+	}
+	if s.auth != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.auth.watch(ctx)
 		}()
 	}
 	s.wg.Add(3)

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/latticehpc/lattice/agent"
+	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/conformance"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/server"
@@ -59,7 +60,7 @@ func app() *cli.App {
 			}
 			return nil
 		},
-		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand()},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand(), tokenCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
@@ -97,6 +98,7 @@ func devCommand() *cli.Command {
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
+			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
 			maxArraySizeFlag(), maxDAGStagesFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
@@ -148,8 +150,16 @@ func runDev(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	adminToken, err := devCredentials(dataDir)
+	if err != nil {
+		return err
+	}
+	agentToken := mintToken()
 	srv, err := server.New(server.Config{
-		ID: "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
+		TokensFile:  filepath.Join(dataDir, tokensFileName),
+		Tenants:     append([]string{localUser(), "demo", model.DefaultTenant}, splitList(c.String("tenants"))...),
+		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
+		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
@@ -165,7 +175,7 @@ func runDev(c *cli.Context) error {
 	}
 	ag, err := agent.New(agent.Config{
 		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
-		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace,
+		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Token: agentToken, RunAsSelf: true,
 	})
 	if err != nil {
 		srv.Stop()
@@ -184,7 +194,7 @@ func runDev(c *cli.Context) error {
 		<-agentDone
 		srv.Stop()
 	}
-	if err := waitReady(ctx, srv.APIAddr(), len(nodes)); err != nil {
+	if err := waitReady(ctx, srv.APIAddr(), adminToken, len(nodes)); err != nil {
 		shutdown()
 		if ctx.Err() != nil {
 			return nil
@@ -193,7 +203,7 @@ func runDev(c *cli.Context) error {
 	}
 	fmt.Fprintf(os.Stderr, "lattice dev ready: api=%s metrics=%s data=%s\n", srv.APIAddr(), orOff(srv.MetricsAddr()), dataDir)
 	if c.Bool("demo") {
-		if err := submitDemo(ctx, srv.APIAddr()); err != nil {
+		if err := submitDemo(ctx, srv.APIAddr(), adminToken); err != nil {
 			slog.Warn("demo workload", "err", err)
 		}
 	}
@@ -223,6 +233,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "bootstrap", Usage: "form a new cluster with this member (first member, first start only)", EnvVars: env("bootstrap")}),
 		altsrc.NewStringFlag(str("join", "", "API addresses of existing members to join through, comma-separated")),
 		altsrc.NewStringFlag(str("vclusters", "hpc-batch", "vClusters created when the cluster is new, comma-separated")),
+		altsrc.NewStringFlag(str("tenants", "", "tenants created (without quotas) where missing, comma-separated; with auth on submissions to unknown tenants are refused")),
 		altsrc.NewStringFlag(str("default-vcluster", "", "vCluster for submissions that name none (default: the first)")),
 		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget set when the cluster is new (0 = none)", EnvVars: env("power-budget-kw")}),
 		altsrc.NewDurationFlag(dur("degraded-after", 30*time.Second, "heartbeat silence before a node is Degraded")),
@@ -233,6 +244,8 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		altsrc.NewIntFlag(maxArraySizeFlag()),
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
+		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	flags = append(flags, checkpointFlags()...)
@@ -307,7 +320,12 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	tokensFile, err := serverTokensFile(c)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
+		TokensFile: tokensFile, Token: c.String("token"), Tenants: splitList(c.String("tenants")),
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
@@ -363,6 +381,9 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(str("kernel-params", "", "kernel parameters (conformance fingerprint)")),
 		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (always with --simulate)"}),
 	}
 	return &cli.Command{
 		Name:         "agent",
@@ -414,7 +435,9 @@ func runAgent(c *cli.Context) error {
 		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
-		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir")})
+		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
+		// Simulated nodes are not real hosts with the submitters' accounts.
+		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0})
 	if err != nil {
 		return err
 	}

@@ -29,11 +29,28 @@ import (
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/auth"
+	latticecli "github.com/latticehpc/lattice/cli"
 	"github.com/latticehpc/lattice/quorum"
 )
 
+// bearerCreds sends a bearer token with every call (over plain loopback).
+type bearerCreds string
+
+func (b bearerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearerCreds) RequireTransportSecurity() bool { return false }
+
 // latticedBin is the binary built by TestMain.
 var latticedBin string
+
+// Credentials of every test cluster (auth is on): an admin token, which
+// TestMain also saves as the user's token in configDir (children get
+// XDG_CONFIG_HOME=configDir, so latticectl finds it and `latticed dev`
+// reuses it), and an agent token for every node.
+var configDir, testAdminToken, testAgentToken string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "latticed-test-bin-")
@@ -47,6 +64,17 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building latticed for the cluster tests:", err)
 		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	configDir = filepath.Join(dir, "config")
+	testAdminToken, testAgentToken = mintToken(), mintToken()
+	if _, err := latticecli.SaveToken(func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return configDir
+		}
+		return ""
+	}, testAdminToken); err != nil {
+		fmt.Fprintln(os.Stderr, "saving the test token:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -102,11 +130,11 @@ type proc struct {
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LATTICE_") {
+		if !strings.HasPrefix(kv, "LATTICE_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "XDG_CONFIG_HOME="+configDir)
 }
 
 func startProc(t *testing.T, logPath, name string, args ...string) *proc {
@@ -218,13 +246,16 @@ func (m *member) alive() bool {
 
 // cluster is a set of members and at most one agent, all real processes.
 type cluster struct {
-	t       *testing.T
-	dir     string
-	members []*member
-	agent   *proc
-	logs    []string // every log file, for tails on failure
-	mu      sync.Mutex
-	procs   []*proc
+	t   *testing.T
+	dir string
+	// Auth is on: every member reads tokensFile (an admin token, which is
+	// also the members' own credential, and an agent token for every node).
+	tokensFile, adminToken, agentToken string
+	members                            []*member
+	agent                              *proc
+	logs                               []string // every log file, for tails on failure
+	mu                                 sync.Mutex
+	procs                              []*proc
 }
 
 // serverFlags are the flags every member gets: short liveness so node
@@ -237,6 +268,12 @@ var serverFlags = []string{
 
 func newCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dir: t.TempDir()}
+	c.tokensFile, c.adminToken, c.agentToken = filepath.Join(c.dir, "tokens"), testAdminToken, testAgentToken
+	entries := auth.Entry(c.adminToken, auth.Identity{User: "tester", Role: auth.RoleAdmin, MaxPriority: -1}) + "\n" +
+		auth.Entry(c.agentToken, auth.Identity{User: "agent1", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}) + "\n"
+	if err := os.WriteFile(c.tokensFile, []byte(entries), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		c.mu.Lock()
 		procs := append([]*proc(nil), c.procs...)
@@ -285,7 +322,8 @@ func (c *cluster) track(p *proc) {
 func (c *cluster) addMember(id string, role ...string) *member {
 	c.t.Helper()
 	m := &member{id: id, dataDir: filepath.Join(c.dir, id), raftAddr: freeAddr(c.t), apiAddr: freeAddr(c.t), role: role}
-	conn, err := grpc.NewClient(m.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(m.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(bearerCreds(c.adminToken)))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -305,7 +343,8 @@ func (c *cluster) addMember(id string, role ...string) *member {
 func (c *cluster) start(m *member) {
 	c.t.Helper()
 	args := []string{"--log-level", "info", "server", "--id", m.id, "--data-dir", m.dataDir,
-		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr}
+		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr,
+		"--tokens-file", c.tokensFile, "--token", c.adminToken, "--tenants", "default,stream,t,ops"}
 	args = append(append(args, serverFlags...), m.role...)
 	p := startProc(c.t, filepath.Join(c.dir, m.id+".log"), m.id, args...)
 	m.mu.Lock()
@@ -397,7 +436,7 @@ func (c *cluster) startAgent(nodes, groupSize int) {
 	c.logs = append(c.logs, path)
 	c.agent = startProc(c.t, path, "agent", "--log-level", "info", "agent", "--id", "agent1",
 		"--data-dir", filepath.Join(c.dir, "agent"), "--simulate", fmt.Sprint(nodes), "--group-size", fmt.Sprint(groupSize),
-		"--server", strings.Join(c.apiAddrs(), ","), "--heartbeat", "1s", "--grace", "2s")
+		"--server", strings.Join(c.apiAddrs(), ","), "--heartbeat", "1s", "--grace", "2s", "--token", c.agentToken)
 	c.track(c.agent)
 	c.waitNodesReady(nodes, 30*time.Second)
 }

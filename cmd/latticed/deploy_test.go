@@ -318,7 +318,7 @@ func TestPrometheusScrapesDevStack(t *testing.T) {
 	dir := t.TempDir()
 	api, metrics := freeAddr(t), freeAddr(t)
 	dev := startProc(t, filepath.Join(dir, "dev.log"), "dev", "dev", "--data-dir", filepath.Join(dir, "dev"),
-		"--nodes", "16", "--groups", "2", "--api", api, "--metrics", metrics, "--power-budget-kw", "8", "--grace", "1s")
+		"--nodes", "16", "--groups", "2", "--api", api, "--metrics", metrics, "--power-budget-kw", "8", "--grace", "1s", "--tenants", "ops")
 	t.Cleanup(func() { dev.stop(10 * time.Second) })
 	waitHTTP(t, "http://"+metrics+"/readyz", 30*time.Second, dev)
 
@@ -347,8 +347,9 @@ func TestPrometheusScrapesDevStack(t *testing.T) {
 	t.Cleanup(func() { _ = pc.Process.Kill(); _ = pc.Wait() })
 	p := promClient{base: "http://" + web}
 
-	// Real work: short jobs in every vCluster for a while.
-	conn, err := grpc.NewClient(api, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Real work: short jobs in every vCluster for a while (dev reused the
+	// saved test token as its admin token).
+	conn, err := grpc.NewClient(api, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearerCreds(testAdminToken)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // waitReady waits until the API answers and every simulated node is Ready.
-func waitReady(ctx context.Context, addr string, nodes int) error {
+func waitReady(ctx context.Context, addr, token string, nodes int) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -23,7 +23,7 @@ func waitReady(ctx context.Context, addr string, nodes int) error {
 	client := latticev1.NewNodeServiceClient(conn)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		cctx, cancel := context.WithTimeout(withBearer(ctx, token), time.Second)
 		resp, err := client.List(cctx, &latticev1.ListNodesRequest{States: []string{string(model.NodeReady)}})
 		cancel()
 		if err == nil && len(resp.Nodes) >= nodes {
@@ -39,7 +39,8 @@ func waitReady(ctx context.Context, addr string, nodes int) error {
 }
 
 // submitDemo submits a small sample workload so a newcomer sees jobs run.
-func submitDemo(ctx context.Context, addr string) error {
+func submitDemo(ctx context.Context, addr, token string) error {
+	ctx = withBearer(ctx, token)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err

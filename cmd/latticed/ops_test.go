@@ -46,7 +46,8 @@ func buildLatticectl(t *testing.T) string {
 func ctl(t *testing.T, servers []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(buildLatticectl(t), append([]string{"--server", strings.Join(servers, ",")}, args...)...)
-	cmd.Env = childEnv()
+	// Tenants must exist with auth on; the user name is no tenant here.
+	cmd.Env = append(childEnv(), "LATTICE_TENANT=default")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("latticectl %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -78,7 +79,7 @@ func TestOperationsGuide(t *testing.T) {
 	agentLog := filepath.Join(c.dir, "agent.log")
 	c.logs = append(c.logs, agentLog)
 	c.agent = startProc(t, agentLog, "agent", "agent", "--config", deployPath("quorum", "agent.yaml"),
-		"--server", strings.Join(c.apiAddrs(), ","), "--data-dir", filepath.Join(c.dir, "agent"), "--heartbeat", "1s")
+		"--server", strings.Join(c.apiAddrs(), ","), "--data-dir", filepath.Join(c.dir, "agent"), "--heartbeat", "1s", "--token", c.agentToken)
 	c.track(c.agent)
 	c.waitNodesReady(128, 30*time.Second)
 	servers := c.apiAddrs()

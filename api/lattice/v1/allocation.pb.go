@@ -380,8 +380,12 @@ type AllocationRequest struct {
 	CheckpointSignalSecs int32         `protobuf:"varint,24,opt,name=checkpoint_signal_secs,json=checkpointSignalSecs,proto3" json:"checkpoint_signal_secs,omitempty"` // also send it this long before the walltime ends (0 = no)
 	CheckpointHook       string        `protobuf:"bytes,25,opt,name=checkpoint_hook,json=checkpointHook,proto3" json:"checkpoint_hook,omitempty"`                      // hook mode: the command
 	CheckpointWebhook    string        `protobuf:"bytes,26,opt,name=checkpoint_webhook,json=checkpointWebhook,proto3" json:"checkpoint_webhook,omitempty"`             // webhook mode: the URL
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// user is who submitted it, as the server authenticated them; set by the
+	// server (ignored in submissions). Agents running as root start the job
+	// as this user.
+	User          string `protobuf:"bytes,33,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AllocationRequest) Reset() {
@@ -599,6 +603,13 @@ func (x *AllocationRequest) GetCheckpointHook() string {
 func (x *AllocationRequest) GetCheckpointWebhook() string {
 	if x != nil {
 		return x.CheckpointWebhook
+	}
+	return ""
+}
+
+func (x *AllocationRequest) GetUser() string {
+	if x != nil {
+		return x.User
 	}
 	return ""
 }
@@ -1138,8 +1149,12 @@ type ListAllocationsRequest struct {
 	// include terminal allocations (default: only those that ended in the last
 	// terminal_window_seconds; 0 = all retained).
 	TerminalWindowSeconds int64 `protobuf:"varint,5,opt,name=terminal_window_seconds,json=terminalWindowSeconds,proto3" json:"terminal_window_seconds,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// page_token continues a listing (the next_page_token of the previous
+	// page); page_size bounds the page (0 = as many as fit in about 2 MiB).
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize      int32  `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListAllocationsRequest) Reset() {
@@ -1207,9 +1222,28 @@ func (x *ListAllocationsRequest) GetTerminalWindowSeconds() int64 {
 	return 0
 }
 
+func (x *ListAllocationsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListAllocationsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// A listing is a summary: scripts and environments are left out (Get has
+// them), and a page stops before about 2 MiB, so no answer can exceed the
+// gRPC message limit however many allocations the state holds.
 type ListAllocationsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Allocations   []*Allocation          `protobuf:"bytes,1,rep,name=allocations,proto3" json:"allocations,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Allocations []*Allocation          `protobuf:"bytes,1,rep,name=allocations,proto3" json:"allocations,omitempty"`
+	// next_page_token is set when more allocations match: ask again with it.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1249,6 +1283,13 @@ func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
 		return x.Allocations
 	}
 	return nil
+}
+
+func (x *ListAllocationsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type CancelRequest struct {
@@ -1865,7 +1906,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xb2\a\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xc6\a\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -1897,7 +1938,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_signal\x18\x17 \x01(\tR\x10checkpointSignal\x124\n" +
 	"\x16checkpoint_signal_secs\x18\x18 \x01(\x05R\x14checkpointSignalSecs\x12'\n" +
 	"\x0fcheckpoint_hook\x18\x19 \x01(\tR\x0echeckpointHook\x12-\n" +
-	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\"\xda\x01\n" +
+	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\x12\x12\n" +
+	"\x04user\x18! \x01(\tR\x04user\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -1954,15 +1996,19 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
 	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xae\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xea\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x1a\n" +
 	"\bvcluster\x18\x02 \x01(\tR\bvcluster\x12\x16\n" +
 	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03ids\x18\x04 \x03(\tR\x03ids\x126\n" +
-	"\x17terminal_window_seconds\x18\x05 \x01(\x03R\x15terminalWindowSeconds\"S\n" +
+	"\x17terminal_window_seconds\x18\x05 \x01(\x03R\x15terminalWindowSeconds\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\x12\x1b\n" +
+	"\tpage_size\x18\a \x01(\x05R\bpageSize\"{\n" +
 	"\x17ListAllocationsResponse\x128\n" +
-	"\vallocations\x18\x01 \x03(\v2\x16.lattice.v1.AllocationR\vallocations\"M\n" +
+	"\vallocations\x18\x01 \x03(\v2\x16.lattice.v1.AllocationR\vallocations\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n" +
 	"\rCancelRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"R\n" +

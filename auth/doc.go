@@ -1,0 +1,10 @@
+// Package auth owns who may do what: identities (bearer tokens from a tokens
+// file, stored as SHA-256 hashes), the four roles (user, tenant-admin, admin,
+// agent), the method-level rule of every RPC (Rules, a table) and the
+// object-level rules (who may see, change or submit to what).
+//
+// It is pure: no clock, no I/O beyond the io.Reader it is handed, no global
+// state. The server wires it as gRPC interceptors (server/auth.go), reloads
+// the tokens file and calls the object rules in its handlers; latticed's
+// `token create` formats new entries with it.
+package auth
