@@ -382,6 +382,8 @@ type Allocation struct {
 	// CancelRequested marks an active allocation a user cancelled: its
 	// agent is stopping it and will report it Cancelled.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Steps are the steps launched inside it (latticectl run, srun), by id.
+	Steps []Step `json:"steps,omitempty"`
 	// ModifyVersion is the quorum state version of the allocation's last change.
 	ModifyVersion uint64 `json:"modify_version,omitempty"`
 }
@@ -418,6 +420,7 @@ func (a *Allocation) Clone() *Allocation {
 		c.ExitCode = &e
 	}
 	c.History = slices.Clone(a.History)
+	c.Steps = cloneSteps(a.Steps)
 	if a.Preemption != nil {
 		p := *a.Preemption
 		c.Preemption = &p

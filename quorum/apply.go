@@ -92,6 +92,8 @@ func (s *State) dispatch(c Command) *Result {
 		return s.applyPreempt(c)
 	case *Checkpoint:
 		return s.applyCheckpoint(c)
+	case *StepCommand:
+		return s.applyStep(c)
 	case *Prune:
 		return s.applyPrune(c)
 	case *SetMember:
