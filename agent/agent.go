@@ -39,6 +39,10 @@ type Config struct {
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// Latticectl is the latticectl binary the srun shim on a job's PATH
+	// runs (default: latticectl next to this executable, else on PATH; no
+	// shim when there is none).
+	Latticectl string
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -56,6 +60,8 @@ type Agent struct {
 	endSeq    uint64
 	outbox    chan *latticev1.AgentMessage
 	connected bool
+
+	steps stepTable // step tasks running here (steps.go)
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -123,8 +129,12 @@ func New(cfg Config) (*Agent, error) {
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
 	}
+	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
+	if err != nil {
+		return nil, err
+	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log,
-		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint})
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers})
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +149,7 @@ func (a *Agent) Runner() *Runner { return a.runner }
 // running allocation (SIGTERM, grace, SIGKILL).
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.runner.Shutdown(min(a.cfg.Grace, 5*time.Second))
+	defer a.killAllSteps(min(a.cfg.Grace, 5*time.Second))
 	backoff := 100 * time.Millisecond
 	for i := 0; ; i++ {
 		addr := a.cfg.Servers[i%len(a.cfg.Servers)]
@@ -348,6 +359,8 @@ func exitReport(e Exit) *latticev1.AllocationReport {
 // newer run is known (the old one's report would be taken for the new
 // one's), or the quorum ended it itself.
 func (a *Agent) onExit(e Exit) {
+	// Its steps end with it (tasks on this agent's other nodes too).
+	a.killSteps(e.AllocID, -1, min(a.cfg.Grace, 5*time.Second))
 	r := exitReport(e)
 	a.mu.Lock()
 	rec := a.runs[e.AllocID]
@@ -401,6 +414,14 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_LogData{LogData: a.readLog(msg.LogRequest)}})
 	case *latticev1.ServerMessage_Checkpoint:
 		a.checkpoint(msg.Checkpoint)
+	case *latticev1.ServerMessage_StepLaunch:
+		a.launchStep(msg.StepLaunch)
+	case *latticev1.ServerMessage_StepKill:
+		grace := a.cfg.Grace
+		if msg.StepKill.GraceSeconds > 0 {
+			grace = time.Duration(msg.StepKill.GraceSeconds) * time.Second
+		}
+		a.killSteps(msg.StepKill.AllocationId, msg.StepKill.StepId, grace)
 	case *latticev1.ServerMessage_CheckpointAck:
 		if !a.runner.CheckpointAck(msg.CheckpointAck.AllocationId, msg.CheckpointAck.Failed) {
 			a.log.Info("checkpoint acknowledgement with no checkpoint in progress", "alloc", msg.CheckpointAck.AllocationId)

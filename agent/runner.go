@@ -86,6 +86,10 @@ type RunnerConfig struct {
 	// HTTPClient posts webhook-mode checkpoint requests (default: a client
 	// with the default transport; each request is bounded by its deadline).
 	HTTPClient *http.Client
+	// ShimDir (holding the srun shim) goes first on a job's PATH; Servers
+	// become its LATTICE_SERVER unless the request sets one (shim.go).
+	ShimDir string
+	Servers []string
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -98,6 +102,8 @@ type Runner struct {
 	onCheckpoint func(CheckpointResult)
 	http         *http.Client
 	log          *slog.Logger
+	shimDir      string
+	servers      []string
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -150,7 +156,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		cfg.HTTPClient = &http.Client{}
 	}
 	return &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
-		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}}, nil
+		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, shimDir: cfg.ShimDir, servers: cfg.Servers}, nil
 }
 
 // CheckpointDir is LATTICE_CHECKPOINT_DIR of an allocation: the same for
@@ -349,7 +355,7 @@ func (r *Runner) Start(l Launch) error {
 		return errors.New("allocation has neither a command nor a script")
 	}
 	cmd.Dir = l.WorkDir
-	cmd.Env = Env(l, os.Environ())
+	cmd.Env = r.stepEnv(Env(l, os.Environ()))
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -98,6 +98,8 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				l.live.heard(msg.Heartbeat.Nodes)
 			case *latticev1.AgentMessage_LogData:
 				conn.deliverLog(msg.LogData)
+			case *latticev1.AgentMessage_StepEvent:
+				l.steps.deliver(msg.StepEvent)
 			}
 		}
 	}()

@@ -97,6 +97,14 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 	for _, h := range a.History {
 		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
 	}
+	for _, st := range a.Steps {
+		ps := &latticev1.Step{Id: int32(st.ID), Nodes: st.Nodes, Tasks: int32(st.Tasks), Command: st.Command, State: string(st.State),
+			StartTimeUnixMs: unixMS(st.StartTime), EndTimeUnixMs: unixMS(st.EndTime)}
+		if st.ExitCode != nil {
+			ps.HasExitCode, ps.ExitCode = true, int32(*st.ExitCode)
+		}
+		p.Steps = append(p.Steps, ps)
+	}
 	return p
 }
 

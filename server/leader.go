@@ -26,8 +26,9 @@ type leaderState struct {
 	mu    sync.Mutex
 	loops map[string]*loopHandle
 
-	disp *dispatcher
-	live *liveness
+	disp  *dispatcher
+	live  *liveness
+	steps stepRegistry // step sessions waiting for agents' events (step_service.go)
 
 	board *vcluster.Board // lenders' reservations, shared by this term's loops
 

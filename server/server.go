@@ -200,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
+	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	return s, nil
 }
 

@@ -96,6 +96,7 @@ func devCommand() *cli.Command {
 			str("node-watts", "100:400", "IDLE:BUSY watts of each simulated node"),
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
+			str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			maxArraySizeFlag(), maxDAGStagesFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
@@ -165,7 +166,7 @@ func runDev(c *cli.Context) error {
 	}
 	ag, err := agent.New(agent.Config{
 		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
-		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace,
+		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Latticectl: c.String("latticectl"),
 	})
 	if err != nil {
 		srv.Stop()
@@ -348,6 +349,7 @@ func agentCommand() *cli.Command {
 		// Its environment twin is LATTICE_AGENT_CHECKPOINT_DIR: LATTICE_CHECKPOINT_DIR is the job's own variable.
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint-dir", EnvVars: []string{"LATTICE_AGENT_CHECKPOINT_DIR"},
 			Usage: "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)"}),
+		altsrc.NewStringFlag(str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)")),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "group-size", Value: 16, Usage: "simulated nodes per dragonfly group", EnvVars: env("group-size")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "first-group", Usage: "dragonfly group of the first simulated node (or of this host)", EnvVars: env("first-group")}),
@@ -414,7 +416,8 @@ func runAgent(c *cli.Context) error {
 		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
-		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir")})
+		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"),
+		Latticectl: c.String("latticectl")})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+func TestSrunArgs(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want []string
+		err  bool
+	}{
+		{[]string{"hostname"}, []string{"run", "--", "hostname"}, false},
+		{[]string{"-N2", "-n8", "sh", "-c", "echo $X"}, []string{"run", "--nodes", "2", "--ntasks", "8", "--", "sh", "-c", "echo $X"}, false},
+		{[]string{"--nodes=2-4", "--ntasks", "4", "-l", "./a.out", "-n", "3"}, []string{"run", "--nodes", "2", "--ntasks", "4", "--label", "--", "./a.out", "-n", "3"}, false},
+		{[]string{"--ntasks-per-node=2", "--mpi=pmix", "-c", "4", "--exclusive", "--", "x"}, []string{"run", "--ntasks-per-node", "2", "--", "x"}, false},
+		{[]string{"--kill-on-bad-exit=0", "x"}, []string{"run", "--keep-going", "--", "x"}, false},
+		{[]string{"-n", "0", "x"}, nil, true},
+		{[]string{"--pty", "bash"}, nil, true},
+		{[]string{"-n"}, nil, true},
+		{[]string{"-l"}, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := srunArgs(tt.in)
+		if (err != nil) != tt.err || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("srunArgs(%q) = %q, %v; want %q (error %v)", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestRunArgsKeepsTheCommandsFlags(t *testing.T) {
+	flags := (&runner{}).runCommand().Flags
+	tests := []struct{ in, want []string }{
+		{[]string{"-n", "8", "sh", "-c", "x"}, []string{"-n", "8", "--", "sh", "-c", "x"}},
+		{[]string{"--label", "-N=2", "hostname", "-f"}, []string{"--label", "-N=2", "--", "hostname", "-f"}},
+		{[]string{"-n", "2", "--", "sh", "-c", "x"}, []string{"-n", "2", "--", "sh", "-c", "x"}},
+	}
+	for _, tt := range tests {
+		if got := runArgs(flags, tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("runArgs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestLabelWriter(t *testing.T) {
+	var b bytes.Buffer
+	l := &labelWriter{w: &b, label: true}
+	l.write(0, []byte("a\nb"))
+	l.write(1, []byte("x\n"))
+	l.write(0, []byte("c\n"))
+	l.write(2, []byte("tail"))
+	l.flush()
+	if want := "0: a\n1: x\n0: bc\n2: tail\n"; b.String() != want {
+		t.Errorf("labelled %q, want %q", b.String(), want)
+	}
+}
+
+func TestRunNeedsAnAllocation(t *testing.T) {
+	env := OSEnv()
+	var stderr bytes.Buffer
+	env.Stderr, env.Stdout = &stderr, &bytes.Buffer{}
+	env.Getenv = func(string) string { return "" }
+	if code := Main(t.Context(), env, []string{"run", "-n", "2", "hostname"}); code != ExitUsage {
+		t.Errorf("exit %d, want %d (usage); stderr %q", code, ExitUsage, stderr.String())
+	}
+}
