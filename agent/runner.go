@@ -28,7 +28,7 @@ type Launch struct {
 	Name       string
 	Tenant     string
 	VCluster   string
-	Command    []string // run through sh -c
+	Command    []string // one string: run through sh -c; several: argv, executed directly
 	Script     string   // batch script contents
 	Env        []string
 	WorkDir    string
@@ -349,7 +349,16 @@ func (r *Runner) Start(l Launch) error {
 	case len(l.Command) == 1:
 		cmd = exec.Command("/bin/sh", "-c", l.Command[0])
 	case len(l.Command) > 1:
-		cmd = exec.Command("/bin/sh", "-c", shellJoin(l.Command))
+		// Run argv itself, not under a wrapper shell: a SIGTERM to the group
+		// would end the wrapper, and with it the job, before the program's
+		// own handler used its grace (`-- sh -c 'trap ... TERM; ...'`).
+		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, os.Environ())), "PATH"))
+		if err != nil {
+			closeLogs(stdout, stderr)
+			return fmt.Errorf("command: %w", err)
+		}
+		cmd = exec.Command(path, l.Command[1:]...)
+		cmd.Args[0] = l.Command[0]
 	default:
 		closeLogs(stdout, stderr)
 		return errors.New("allocation has neither a command nor a script")
