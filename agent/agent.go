@@ -39,6 +39,9 @@ type Config struct {
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// KeepJobs leaves jobs running when the agent stops (a restart adopts
+	// them); otherwise they are stopped (SIGTERM, grace, SIGKILL).
+	KeepJobs bool
 	// Latticectl is the latticectl binary the srun shim on a job's PATH
 	// runs (default: latticectl next to this executable, else on PATH; no
 	// shim when there is none).
@@ -62,6 +65,14 @@ type Agent struct {
 	connected bool
 
 	steps stepTable // step tasks running here (steps.go)
+
+	// durable is what the state file holds (state.go), under mu;
+	// detached: this agent stopped leaving its jobs to a successor.
+	durable      map[uint64]*runState
+	detached     bool
+	stateVersion uint64
+	stateMu      sync.Mutex // orders state file writes
+	stateWritten uint64
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -128,6 +139,7 @@ func New(cfg Config) (*Agent, error) {
 		log:     cfg.Logger.With("agent", cfg.ID),
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
+		durable: map[uint64]*runState{},
 	}
 	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
 	if err != nil {
@@ -139,6 +151,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.runner = r
+	if err := a.recoverRuns(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	return a, nil
 }
 
@@ -148,7 +163,13 @@ func (a *Agent) Runner() *Runner { return a.runner }
 // Run connects to the leader and serves until ctx ends; then it stops every
 // running allocation (SIGTERM, grace, SIGKILL).
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.runner.Shutdown(min(a.cfg.Grace, 5*time.Second))
+	defer func() {
+		if a.cfg.KeepJobs {
+			a.detach()
+			return
+		}
+		a.runner.Shutdown(min(a.cfg.Grace, 5*time.Second))
+	}()
 	defer a.killAllSteps(min(a.cfg.Grace, 5*time.Second))
 	backoff := 100 * time.Millisecond
 	for i := 0; ; i++ {
@@ -363,6 +384,10 @@ func (a *Agent) onExit(e Exit) {
 	a.killSteps(e.AllocID, -1, min(a.cfg.Grace, 5*time.Second))
 	r := exitReport(e)
 	a.mu.Lock()
+	if a.detached {
+		a.mu.Unlock()
+		return // its successor reports it
+	}
 	rec := a.runs[e.AllocID]
 	stale := rec != nil && int32(e.RequeueCount) < rec.requeue
 	quiet := rec != nil && !stale && rec.quiet
@@ -378,7 +403,9 @@ func (a *Agent) onExit(e Exit) {
 	if stale || quiet {
 		a.log.Info("run ended without a report: the quorum moved past it", "alloc", e.AllocID, "run", e.RequeueCount,
 			"state", e.State, "reason", e.Reason)
+		a.forgetRun(e.AllocID, int32(e.RequeueCount)+1)
 	} else {
+		a.recordEnd(e.AllocID, r)
 		a.report(r)
 	}
 	if next != nil {
@@ -404,8 +431,12 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 	switch msg := m.Msg.(type) {
 	case *latticev1.ServerMessage_Ack:
 		a.mu.Lock()
+		r := a.pending[msg.Ack.Seq]
 		delete(a.pending, msg.Ack.Seq)
 		a.mu.Unlock()
+		if r != nil {
+			a.acknowledged(r)
+		}
 	case *latticev1.ServerMessage_Assign:
 		a.assign(msg.Assign)
 	case *latticev1.ServerMessage_Cancel:
@@ -501,7 +532,13 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 
 // launch starts a run and reports RUNNING, or FAILED/LaunchFailed.
 func (a *Agent) launch(l Launch) {
-	if err := a.runner.Start(l); err != nil {
+	l.StatusFile = a.statusPath(l.AllocID, l.RequeueCount)
+	l.Started = time.Now()
+	err := a.recordLaunch(l) // durable before it starts: never launched twice
+	if err == nil {
+		err = a.runner.Start(l)
+	}
+	if err != nil {
 		a.log.Warn("launch failed", "alloc", l.AllocID, "run", l.RequeueCount, "err", err)
 		code := -1
 		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
@@ -757,4 +794,13 @@ func ParseVClusterSplit(s string) (names []string, counts []int, err error) {
 		return nil, nil, &model.FieldError{Field: "vclusters", Value: s, Allowed: "NAME[:NODES],... with at least one name"}
 	}
 	return names, counts, nil
+}
+
+// detach stops the agent without stopping its jobs: a restarted agent on
+// the same data dir adopts them. Nothing is reported or saved after it.
+func (a *Agent) detach() {
+	a.mu.Lock()
+	a.detached = true
+	a.mu.Unlock()
+	a.runner.Detach()
 }

@@ -50,6 +50,12 @@ type Launch struct {
 	// CheckpointDir is LATTICE_CHECKPOINT_DIR; the runner sets it to
 	// <checkpoint root>/<allocation id> when empty.
 	CheckpointDir string
+	// StatusFile, when set, runs the entrypoint under a supervisor that
+	// records its exit status there (supervise.go), so the run can be
+	// adopted by a restarted agent.
+	StatusFile string `json:",omitempty"`
+	// Started is when the run started (walltime of an adopted run).
+	Started time.Time `json:",omitzero"`
 }
 
 // CheckpointDoneFile is the file, inside LATTICE_CHECKPOINT_DIR, whose
@@ -104,6 +110,7 @@ type Runner struct {
 	log          *slog.Logger
 	shimDir      string
 	servers      []string
+	tag          string // AgentTagEnv of the processes it starts
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -155,8 +162,12 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
+	tag, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent data dir: %w", err)
+	}
 	return &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
-		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, shimDir: cfg.ShimDir, servers: cfg.Servers}, nil
+		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, shimDir: cfg.ShimDir, servers: cfg.Servers, tag: tag}, nil
 }
 
 // CheckpointDir is LATTICE_CHECKPOINT_DIR of an allocation: the same for
@@ -363,8 +374,21 @@ func (r *Runner) Start(l Launch) error {
 		closeLogs(stdout, stderr)
 		return errors.New("allocation has neither a command nor a script")
 	}
-	cmd.Dir = l.WorkDir
 	cmd.Env = r.stepEnv(Env(l, os.Environ()))
+	if l.StatusFile != "" {
+		if err := removeIfExists(l.StatusFile); err != nil {
+			closeLogs(stdout, stderr)
+			return fmt.Errorf("status file: %w", err)
+		}
+		sup, err := supervisorCommand(l.StatusFile, cmd.Path, cmd.Args)
+		if err != nil {
+			closeLogs(stdout, stderr)
+			return err
+		}
+		sup.Env = append(cmd.Env, superviseEnv+"="+l.StatusFile)
+		cmd = sup
+	}
+	cmd.Dir = l.WorkDir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -379,7 +403,15 @@ func (r *Runner) Start(l Launch) error {
 		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
 	}
 	r.wg.Add(1)
-	go r.wait(p)
+	go func() {
+		err := p.cmd.Wait()
+		code, msg := exitCodeOf(err), ""
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			msg = err.Error()
+		}
+		r.finish(p, code, msg)
+	}()
 	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
 	return nil
 }
@@ -417,9 +449,9 @@ func shellJoin(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-func (r *Runner) wait(p *process) {
+// finish ends a run whose entrypoint (or supervisor) exited with code.
+func (r *Runner) finish(p *process, code int, message string) {
 	defer r.wg.Done()
-	err := p.cmd.Wait()
 	if p.timer != nil {
 		p.timer.Stop()
 	}
@@ -435,21 +467,7 @@ func (r *Runner) wait(p *process) {
 		ck.cancel() // ends its hook or webhook
 	}
 
-	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount}
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			} else {
-				code = ee.ExitCode()
-			}
-		} else {
-			code = -1
-			ex.Message = err.Error()
-		}
-	}
+	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount, Message: message}
 	ex.ExitCode = &code
 	switch {
 	case why == model.ReasonCancelled:
@@ -592,6 +610,20 @@ func (r *Runner) IsRunning(id uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.running[id] != nil
+}
+
+// Detach stops managing the running allocations without stopping them (an
+// agent that leaves its jobs to its successor): no walltime timer fires and
+// nothing new starts.
+func (r *Runner) Detach() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, p := range r.running {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+	}
 }
 
 // Shutdown stops everything (SIGTERM, grace, SIGKILL) and waits for it.

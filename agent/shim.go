@@ -74,6 +74,9 @@ func (r *Runner) stepEnv(env []string) []string {
 		}
 		env = append(env, "PATH="+r.shimDir+string(os.PathListSeparator)+path)
 	}
+	if r.tag != "" {
+		env = append(env, AgentTagEnv+"="+r.tag)
+	}
 	if len(r.servers) > 0 && envValue(env, "LATTICE_SERVER") == "" {
 		env = append(env, "LATTICE_SERVER="+strings.Join(r.servers, ","))
 	}

@@ -172,7 +172,8 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*step
 	if len(m.Command) == 0 {
 		return nil, errors.New("empty command")
 	}
-	env := StepEnv(m, t)
+	// Tagged as this agent's, whoever's job launched it: a restart kills it.
+	env := append(StepEnv(m, t), AgentTagEnv+"="+a.runner.tag)
 	path, err := lookPathIn(m.Command[0], envValue(env, "PATH"))
 	if err != nil {
 		return nil, err

@@ -350,6 +350,8 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint-dir", EnvVars: []string{"LATTICE_AGENT_CHECKPOINT_DIR"},
 			Usage: "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)"}),
 		altsrc.NewStringFlag(str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)")),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "stop-jobs-on-exit", EnvVars: env("stop-jobs-on-exit"),
+			Usage: "stop running jobs when the agent stops (default: leave them running; the restarted agent adopts them)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "group-size", Value: 16, Usage: "simulated nodes per dragonfly group", EnvVars: env("group-size")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "first-group", Usage: "dragonfly group of the first simulated node (or of this host)", EnvVars: env("first-group")}),
@@ -417,7 +419,7 @@ func runAgent(c *cli.Context) error {
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"),
-		Latticectl: c.String("latticectl")})
+		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit")})
 	if err != nil {
 		return err
 	}
