@@ -39,6 +39,10 @@ type Config struct {
 	// Grace is the SIGTERM→SIGKILL grace when the server does not say (default 30 s).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// ReportRetry is how long a report may stay unacknowledged before it
+	// is sent again on the same stream (default 5 s): a leader whose
+	// proposal failed does not acknowledge, and the report must not be lost.
+	ReportRetry time.Duration
 	// KeepJobs leaves jobs running when the agent stops (a restart adopts
 	// them); otherwise they are stopped (SIGTERM, grace, SIGKILL).
 	KeepJobs bool
@@ -125,6 +129,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 30 * time.Second
+	}
+	if cfg.ReportRetry <= 0 {
+		cfg.ReportRetry = 5 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -253,11 +260,23 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	go func() {
 		hb := time.NewTicker(a.cfg.HeartbeatInterval)
 		defer hb.Stop()
+		retry := time.NewTicker(a.cfg.ReportRetry)
+		defer retry.Stop()
+		var waiting map[uint64]bool // unacknowledged at the previous retry tick
 		for {
 			select {
 			case <-sctx.Done():
 				sendErr <- sctx.Err()
 				return
+			case <-retry.C:
+				var again []*latticev1.AgentMessage
+				waiting, again = a.unacknowledged(waiting)
+				for _, m := range again {
+					if err := stream.Send(m); err != nil {
+						sendErr <- err
+						return
+					}
+				}
 			case m := <-outbox:
 				if err := stream.Send(m); err != nil {
 					sendErr <- err
@@ -803,4 +822,26 @@ func (a *Agent) detach() {
 	a.detached = true
 	a.mu.Unlock()
 	a.runner.Detach()
+}
+
+// unacknowledged returns the reports pending now, and those of them that
+// were already pending at the previous call (prev), oldest first, to send
+// again.
+func (a *Agent) unacknowledged(prev map[uint64]bool) (map[uint64]bool, []*latticev1.AgentMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := make(map[uint64]bool, len(a.pending))
+	var seqs []uint64
+	for s := range a.pending {
+		now[s] = true
+		if prev[s] {
+			seqs = append(seqs, s)
+		}
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	out := make([]*latticev1.AgentMessage, len(seqs))
+	for i, s := range seqs {
+		out[i] = &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Report{Report: a.pending[s]}}
+	}
+	return now, out
 }
