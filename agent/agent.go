@@ -583,6 +583,9 @@ func (a *Agent) cancel(c *latticev1.CancelAllocation) {
 		reason = model.ReasonCancelled
 	}
 	userCancel := reason == model.ReasonCancelled
+	// The leader's walltime backstop (the run is still RUNNING there) wants
+	// the end reported too.
+	reported := userCancel || reason == model.ReasonWalltimeExceeded
 	cancelled := &latticev1.AllocationReport{AllocationId: id, State: string(model.StateCancelled), Reason: model.ReasonCancelled}
 
 	a.mu.Lock()
@@ -602,7 +605,7 @@ func (a *Agent) cancel(c *latticev1.CancelAllocation) {
 		a.report(cloneReport(cancelled))
 		return
 	}
-	if rec != nil && rec.final == nil && !userCancel {
+	if rec != nil && rec.final == nil && !reported {
 		rec.quiet = true
 	}
 	a.mu.Unlock()

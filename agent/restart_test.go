@@ -169,3 +169,23 @@ func TestRestartReportsExitWhileDownAndKillsStrays(t *testing.T) {
 		t.Fatal("the stray process survived the restart")
 	}
 }
+
+// The leader's walltime backstop stops a run with reason WalltimeExceeded:
+// unlike the quorum's own ends, the agent reports how it ended.
+func TestBackstopCancelIsReported(t *testing.T) {
+	cfg := restartConfig(t.TempDir())
+	cfg.KeepJobs = false
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(31, 0, "#!/bin/sh\nsleep 300\n"))
+	waitReport(t, a, 31, model.StateRunning)
+	a.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Cancel{Cancel: &latticev1.CancelAllocation{
+		AllocationId: 31, Reason: model.ReasonWalltimeExceeded, GraceSeconds: 1}}})
+	r := waitReport(t, a, 31, model.StateFailed)
+	if r.Reason != model.ReasonWalltimeExceeded {
+		t.Errorf("report %v, want FAILED WalltimeExceeded", r)
+	}
+}

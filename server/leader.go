@@ -88,6 +88,7 @@ func (s *Server) startLeading(parent context.Context) {
 	l.run(l.manageLoops)
 	l.run(l.prune)
 	l.run(l.broker)
+	l.run(l.walltimeBackstop)
 }
 
 func (s *Server) stopLeading() {

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+// Kill the agent for good while its job runs: with liveness slow to notice
+// (DownAfter 10 min), the leader's walltime backstop still ends the job —
+// NodeFailure, its agent is gone — soon after walltime + grace + backstop,
+// and its node is free again.
+func TestWalltimeBackstopEndsJobOfAVanishedAgent(t *testing.T) {
+	s := startAgentProcStack(t, 1, func(c *Config) {
+		c.DegradedAfter, c.DownAfter = 10*time.Minute, 20*time.Minute
+		c.WalltimeBackstop = time.Second
+	})
+	r, err := s.allocs.Submit(context.Background(), &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
+		Tenant: "t", NodesMin: 1, Script: "#!/bin/sh\nsleep 300\n", WalltimeSeconds: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.DisplayId
+	waitFor(t, 20*time.Second, "running", func() bool { return s.get(t, id).State == string(model.StateRunning) })
+	s.kill9(t)
+	killTagged(s.dataDir) // the node is gone with its processes
+	start := time.Now()
+	a := s.waitEnd(t, id, 30*time.Second)
+	if a.State != string(model.StateFailed) || a.Reason != model.ReasonNodeFailure {
+		t.Errorf("job %s %s, want FAILED NodeFailure", a.State, a.Reason)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("ended %s after the agent died, want within walltime + grace + backstop", d)
+	}
+	nodes, err := s.nodes.List(context.Background(), &latticev1.ListNodesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Nodes {
+		if n.Allocation != 0 {
+			t.Errorf("node %s still holds allocation %d", n.Name, n.Allocation)
+		}
+	}
+}
