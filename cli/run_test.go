@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +66,40 @@ func TestRunNeedsAnAllocation(t *testing.T) {
 	env.Getenv = func(string) string { return "" }
 	if code := Main(t.Context(), env, []string{"run", "-n", "2", "hostname"}); code != ExitUsage {
 		t.Errorf("exit %d, want %d (usage); stderr %q", code, ExitUsage, stderr.String())
+	}
+}
+
+func TestSubmitRequeue(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		args   []string
+		want   bool
+	}{
+		{"flag", "#!/bin/sh\ntrue\n", []string{"--requeue"}, true},
+		{"sbatch", "#!/bin/sh\n#SBATCH --requeue\ntrue\n", nil, true},
+		{"flag wins over sbatch", "#!/bin/sh\n#SBATCH --requeue\ntrue\n", []string{"--requeue=false"}, false},
+		{"sbatch no-requeue", "#!/bin/sh\n#SBATCH --no-requeue\ntrue\n", nil, false},
+		{"default", "#!/bin/sh\ntrue\n", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := dir + "/job.sh"
+			if err := os.WriteFile(path, []byte(tt.script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := OSEnv()
+			var out, errb bytes.Buffer
+			env.Stdout, env.Stderr = &out, &errb
+			args := append(append([]string{"submit", "--dry-run", "-o", "json", "--tenant", "t", "-t", "10"}, tt.args...), path)
+			if code := Main(t.Context(), env, args); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			got := strings.Contains(out.String(), `"requeue": true`)
+			if got != tt.want {
+				t.Errorf("requeue %v, want %v; output %s", got, tt.want, out.String())
+			}
+		})
 	}
 }

@@ -31,9 +31,11 @@ var AllocStates = []AllocState{StatePending, StateStaging, StateRunning, StateCh
 // Pending (the node agent never started it, so nothing ran); Checkpointing may
 // return to Running when a checkpoint is declined or fails.
 var transitions = map[AllocState][]AllocState{
-	StatePending:       {StateStaging, StateCancelled, StateFailed},
-	StateStaging:       {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
-	StateRunning:       {StateCheckpointing, StateCompleted, StateFailed, StateCancelled},
+	StatePending: {StateStaging, StateCancelled, StateFailed},
+	StateStaging: {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
+	// Running → Suspended: a node of a --requeue allocation failed; it
+	// goes back to the queue in the same command.
+	StateRunning:       {StateCheckpointing, StateSuspended, StateCompleted, StateFailed, StateCancelled},
 	StateCheckpointing: {StateSuspended, StateRunning, StateCompleted, StateFailed, StateCancelled},
 	StateSuspended:     {StatePending, StateCancelled},
 }
@@ -234,6 +236,9 @@ type Request struct {
 	// checkpoint POSTs to.
 	CheckpointHook    string `json:"checkpoint_hook,omitempty"`
 	CheckpointWebhook string `json:"checkpoint_webhook,omitempty"`
+	// Requeue puts the allocation back in the queue, rather than failing
+	// it, when one of its nodes fails (sbatch --requeue).
+	Requeue bool `json:"requeue,omitempty"`
 }
 
 // Limits on requests.

@@ -45,3 +45,30 @@ func TestWalltimeBackstopEndsJobOfAVanishedAgent(t *testing.T) {
 		}
 	}
 }
+
+// Kill the agent for good: a --requeue job goes back to the queue when its
+// node is declared Down (not FAILED), its node is freed, and it runs again
+// once an agent brings the node back.
+func TestRequeueJobOfAVanishedAgent(t *testing.T) {
+	s := startAgentProcStack(t, 1, func(c *Config) {
+		c.DegradedAfter, c.DownAfter, c.LivenessGrace = time.Second, 3*time.Second, 100*time.Millisecond
+	})
+	r, err := s.allocs.Submit(context.Background(), &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
+		Tenant: "t", NodesMin: 1, Script: "#!/bin/sh\nsleep 300\n", WalltimeSeconds: 600, Requeue: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.DisplayId
+	waitFor(t, 20*time.Second, "running", func() bool { return s.get(t, id).State == string(model.StateRunning) })
+	s.kill9(t)
+	killTagged(s.dataDir)
+	waitFor(t, 20*time.Second, "requeued after the node failed", func() bool {
+		a := s.get(t, id)
+		return a.State == string(model.StatePending) && a.RequeueCount == 1 && a.Reason == model.ReasonNodeFailure
+	})
+	s.startAgent(t, 1)
+	waitFor(t, 30*time.Second, "running again", func() bool {
+		a := s.get(t, id)
+		return a.State == string(model.StateRunning) && a.RequeueCount == 1
+	})
+}

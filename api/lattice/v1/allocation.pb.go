@@ -380,6 +380,7 @@ type AllocationRequest struct {
 	CheckpointSignalSecs int32         `protobuf:"varint,24,opt,name=checkpoint_signal_secs,json=checkpointSignalSecs,proto3" json:"checkpoint_signal_secs,omitempty"` // also send it this long before the walltime ends (0 = no)
 	CheckpointHook       string        `protobuf:"bytes,25,opt,name=checkpoint_hook,json=checkpointHook,proto3" json:"checkpoint_hook,omitempty"`                      // hook mode: the command
 	CheckpointWebhook    string        `protobuf:"bytes,26,opt,name=checkpoint_webhook,json=checkpointWebhook,proto3" json:"checkpoint_webhook,omitempty"`             // webhook mode: the URL
+	Requeue              bool          `protobuf:"varint,27,opt,name=requeue,proto3" json:"requeue,omitempty"`                                                         // requeue (not fail) when a node of it fails
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -601,6 +602,13 @@ func (x *AllocationRequest) GetCheckpointWebhook() string {
 		return x.CheckpointWebhook
 	}
 	return ""
+}
+
+func (x *AllocationRequest) GetRequeue() bool {
+	if x != nil {
+		return x.Requeue
+	}
+	return false
 }
 
 // Preemption is the latest reclaim or preemption of an allocation.
@@ -1982,7 +1990,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xb2\a\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xcc\a\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -2014,7 +2022,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_signal\x18\x17 \x01(\tR\x10checkpointSignal\x124\n" +
 	"\x16checkpoint_signal_secs\x18\x18 \x01(\x05R\x14checkpointSignalSecs\x12'\n" +
 	"\x0fcheckpoint_hook\x18\x19 \x01(\tR\x0echeckpointHook\x12-\n" +
-	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\"\xda\x01\n" +
+	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\x12\x18\n" +
+	"\arequeue\x18\x1b \x01(\bR\arequeue\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
