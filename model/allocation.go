@@ -29,12 +29,12 @@ var AllocStates = []AllocState{StatePending, StateStaging, StateRunning, StateCh
 
 // transitions is the state machine of DESIGN.md I5. Staging may fall back to
 // Pending (the node agent never started it, so nothing ran); Checkpointing may
-// return to Running when a checkpoint is declined or fails.
+// return to Running when a checkpoint is declined or fails; Running goes to
+// Suspended (and on to Pending, in the same command) when a node of a
+// --requeue allocation fails.
 var transitions = map[AllocState][]AllocState{
-	StatePending: {StateStaging, StateCancelled, StateFailed},
-	StateStaging: {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
-	// Running → Suspended: a node of a --requeue allocation failed; it
-	// goes back to the queue in the same command.
+	StatePending:       {StateStaging, StateCancelled, StateFailed},
+	StateStaging:       {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
 	StateRunning:       {StateCheckpointing, StateSuspended, StateCompleted, StateFailed, StateCancelled},
 	StateCheckpointing: {StateSuspended, StateRunning, StateCompleted, StateFailed, StateCancelled},
 	StateSuspended:     {StatePending, StateCancelled},
