@@ -54,6 +54,8 @@ type Launch struct {
 	// records its exit status there (supervise.go), so the run can be
 	// adopted by a restarted agent.
 	StatusFile string `json:",omitempty"`
+	// GPUs of the launch node (CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE).
+	GPUs int `json:",omitempty"`
 	// Started is when the run started (walltime of an adopted run).
 	Started time.Time `json:",omitzero"`
 }
@@ -176,8 +178,9 @@ func (r *Runner) CheckpointDir(id uint64) string {
 	return filepath.Join(r.ckptRoot, strconv.FormatUint(id, 10))
 }
 
-// Env builds the environment of an allocation: the agent's own, the
-// request's, then Lattice's and Slurm's variables.
+// Env builds the environment of an allocation: base (BaseEnv for jobs,
+// never the agent's own), the request's, then Lattice's and Slurm's
+// variables.
 func Env(l Launch, base []string) []string {
 	env := append([]string(nil), base...)
 	env = append(env, l.Env...)
@@ -200,6 +203,7 @@ func Env(l Launch, base []string) []string {
 		"SLURM_JOB_PARTITION="+l.VCluster,
 		"SLURM_JOB_ACCOUNT="+l.Tenant,
 	)
+	env = append(env, nodeEnv(l)...)
 	if l.ArrayJobID != 0 {
 		env = append(env,
 			"LATTICE_ARRAY_JOB_ID="+strconv.FormatUint(l.ArrayJobID, 10),
@@ -363,7 +367,7 @@ func (r *Runner) Start(l Launch) error {
 		// Run argv itself, not under a wrapper shell: a SIGTERM to the group
 		// would end the wrapper, and with it the job, before the program's
 		// own handler used its grace (`-- sh -c 'trap ... TERM; ...'`).
-		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, os.Environ())), "PATH"))
+		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, BaseEnv())), "PATH"))
 		if err != nil {
 			closeLogs(stdout, stderr)
 			return fmt.Errorf("command: %w", err)
@@ -374,7 +378,7 @@ func (r *Runner) Start(l Launch) error {
 		closeLogs(stdout, stderr)
 		return errors.New("allocation has neither a command nor a script")
 	}
-	cmd.Env = r.stepEnv(Env(l, os.Environ()))
+	cmd.Env = r.stepEnv(Env(l, BaseEnv()))
 	if l.StatusFile != "" {
 		if err := removeIfExists(l.StatusFile); err != nil {
 			closeLogs(stdout, stderr)

@@ -49,6 +49,12 @@ func writeShim(dataDir, latticectl string, log *slog.Logger) (string, error) {
 	}
 	script := "#!/bin/sh\n# srun for jobs Lattice runs: launches a step of the job through latticectl.\nexec " +
 		shellJoin([]string{abs}) + " srun \"$@\"\n"
+	// latticectl itself too, so `latticectl run` works in any job.
+	link := filepath.Join(dir, "latticectl")
+	_ = os.Remove(link)
+	if err := os.Symlink(abs, link); err != nil {
+		return "", fmt.Errorf("link latticectl into the job PATH: %w", err)
+	}
 	tmp := filepath.Join(dir, ".srun.tmp")
 	if err := os.WriteFile(tmp, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("write srun shim: %w", err)

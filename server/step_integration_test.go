@@ -51,10 +51,8 @@ func stepStack(t *testing.T, n int) (*devStack, string) {
 	devLatticectl = builtLatticectl
 	t.Cleanup(func() { devLatticectl = "" })
 	dir := t.TempDir()
-	d := startDevWith(t, dir, n, []string{"hpc-batch"}, nil)
-	// The job finds latticectl on its PATH, as on a site where it is installed.
-	t.Setenv("PATH", filepath.Dir(builtLatticectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return d, dir
+	// The job finds srun and latticectl in the agent's shim directory.
+	return startDevWith(t, dir, n, []string{"hpc-batch"}, nil), dir
 }
 
 func (d *devStack) submitScript(t *testing.T, nodes int, script string) string {
