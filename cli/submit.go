@@ -108,7 +108,7 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "stdout", Usage: "output file (%j %A %a %x are expanded by the server)"},
 			&cli.StringFlag{Name: "stderr", Usage: "error file (%j %A %a %x are expanded by the server)"},
 			&cli.StringFlag{Name: "workdir", Aliases: []string{"D", "chdir"}, Usage: "working directory", DefaultText: "the current directory"},
-			&cli.StringFlag{Name: "export", Usage: "environment to pass: NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)", DefaultText: "NONE"},
+			&cli.StringFlag{Name: "export", Usage: "environment to pass: NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)", DefaultText: "ALL, as sbatch"},
 			&cli.BoolFlag{Name: "requeue", Usage: "put the job back in the queue, rather than failing it, when one of its nodes fails (#SBATCH --requeue)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "validate and print the resolved request; submit nothing (needs no server)"},
 			&cli.BoolFlag{Name: "parsable", Aliases: []string{"parseable"}, Usage: "print only the id"},
@@ -505,12 +505,16 @@ func parseGPUsPerNode(s string) (typ string, n int, err error) {
 	return typ, n, nil
 }
 
-// parseExport reads --export: NONE (the default), ALL, or a list of NAME
-// (taken from the current environment) and NAME=VALUE; ALL may start the
-// list. The result is sorted KEY=VALUE with one entry per key.
+// parseExport reads --export with sbatch's meaning: ALL (the default: the
+// submitting environment), NONE, or a list of NAME (taken from the current
+// environment) and NAME=VALUE, which passes only those unless ALL starts
+// the list. The result is sorted KEY=VALUE with one entry per key.
 func parseExport(s string, environ []string) ([]string, error) {
 	v := strings.TrimSpace(s)
-	if v == "" || strings.EqualFold(v, "NONE") {
+	if v == "" {
+		v = "ALL"
+	}
+	if strings.EqualFold(v, "NONE") {
 		return nil, nil
 	}
 	env := map[string]string{}
