@@ -43,6 +43,9 @@ type Config struct {
 	// is sent again on the same stream (default 5 s): a leader whose
 	// proposal failed does not acknowledge, and the report must not be lost.
 	ReportRetry time.Duration
+	// PowerMeter, for an agent of one real node, measures its draw
+	// (RAPL); each heartbeat reports it.
+	PowerMeter *PowerMeter
 	// KeepJobs leaves jobs running when the agent stops (a restart adopts
 	// them); otherwise they are stopped (SIGTERM, grace, SIGKILL).
 	KeepJobs bool
@@ -337,6 +340,11 @@ func (a *Agent) heartbeat() *latticev1.AgentMessage {
 	hb := &latticev1.Heartbeat{}
 	for i := range a.cfg.Nodes {
 		hb.Nodes = append(hb.Nodes, a.cfg.Nodes[i].Name)
+	}
+	if m := a.cfg.PowerMeter; m != nil && len(a.cfg.Nodes) == 1 {
+		if w, ok := m.Watts(time.Now()); ok {
+			hb.Watts = []int32{int32(w)} // measured, for the one node of this machine
+		}
 	}
 	return &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Heartbeat{Heartbeat: hb}}
 }

@@ -388,6 +388,17 @@ func runAgent(c *cli.Context) error {
 		return usageError{err}
 	}
 	fp := conformance.Fingerprint(c.String("driver-version"), c.String("nic-firmware"), c.String("bios-firmware"), c.String("kernel-params"))
+	var meter *agent.PowerMeter
+	if c.Int("simulate") == 0 {
+		// A real node: its fingerprint comes from the machine, the flags
+		// override single inputs; its draw is measured where RAPL exists.
+		fp = agent.ReadMachine("/").Fingerprint(agent.FingerprintInputs{DriverVersion: c.String("driver-version"),
+			NICFirmware: c.String("nic-firmware"), BIOSFirmware: c.String("bios-firmware"), KernelParams: c.String("kernel-params")})
+		var err error
+		if meter, err = agent.NewPowerMeter("/"); err != nil {
+			slog.Info("power draw not measured; the configured figures are used", "why", err)
+		}
+	}
 	names, counts, err := agent.ParseVClusterSplit(c.String("vcluster"))
 	if err != nil {
 		return usageError{err}
@@ -419,7 +430,7 @@ func runAgent(c *cli.Context) error {
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"),
-		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit")})
+		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter})
 	if err != nil {
 		return err
 	}
