@@ -106,13 +106,18 @@ func readStatus(path string) (int, bool) {
 // supervisorCommand wraps path/argv in a supervisor writing status, or
 // returns an error when this binary cannot be found.
 func supervisorCommand(status, path string, argv []string) (*exec.Cmd, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the agent's own binary for the job supervisor: %w", err)
+	// /proc/self/exe is this very binary even after an upgrade replaced
+	// (unlinked) its file; elsewhere, the path it was started from.
+	self := "/proc/self/exe"
+	if _, err := os.Stat(self); err != nil {
+		if self, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find the agent's own binary for the job supervisor: %w", err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(status), 0o755); err != nil {
 		return nil, fmt.Errorf("status dir: %w", err)
 	}
 	cmd := exec.Command(self, append([]string{path}, argv...)...)
+	cmd.Args[0] = "lattice-job-supervisor" // what ps shows
 	return cmd, nil
 }
