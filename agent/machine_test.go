@@ -133,3 +133,24 @@ func TestRealHostFingerprintAndPower(t *testing.T) {
 		t.Errorf("heartbeat %v carries no measured draw", hb)
 	}
 }
+
+func TestHeartbeatCarriesMeasuredDraw(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"sys/class/powercap/intel-rapl:0/energy_uj": "0"})
+	m, err := NewPowerMeter(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{ID: "p", Servers: []string{"127.0.0.1:1"}, DataDir: t.TempDir(), PowerMeter: m, Nodes: restartConfig("").Nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb := a.heartbeat().GetHeartbeat(); len(hb.Watts) != 0 {
+		t.Errorf("first heartbeat %v: no draw can be known yet", hb)
+	}
+	time.Sleep(100 * time.Millisecond)
+	writeTree(t, root, map[string]string{"sys/class/powercap/intel-rapl:0/energy_uj": "1000000000"}) // 1 kJ
+	if hb := a.heartbeat().GetHeartbeat(); len(hb.Watts) != 1 || hb.Watts[0] <= 0 {
+		t.Errorf("heartbeat %v carries no measured draw", hb)
+	}
+}

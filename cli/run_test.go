@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 )
 
 func TestSrunArgs(t *testing.T) {
@@ -101,5 +103,18 @@ func TestSubmitRequeue(t *testing.T) {
 				t.Errorf("requeue %v, want %v; output %s", got, tt.want, out.String())
 			}
 		})
+	}
+}
+
+func TestPowerShowsMeasured(t *testing.T) {
+	var out bytes.Buffer
+	r := &runner{Env: OSEnv()}
+	r.Stdout = &out
+	ps := &latticev1.PowerStatus{BudgetWatts: 50000, EstimatedWatts: 12500, MeasuredWatts: 11800, MeasuredNodes: 3}
+	if err := r.printPower("table", ps); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "measured (3 nodes)") || !strings.Contains(out.String(), "11.8kW") {
+		t.Errorf("power table:\n%s\nwant a measured row with 11.8kW", out.String())
 	}
 }

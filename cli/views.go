@@ -419,6 +419,9 @@ type powerView struct {
 	BudgetWatts    int64      `json:"budget_watts"`
 	EstimatedWatts int64      `json:"estimated_watts"`
 	VClusters      []powerUse `json:"vclusters"`
+	// MeasuredWatts is what agents measured on MeasuredNodes nodes.
+	MeasuredWatts int64 `json:"measured_watts"`
+	MeasuredNodes int32 `json:"measured_nodes"`
 }
 
 type powerUse struct {
@@ -428,7 +431,8 @@ type powerUse struct {
 }
 
 func powerOf(p *latticev1.PowerStatus) powerView {
-	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{}}
+	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{},
+		MeasuredWatts: p.GetMeasuredWatts(), MeasuredNodes: p.GetMeasuredNodes()}
 	for _, u := range p.GetVclusters() {
 		v.VClusters = append(v.VClusters, powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts()})
 	}

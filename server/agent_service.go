@@ -96,6 +96,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				}
 			case *latticev1.AgentMessage_Heartbeat:
 				l.live.heard(msg.Heartbeat.Nodes)
+				l.power.record(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
 			case *latticev1.AgentMessage_LogData:
 				conn.deliverLog(msg.LogData)
 			case *latticev1.AgentMessage_StepEvent:

@@ -28,7 +28,8 @@ type leaderState struct {
 
 	disp  *dispatcher
 	live  *liveness
-	steps stepRegistry // step sessions waiting for agents' events (step_service.go)
+	steps stepRegistry  // step sessions waiting for agents' events (step_service.go)
+	power measuredPower // draw measured by agents (measured_power.go)
 
 	board *vcluster.Board // lenders' reservations, shared by this term's loops
 
