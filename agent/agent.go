@@ -48,6 +48,20 @@ type Config struct {
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
+	// ReportRetry is how long a report may stay unacknowledged before it
+	// is sent again on the same stream (default 5 s): a leader whose
+	// proposal failed does not acknowledge, and the report must not be lost.
+	ReportRetry time.Duration
+	// PowerMeter, for an agent of one real node, measures its draw
+	// (RAPL); each heartbeat reports it.
+	PowerMeter *PowerMeter
+	// KeepJobs leaves jobs running when the agent stops (a restart adopts
+	// them); otherwise they are stopped (SIGTERM, grace, SIGKILL).
+	KeepJobs bool
+	// Latticectl is the latticectl binary the srun shim on a job's PATH
+	// runs (default: latticectl next to this executable, else on PATH; no
+	// shim when there is none).
+	Latticectl string
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -65,6 +79,16 @@ type Agent struct {
 	endSeq    uint64
 	outbox    chan *latticev1.AgentMessage
 	connected bool
+
+	steps stepTable // step tasks running here (steps.go)
+
+	// durable is what the state file holds (state.go), under mu;
+	// detached: this agent stopped leaving its jobs to a successor.
+	durable      map[uint64]*runState
+	detached     bool
+	stateVersion uint64
+	stateMu      sync.Mutex // orders state file writes
+	stateWritten uint64
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -118,6 +142,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 30 * time.Second
 	}
+	if cfg.ReportRetry <= 0 {
+		cfg.ReportRetry = 5 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -131,13 +158,21 @@ func New(cfg Config) (*Agent, error) {
 		log:     cfg.Logger.With("agent", cfg.ID),
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
+		durable: map[uint64]*runState{},
+	}
+	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
+	if err != nil {
+		return nil, err
 	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf,
-		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint})
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers})
 	if err != nil {
 		return nil, err
 	}
 	a.runner = r
+	if err := a.recoverRuns(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	return a, nil
 }
 
@@ -147,7 +182,14 @@ func (a *Agent) Runner() *Runner { return a.runner }
 // Run connects to the leader and serves until ctx ends; then it stops every
 // running allocation (SIGTERM, grace, SIGKILL).
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.runner.Shutdown(min(a.cfg.Grace, 5*time.Second))
+	defer func() {
+		if a.cfg.KeepJobs {
+			a.detach()
+			return
+		}
+		a.runner.Shutdown(min(a.cfg.Grace, 5*time.Second))
+	}()
+	defer a.killAllSteps(min(a.cfg.Grace, 5*time.Second))
 	backoff := 100 * time.Millisecond
 	for i := 0; ; i++ {
 		addr := a.cfg.Servers[i%len(a.cfg.Servers)]
@@ -233,11 +275,23 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	go func() {
 		hb := time.NewTicker(a.cfg.HeartbeatInterval)
 		defer hb.Stop()
+		retry := time.NewTicker(a.cfg.ReportRetry)
+		defer retry.Stop()
+		var waiting map[uint64]bool // unacknowledged at the previous retry tick
 		for {
 			select {
 			case <-sctx.Done():
 				sendErr <- sctx.Err()
 				return
+			case <-retry.C:
+				var again []*latticev1.AgentMessage
+				waiting, again = a.unacknowledged(waiting)
+				for _, m := range again {
+					if err := stream.Send(m); err != nil {
+						sendErr <- err
+						return
+					}
+				}
 			case m := <-outbox:
 				if err := stream.Send(m); err != nil {
 					sendErr <- err
@@ -298,6 +352,11 @@ func (a *Agent) heartbeat() *latticev1.AgentMessage {
 	hb := &latticev1.Heartbeat{}
 	for i := range a.cfg.Nodes {
 		hb.Nodes = append(hb.Nodes, a.cfg.Nodes[i].Name)
+	}
+	if m := a.cfg.PowerMeter; m != nil && len(a.cfg.Nodes) == 1 {
+		if w, ok := m.Watts(time.Now()); ok {
+			hb.Watts = []int32{int32(w)} // measured, for the one node of this machine
+		}
 	}
 	return &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Heartbeat{Heartbeat: hb}}
 }
@@ -360,8 +419,14 @@ func exitReport(e Exit) *latticev1.AllocationReport {
 // newer run is known (the old one's report would be taken for the new
 // one's), or the quorum ended it itself.
 func (a *Agent) onExit(e Exit) {
+	// Its steps end with it (tasks on this agent's other nodes too).
+	a.killSteps(e.AllocID, -1, min(a.cfg.Grace, 5*time.Second))
 	r := exitReport(e)
 	a.mu.Lock()
+	if a.detached {
+		a.mu.Unlock()
+		return // its successor reports it
+	}
 	rec := a.runs[e.AllocID]
 	stale := rec != nil && int32(e.RequeueCount) < rec.requeue
 	quiet := rec != nil && !stale && rec.quiet
@@ -377,7 +442,9 @@ func (a *Agent) onExit(e Exit) {
 	if stale || quiet {
 		a.log.Info("run ended without a report: the quorum moved past it", "alloc", e.AllocID, "run", e.RequeueCount,
 			"state", e.State, "reason", e.Reason)
+		a.forgetRun(e.AllocID, int32(e.RequeueCount)+1)
 	} else {
+		a.recordEnd(e.AllocID, r)
 		a.report(r)
 	}
 	if next != nil {
@@ -403,8 +470,12 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 	switch msg := m.Msg.(type) {
 	case *latticev1.ServerMessage_Ack:
 		a.mu.Lock()
+		r := a.pending[msg.Ack.Seq]
 		delete(a.pending, msg.Ack.Seq)
 		a.mu.Unlock()
+		if r != nil {
+			a.acknowledged(r)
+		}
 	case *latticev1.ServerMessage_Assign:
 		a.assign(msg.Assign)
 	case *latticev1.ServerMessage_Cancel:
@@ -413,6 +484,14 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_LogData{LogData: a.readLog(msg.LogRequest)}})
 	case *latticev1.ServerMessage_Checkpoint:
 		a.checkpoint(msg.Checkpoint)
+	case *latticev1.ServerMessage_StepLaunch:
+		a.launchStep(msg.StepLaunch)
+	case *latticev1.ServerMessage_StepKill:
+		grace := a.cfg.Grace
+		if msg.StepKill.GraceSeconds > 0 {
+			grace = time.Duration(msg.StepKill.GraceSeconds) * time.Second
+		}
+		a.killSteps(msg.StepKill.AllocationId, msg.StepKill.StepId, grace)
 	case *latticev1.ServerMessage_CheckpointAck:
 		if !a.runner.CheckpointAck(msg.CheckpointAck.AllocationId, msg.CheckpointAck.Failed) {
 			a.log.Info("checkpoint acknowledgement with no checkpoint in progress", "alloc", msg.CheckpointAck.AllocationId)
@@ -471,6 +550,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
+		GPUs: a.nodeGPUs(as.LaunchNode),
 	}
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {
@@ -492,7 +572,13 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 
 // launch starts a run and reports RUNNING, or FAILED/LaunchFailed.
 func (a *Agent) launch(l Launch) {
-	if err := a.runner.Start(l); err != nil {
+	l.StatusFile = a.statusPath(l.AllocID, l.RequeueCount)
+	l.Started = time.Now()
+	err := a.recordLaunch(l) // durable before it starts: never launched twice
+	if err == nil {
+		err = a.runner.Start(l)
+	}
+	if err != nil {
 		a.log.Warn("launch failed", "alloc", l.AllocID, "run", l.RequeueCount, "err", err)
 		code := -1
 		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
@@ -518,6 +604,9 @@ func (a *Agent) cancel(c *latticev1.CancelAllocation) {
 		reason = model.ReasonCancelled
 	}
 	userCancel := reason == model.ReasonCancelled
+	// The leader's walltime backstop (the run is still RUNNING there) wants
+	// the end reported too.
+	reported := userCancel || reason == model.ReasonWalltimeExceeded
 	cancelled := &latticev1.AllocationReport{AllocationId: id, State: string(model.StateCancelled), Reason: model.ReasonCancelled}
 
 	a.mu.Lock()
@@ -537,7 +626,7 @@ func (a *Agent) cancel(c *latticev1.CancelAllocation) {
 		a.report(cloneReport(cancelled))
 		return
 	}
-	if rec != nil && rec.final == nil && !userCancel {
+	if rec != nil && rec.final == nil && !reported {
 		rec.quiet = true
 	}
 	a.mu.Unlock()
@@ -748,4 +837,35 @@ func ParseVClusterSplit(s string) (names []string, counts []int, err error) {
 		return nil, nil, &model.FieldError{Field: "vclusters", Value: s, Allowed: "NAME[:NODES],... with at least one name"}
 	}
 	return names, counts, nil
+}
+
+// detach stops the agent without stopping its jobs: a restarted agent on
+// the same data dir adopts them. Nothing is reported or saved after it.
+func (a *Agent) detach() {
+	a.mu.Lock()
+	a.detached = true
+	a.mu.Unlock()
+	a.runner.Detach()
+}
+
+// unacknowledged returns the reports pending now, and those of them that
+// were already pending at the previous call (prev), oldest first, to send
+// again.
+func (a *Agent) unacknowledged(prev map[uint64]bool) (map[uint64]bool, []*latticev1.AgentMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := make(map[uint64]bool, len(a.pending))
+	var seqs []uint64
+	for s := range a.pending {
+		now[s] = true
+		if prev[s] {
+			seqs = append(seqs, s)
+		}
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	out := make([]*latticev1.AgentMessage, len(seqs))
+	for i, s := range seqs {
+		out[i] = &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Report{Report: a.pending[s]}}
+	}
+	return now, out
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -316,7 +315,7 @@ func (r *Runner) runHook(ctx context.Context, p *process, o CheckpointOrder) del
 	}
 	cmd := exec.Command("/bin/sh", "-c", o.Hook)
 	cmd.Dir = l.WorkDir
-	cmd.Env = append(Env(l, os.Environ()), "LATTICE_CHECKPOINT_REASON="+o.Reason)
+	cmd.Env = append(Env(l, BaseEnv()), "LATTICE_CHECKPOINT_REASON="+o.Reason)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

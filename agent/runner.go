@@ -29,7 +29,7 @@ type Launch struct {
 	Tenant     string
 	User       string // who submitted it; a root agent runs it as this user
 	VCluster   string
-	Command    []string // run through sh -c
+	Command    []string // one string: run through sh -c; several: argv, executed directly
 	Script     string   // batch script contents
 	Env        []string
 	WorkDir    string
@@ -51,6 +51,14 @@ type Launch struct {
 	// CheckpointDir is LATTICE_CHECKPOINT_DIR; the runner sets it to
 	// <checkpoint root>/<allocation id> when empty.
 	CheckpointDir string
+	// StatusFile, when set, runs the entrypoint under a supervisor that
+	// records its exit status there (supervise.go), so the run can be
+	// adopted by a restarted agent.
+	StatusFile string `json:",omitempty"`
+	// GPUs of the launch node (CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE).
+	GPUs int `json:",omitempty"`
+	// Started is when the run started (walltime of an adopted run).
+	Started time.Time `json:",omitzero"`
 }
 
 // CheckpointDoneFile is the file, inside LATTICE_CHECKPOINT_DIR, whose
@@ -90,6 +98,10 @@ type RunnerConfig struct {
 	// HTTPClient posts webhook-mode checkpoint requests (default: a client
 	// with the default transport; each request is bounded by its deadline).
 	HTTPClient *http.Client
+	// ShimDir (holding the srun shim) goes first on a job's PATH; Servers
+	// become its LATTICE_SERVER unless the request sets one (shim.go).
+	ShimDir string
+	Servers []string
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -104,6 +116,9 @@ type Runner struct {
 	log          *slog.Logger
 	allowRoot    bool
 	runAsSelf    bool
+	shimDir      string
+	servers      []string
+	tag          string // AgentTagEnv of the processes it starts
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -155,8 +170,13 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
+	tag, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent data dir: %w", err)
+	}
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
-		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf}
+		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
+		shimDir: cfg.ShimDir, servers: cfg.Servers, tag: tag}
 	r.sayWhoRunsJobs()
 	return r, nil
 }
@@ -167,8 +187,9 @@ func (r *Runner) CheckpointDir(id uint64) string {
 	return filepath.Join(r.ckptRoot, strconv.FormatUint(id, 10))
 }
 
-// Env builds the environment of an allocation: the agent's own, the
-// request's, then Lattice's and Slurm's variables.
+// Env builds the environment of an allocation: base (BaseEnv for jobs,
+// never the agent's own), the request's, then Lattice's and Slurm's
+// variables.
 func Env(l Launch, base []string) []string {
 	env := append([]string(nil), base...)
 	env = append(env, l.Env...)
@@ -191,6 +212,7 @@ func Env(l Launch, base []string) []string {
 		"SLURM_JOB_PARTITION="+l.VCluster,
 		"SLURM_JOB_ACCOUNT="+l.Tenant,
 	)
+	env = append(env, nodeEnv(l)...)
 	if l.ArrayJobID != 0 {
 		env = append(env,
 			"LATTICE_ARRAY_JOB_ID="+strconv.FormatUint(l.ArrayJobID, 10),
@@ -307,6 +329,7 @@ func (r *Runner) Start(l Launch) error {
 	if err != nil {
 		return err
 	}
+	procCred := cred // the credential of the process started here
 	if l.CheckpointDir == "" {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
@@ -355,15 +378,43 @@ func (r *Runner) Start(l Launch) error {
 	case len(l.Command) == 1:
 		cmd = exec.Command("/bin/sh", "-c", l.Command[0])
 	case len(l.Command) > 1:
-		cmd = exec.Command("/bin/sh", "-c", shellJoin(l.Command))
+		// Run argv itself, not under a wrapper shell: a SIGTERM to the group
+		// would end the wrapper, and with it the job, before the program's
+		// own handler used its grace (`-- sh -c 'trap ... TERM; ...'`).
+		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, BaseEnv())), "PATH"))
+		if err != nil {
+			closeLogs(stdout, stderr)
+			return fmt.Errorf("command: %w", err)
+		}
+		cmd = exec.Command(path, l.Command[1:]...)
+		cmd.Args[0] = l.Command[0]
 	default:
 		closeLogs(stdout, stderr)
 		return errors.New("allocation has neither a command nor a script")
 	}
+	cmd.Env = r.stepEnv(Env(l, BaseEnv()))
+	if l.StatusFile != "" {
+		if err := removeIfExists(l.StatusFile); err != nil {
+			closeLogs(stdout, stderr)
+			return fmt.Errorf("status file: %w", err)
+		}
+		sup, err := supervisorCommand(l.StatusFile, cmd.Path, cmd.Args)
+		if err != nil {
+			closeLogs(stdout, stderr)
+			return err
+		}
+		sup.Env = append(cmd.Env, superviseEnv+"="+l.StatusFile)
+		if cred != nil {
+			// The supervisor stays the agent's user (it writes the status
+			// file in the agent's data dir); it starts the job as its owner.
+			sup.Env = append(sup.Env, superviseCredEnv+"="+formatCredential(cred))
+			procCred = nil
+		}
+		cmd = sup
+	}
 	cmd.Dir = l.WorkDir
-	cmd.Env = Env(l, os.Environ())
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: procCred}
 	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
 		closeLogs(stdout, stderr)
 		return err
@@ -380,7 +431,15 @@ func (r *Runner) Start(l Launch) error {
 		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
 	}
 	r.wg.Add(1)
-	go r.wait(p)
+	go func() {
+		err := p.cmd.Wait()
+		code, msg := exitCodeOf(err), ""
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			msg = err.Error()
+		}
+		r.finish(p, code, msg)
+	}()
 	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
 	return nil
 }
@@ -418,9 +477,9 @@ func shellJoin(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-func (r *Runner) wait(p *process) {
+// finish ends a run whose entrypoint (or supervisor) exited with code.
+func (r *Runner) finish(p *process, code int, message string) {
 	defer r.wg.Done()
-	err := p.cmd.Wait()
 	if p.timer != nil {
 		p.timer.Stop()
 	}
@@ -436,21 +495,7 @@ func (r *Runner) wait(p *process) {
 		ck.cancel() // ends its hook or webhook
 	}
 
-	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount}
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			} else {
-				code = ee.ExitCode()
-			}
-		} else {
-			code = -1
-			ex.Message = err.Error()
-		}
-	}
+	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount, Message: message}
 	ex.ExitCode = &code
 	switch {
 	case why == model.ReasonCancelled:
@@ -593,6 +638,20 @@ func (r *Runner) IsRunning(id uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.running[id] != nil
+}
+
+// Detach stops managing the running allocations without stopping them (an
+// agent that leaves its jobs to its successor): no walltime timer fires and
+// nothing new starts.
+func (r *Runner) Detach() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, p := range r.running {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+	}
 }
 
 // Shutdown stops everything (SIGTERM, grace, SIGKILL) and waits for it.

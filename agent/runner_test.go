@@ -59,7 +59,7 @@ func TestRunnerExitStatus(t *testing.T) {
 		{"success with environment", Launch{AllocID: 7, Name: "env", VCluster: "hpc-batch", Nodes: []string{"node001", "node002", "node003"},
 			Command: []string{"echo $LATTICE_ALLOC_ID $LATTICE_NUM_NODES $SLURM_JOB_NODELIST $SLURM_NNODES $LATTICE_VCLUSTER"}},
 			model.StateCompleted, "", 0, "7 3 node[001-003] 3 hpc-batch\n"},
-		{"argv is quoted for sh -c", Launch{AllocID: 8, Nodes: []string{"n1"}, Command: []string{"printf", "%s|", "a b", "it's"}},
+		{"argv is executed as it is", Launch{AllocID: 8, Nodes: []string{"n1"}, Command: []string{"printf", "%s|", "a b", "it's"}},
 			model.StateCompleted, "", 0, "a b|it's|"},
 		{"non-zero exit", Launch{AllocID: 9, Nodes: []string{"n1"}, Command: []string{"exit 3"}},
 			model.StateFailed, model.ReasonNonZeroExit, 3, ""},
@@ -227,5 +227,43 @@ func TestSimulatedNodesSplit(t *testing.T) {
 		if nodes[len(nodes)-1].Group != (tc.n-1)/tc.group {
 			t.Errorf("last node in group %d", nodes[len(nodes)-1].Group)
 		}
+	}
+}
+
+// A `-- CMD ARGS` job is its program, not a wrapper shell: SIGTERM reaches
+// the program's handler, which gets its grace before SIGKILL.
+func TestRunnerCommandKeepsItsGrace(t *testing.T) {
+	r, exits := newTestRunner(t)
+	l := Launch{AllocID: 11, Nodes: []string{"n1"}, Grace: 10 * time.Second,
+		Command: []string{"sh", "-c", `trap "sleep 2; echo after; exit 7" TERM; echo ready; sleep 100 & wait`}}
+	if err := r.Start(l); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(readOut(t, r, 11), "ready") {
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	r.Stop(11, model.ReasonCancelled, 10*time.Second)
+	e := waitExit(t, exits)
+	if e.State != model.StateCancelled || e.ExitCode == nil || *e.ExitCode != 7 {
+		t.Fatalf("exit %+v (code %v), want CANCELLED with the trap's exit 7", e, e.ExitCode)
+	}
+	if !strings.Contains(readOut(t, r, 11), "after") {
+		t.Errorf("output %q lacks the trap's line", readOut(t, r, 11))
+	}
+	if d := time.Since(start); d < 2*time.Second || d > 9*time.Second {
+		t.Errorf("ended %s after SIGTERM: want the trap's 2 s, not the grace", d)
+	}
+}
+
+func TestRunnerCommandNotFound(t *testing.T) {
+	r, _ := newTestRunner(t)
+	err := r.Start(Launch{AllocID: 12, Nodes: []string{"n1"}, Command: []string{"no-such-program-lattice", "x"}})
+	if err == nil || !strings.Contains(err.Error(), "no-such-program-lattice") {
+		t.Fatalf("start = %v, want an error naming the program", err)
 	}
 }

@@ -668,6 +668,10 @@ func (r *runner) printPower(format string, ps *latticev1.PowerStatus) error {
 	return r.emitAs(format, v, func(w io.Writer, _ bool) error {
 		row(w, "SCOPE", "BUDGET", "ESTIMATED", "USED")
 		row(w, "system", capText(v.BudgetWatts), watts(v.EstimatedWatts), share(v.EstimatedWatts, v.BudgetWatts))
+		if v.MeasuredNodes > 0 {
+			// What the agents measured (RAPL), on the nodes that measure.
+			row(w, fmt.Sprintf("measured (%d nodes)", v.MeasuredNodes), "", watts(v.MeasuredWatts), "")
+		}
 		for _, u := range v.VClusters {
 			row(w, u.VCluster, capText(u.BudgetWatts), watts(u.EstimatedWatts), share(u.EstimatedWatts, u.BudgetWatts))
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -260,6 +261,17 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 	}
 	if p := v.Preemption; p != nil {
 		kv(w, "Preempted", preemptionText(p, r.tableTime(a.GetPreemption().GetTimeUnixMs())))
+	}
+	if steps := a.GetSteps(); len(steps) > 0 {
+		fmt.Fprintln(w)
+		row(w, "STEP", "NODES", "TASKS", "STATE", "EXIT", "COMMAND")
+		for _, st := range steps {
+			exit := "-"
+			if st.GetHasExitCode() {
+				exit = strconv.Itoa(int(st.GetExitCode()))
+			}
+			row(w, strconv.Itoa(int(st.GetId())), hostlist(st.GetNodes()), strconv.Itoa(int(st.GetTasks())), st.GetState(), exit, shellJoin(st.GetCommand()))
+		}
 	}
 	if len(v.History) > 0 {
 		fmt.Fprintln(w)

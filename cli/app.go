@@ -83,6 +83,17 @@ type runner struct {
 func Main(ctx context.Context, env Env, args []string) int {
 	r := &runner{Env: env}
 	app := r.app()
+	if len(args) > 0 && args[0] == "srun" { // the srun shim on a job's PATH
+		translated, err := srunArgs(args[1:])
+		if err != nil {
+			fmt.Fprintf(r.Stderr, "srun: %v\n", err)
+			return ExitCode(err)
+		}
+		args = translated
+	}
+	if len(args) > 0 && args[0] == "run" {
+		args = append([]string{"run"}, runArgs(r.runCommand().Flags, args[1:])...)
+	}
 	err := app.RunContext(ctx, append([]string{app.Name}, r.reorder(app.Flags, app.Commands, args)...))
 	if r.conn != nil {
 		r.conn.close()
@@ -129,6 +140,7 @@ func (r *runner) app() *cli.App {
 			r.explainCommand(),
 			r.cancelCommand(),
 			r.checkpointCommand(),
+			r.runCommand(),
 			r.dagCommand(),
 			r.logsCommand(),
 			r.nodesCommand(),

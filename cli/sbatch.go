@@ -40,6 +40,7 @@ const (
 	optSignal      = "signal"
 	optCkptHook    = "checkpoint-hook"
 	optCkptWebhook = "checkpoint-webhook"
+	optRequeue     = "requeue" // "true" or "false"
 )
 
 func (o submitOptions) set(key, value, origin string) {
@@ -87,6 +88,8 @@ var sbatchLong = map[string]string{
 	// Lattice's own checkpoint settings.
 	"checkpoint-hook":    optCkptHook,
 	"checkpoint-webhook": optCkptWebhook,
+	"requeue":            optRequeue,
+	"no-requeue":         optRequeue,
 }
 
 // sbatchShort maps Slurm's one-letter options. In a script -o and -e are
@@ -158,6 +161,10 @@ func sbatchTokens(where string, toks []string, opts submitOptions) (warnings []s
 			}
 		default:
 			warnings = append(warnings, fmt.Sprintf("%s: unexpected %q in #SBATCH line ignored", where, t))
+			continue
+		}
+		if key == optRequeue { // a switch: --requeue, --no-requeue
+			opts.set(optRequeue, fmt.Sprint(spelled == "--requeue"), fmt.Sprintf("%s (#SBATCH %s)", where, spelled))
 			continue
 		}
 		shown := t

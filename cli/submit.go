@@ -108,7 +108,8 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "stdout", Usage: "output file (%j %A %a %x are expanded by the server)"},
 			&cli.StringFlag{Name: "stderr", Usage: "error file (%j %A %a %x are expanded by the server)"},
 			&cli.StringFlag{Name: "workdir", Aliases: []string{"D", "chdir"}, Usage: "working directory", DefaultText: "the current directory"},
-			&cli.StringFlag{Name: "export", Usage: "environment to pass: NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)", DefaultText: "NONE"},
+			&cli.StringFlag{Name: "export", Usage: "environment to pass: NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)", DefaultText: "ALL, as sbatch"},
+			&cli.BoolFlag{Name: "requeue", Usage: "put the job back in the queue, rather than failing it, when one of its nodes fails (#SBATCH --requeue)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "validate and print the resolved request; submit nothing (needs no server)"},
 			&cli.BoolFlag{Name: "parsable", Aliases: []string{"parseable"}, Usage: "print only the id"},
 		},
@@ -165,6 +166,9 @@ func (r *runner) submit(c *cli.Context) error {
 		if c.IsSet(f.flag) {
 			in.opts.set(f.key, c.String(f.flag), "")
 		}
+	}
+	if c.IsSet("requeue") {
+		in.opts.set(optRequeue, fmt.Sprint(c.Bool("requeue")), "")
 	}
 	if v, ok := explicit(c, "tenant"); ok {
 		in.opts.set(optTenant, v, "")
@@ -366,6 +370,9 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 	}
 	req.CheckpointHook, _ = get(optCkptHook, "")
 	req.CheckpointWebhook, _ = get(optCkptWebhook, "")
+	if v, _ := get(optRequeue, ""); v == "true" {
+		req.Requeue = true
+	}
 	if v, wrap := get(optDependsOn, ""); v != "" {
 		var task model.TaskResolver
 		if in.resolveTask != nil {
@@ -501,12 +508,16 @@ func parseGPUsPerNode(s string) (typ string, n int, err error) {
 	return typ, n, nil
 }
 
-// parseExport reads --export: NONE (the default), ALL, or a list of NAME
-// (taken from the current environment) and NAME=VALUE; ALL may start the
-// list. The result is sorted KEY=VALUE with one entry per key.
+// parseExport reads --export with sbatch's meaning: ALL (the default: the
+// submitting environment), NONE, or a list of NAME (taken from the current
+// environment) and NAME=VALUE, which passes only those unless ALL starts
+// the list. The result is sorted KEY=VALUE with one entry per key.
 func parseExport(s string, environ []string) ([]string, error) {
 	v := strings.TrimSpace(s)
-	if v == "" || strings.EqualFold(v, "NONE") {
+	if v == "" {
+		v = "ALL"
+	}
+	if strings.EqualFold(v, "NONE") {
 		return nil, nil
 	}
 	env := map[string]string{}
@@ -565,6 +576,7 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		CheckpointSignalSecs: int32(req.CheckpointSignalSecs),
 		CheckpointHook:       req.CheckpointHook,
 		CheckpointWebhook:    req.CheckpointWebhook,
+		Requeue:              req.Requeue,
 		Constraints:          req.Constraints,
 		GpuType:              req.GPUType,
 		GpusPerNode:          int32(req.GPUsPerNode),
@@ -608,6 +620,7 @@ type dryRunView struct {
 	CheckpointSignalSecs int      `json:"checkpoint_signal_secs,omitempty"`
 	CheckpointHook       string   `json:"checkpoint_hook,omitempty"`
 	CheckpointWebhook    string   `json:"checkpoint_webhook,omitempty"`
+	Requeue              bool     `json:"requeue,omitempty"`
 	Entrypoint           string   `json:"entrypoint"`
 	Output               string   `json:"output"`
 	Error                string   `json:"error"`
@@ -638,7 +651,7 @@ func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView 
 		GPUsPerNode:      req.GPUsPerNode,
 		Checkpoint:       string(req.Checkpoint),
 		CheckpointSignal: req.CheckpointSignal, CheckpointSignalSecs: req.CheckpointSignalSecs,
-		CheckpointHook: req.CheckpointHook, CheckpointWebhook: req.CheckpointWebhook,
+		CheckpointHook: req.CheckpointHook, CheckpointWebhook: req.CheckpointWebhook, Requeue: req.Requeue,
 		Output:   req.Stdout,
 		Error:    req.Stderr,
 		Warnings: nonNil(warnings),

@@ -330,7 +330,12 @@ func TestSubmitResolves(t *testing.T) {
 				t.Errorf("env %q", v.Env)
 			}
 		}},
-		{"no environment by default", []string{"--", "x"}, func(t *testing.T, v dryRunView) {
+		{"the submitting environment by default, as sbatch", []string{"--", "x"}, func(t *testing.T, v dryRunView) {
+			if strings.Join(v.Env, " ") != "HOME=/home/alice OMP_NUM_THREADS=8 PATH=/usr/bin" {
+				t.Errorf("env %q", v.Env)
+			}
+		}},
+		{"no environment with NONE", []string{"--export", "NONE", "--", "x"}, func(t *testing.T, v dryRunView) {
 			if len(v.Env) != 0 {
 				t.Errorf("env %q", v.Env)
 			}
@@ -455,7 +460,11 @@ func TestDryRunJSONShape(t *testing.T) {
   "command": null,
   "script_bytes": 294,
   "work_dir": "/home/alice/proj",
-  "env": []
+  "env": [
+    "HOME=/home/alice",
+    "OMP_NUM_THREADS=8",
+    "PATH=/usr/bin"
+  ]
 }
 `
 	want = strings.ReplaceAll(want, "SCRIPT", script)

@@ -51,6 +51,7 @@ type allocationView struct {
 	CheckpointDeadline *string          `json:"checkpoint_deadline,omitempty"`
 	Preemption         *preemptionView  `json:"preemption,omitempty"`  // the latest reclaim or preemption
 	History            []transitionView `json:"history,omitempty"`     // show only
+	Steps              []stepView       `json:"steps,omitempty"`       // show only
 	Explanation        *explanationView `json:"explanation,omitempty"` // show only, while pending
 }
 
@@ -127,6 +128,15 @@ func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
 	if detail {
 		for _, t := range a.GetHistory() {
 			v.History = append(v.History, transitionView{State: t.GetState(), Reason: t.GetReason(), Time: rfc3339(t.GetTimeUnixMs())})
+		}
+		for _, st := range a.GetSteps() {
+			sv := stepView{ID: st.GetId(), Nodes: st.GetNodes(), Tasks: st.GetTasks(), Command: st.GetCommand(), State: st.GetState(),
+				StartTime: rfc3339(st.GetStartTimeUnixMs()), EndTime: rfc3339(st.GetEndTimeUnixMs())}
+			if st.GetHasExitCode() {
+				e := st.GetExitCode()
+				sv.ExitCode = &e
+			}
+			v.Steps = append(v.Steps, sv)
 		}
 		if e := a.GetExplanation(); e != nil {
 			ev := explanationOf(e)
@@ -409,6 +419,9 @@ type powerView struct {
 	BudgetWatts    int64      `json:"budget_watts"`
 	EstimatedWatts int64      `json:"estimated_watts"`
 	VClusters      []powerUse `json:"vclusters"`
+	// MeasuredWatts is what agents measured on MeasuredNodes nodes.
+	MeasuredWatts int64 `json:"measured_watts"`
+	MeasuredNodes int32 `json:"measured_nodes"`
 }
 
 type powerUse struct {
@@ -418,7 +431,8 @@ type powerUse struct {
 }
 
 func powerOf(p *latticev1.PowerStatus) powerView {
-	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{}}
+	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{},
+		MeasuredWatts: p.GetMeasuredWatts(), MeasuredNodes: p.GetMeasuredNodes()}
 	for _, u := range p.GetVclusters() {
 		v.VClusters = append(v.VClusters, powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts()})
 	}
@@ -441,4 +455,16 @@ func tenantOf(t *latticev1.TenantInfo) tenantView {
 	return tenantView{Name: t.GetName(), FairShareTarget: t.GetFairShareTarget(), UsageShare: t.GetUsageShare(),
 		UsageNodeSeconds: t.GetUsageNodeSeconds(), RunningAllocations: t.GetRunningAllocations(),
 		RunningNodes: t.GetRunningNodes(), MaxNodes: t.GetMaxNodes(), MaxRunning: t.GetMaxRunning()}
+}
+
+// stepView is one step of an allocation (latticectl run, srun).
+type stepView struct {
+	ID        int32    `json:"id"`
+	Nodes     []string `json:"nodes"`
+	Tasks     int32    `json:"tasks"`
+	Command   []string `json:"command"`
+	State     string   `json:"state"`
+	ExitCode  *int32   `json:"exit_code"`
+	StartTime *string  `json:"start_time"`
+	EndTime   *string  `json:"end_time"`
 }

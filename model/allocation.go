@@ -29,11 +29,13 @@ var AllocStates = []AllocState{StatePending, StateStaging, StateRunning, StateCh
 
 // transitions is the state machine of DESIGN.md I5. Staging may fall back to
 // Pending (the node agent never started it, so nothing ran); Checkpointing may
-// return to Running when a checkpoint is declined or fails.
+// return to Running when a checkpoint is declined or fails; Running goes to
+// Suspended (and on to Pending, in the same command) when a node of a
+// --requeue allocation fails.
 var transitions = map[AllocState][]AllocState{
 	StatePending:       {StateStaging, StateCancelled, StateFailed},
 	StateStaging:       {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
-	StateRunning:       {StateCheckpointing, StateCompleted, StateFailed, StateCancelled},
+	StateRunning:       {StateCheckpointing, StateSuspended, StateCompleted, StateFailed, StateCancelled},
 	StateCheckpointing: {StateSuspended, StateRunning, StateCompleted, StateFailed, StateCancelled},
 	StateSuspended:     {StatePending, StateCancelled},
 }
@@ -237,6 +239,9 @@ type Request struct {
 	// checkpoint POSTs to.
 	CheckpointHook    string `json:"checkpoint_hook,omitempty"`
 	CheckpointWebhook string `json:"checkpoint_webhook,omitempty"`
+	// Requeue puts the allocation back in the queue, rather than failing
+	// it, when one of its nodes fails (sbatch --requeue).
+	Requeue bool `json:"requeue,omitempty"`
 }
 
 // Limits on requests.
@@ -385,6 +390,8 @@ type Allocation struct {
 	// CancelRequested marks an active allocation a user cancelled: its
 	// agent is stopping it and will report it Cancelled.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Steps are the steps launched inside it (latticectl run, srun), by id.
+	Steps []Step `json:"steps,omitempty"`
 	// ModifyVersion is the quorum state version of the allocation's last change.
 	ModifyVersion uint64 `json:"modify_version,omitempty"`
 }
@@ -421,6 +428,7 @@ func (a *Allocation) Clone() *Allocation {
 		c.ExitCode = &e
 	}
 	c.History = slices.Clone(a.History)
+	c.Steps = cloneSteps(a.Steps)
 	if a.Preemption != nil {
 		p := *a.Preemption
 		c.Preemption = &p

@@ -92,6 +92,8 @@ func (s *State) dispatch(c Command) *Result {
 		return s.applyPreempt(c)
 	case *Checkpoint:
 		return s.applyCheckpoint(c)
+	case *StepCommand:
+		return s.applyStep(c)
 	case *Prune:
 		return s.applyPrune(c)
 	case *SetMember:
@@ -391,7 +393,9 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	if a.State == u.State {
 		return nil // a repeated report: idempotent
 	}
-	if !model.CanTransition(a.State, u.State) {
+	if !model.CanTransition(a.State, u.State) || (a.State == model.StateRunning && u.State == model.StateSuspended) {
+		// (Running → Suspended is the FSM's own step when a node of a
+		// --requeue allocation fails, never a report.)
 		return reject(CodeConflict, "", "allocation %d cannot go from %s to %s", a.ID, a.State, u.State)
 	}
 	if a.State == model.StateCheckpointing && u.State == model.StateRunning && stopping(a) {
@@ -403,6 +407,12 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	reason := u.Reason
 	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled || u.State == model.StateSuspended) {
 		u.State, reason = model.StateCancelled, model.ReasonCancelled
+	}
+	if u.State == model.StateFailed && reason == model.ReasonNodeFailure && requeuesOnLoss(a) {
+		s.requeueLost(c, t) // --requeue: back to the queue, not failed
+		s.replaceAlloc(a, c)
+		s.touch()
+		return nil
 	}
 	switch u.State {
 	case model.StateRunning:
@@ -679,6 +689,10 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 			} else if a != nil && stopping(a) {
 				// It was being stopped to be requeued anyway.
 				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StateSuspended, Reason: model.ReasonNodeFailure}, c.Time)
+			} else if a != nil && requeuesOnLoss(a) {
+				ac := modify(a)
+				s.requeueLost(ac, c.Time)
+				s.putAlloc(ac)
 			} else if a != nil && a.State.Active() {
 				ac := modify(a)
 				s.finish(ac, model.StateFailed, model.ReasonNodeFailure, nil, c.Time)

@@ -271,7 +271,7 @@ func TestTransitionTable(t *testing.T) {
 		{model.StatePending, model.StateStaging}, {model.StatePending, model.StateCancelled}, {model.StatePending, model.StateFailed},
 		{model.StateStaging, model.StateRunning}, {model.StateStaging, model.StatePending}, {model.StateStaging, model.StateCompleted},
 		{model.StateStaging, model.StateFailed}, {model.StateStaging, model.StateCancelled},
-		{model.StateRunning, model.StateCheckpointing}, {model.StateRunning, model.StateCompleted}, {model.StateRunning, model.StateFailed}, {model.StateRunning, model.StateCancelled},
+		{model.StateRunning, model.StateCheckpointing}, {model.StateRunning, model.StateSuspended}, {model.StateRunning, model.StateCompleted}, {model.StateRunning, model.StateFailed}, {model.StateRunning, model.StateCancelled},
 		{model.StateCheckpointing, model.StateSuspended}, {model.StateCheckpointing, model.StateRunning}, {model.StateCheckpointing, model.StateCompleted},
 		{model.StateCheckpointing, model.StateFailed}, {model.StateCheckpointing, model.StateCancelled},
 		{model.StateSuspended, model.StatePending}, {model.StateSuspended, model.StateCancelled},

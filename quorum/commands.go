@@ -32,6 +32,7 @@ const (
 	CmdSetDefaults    CommandType = 16
 	CmdPreempt        CommandType = 17
 	CmdCheckpoint     CommandType = 18
+	CmdStep           CommandType = 19
 )
 
 var commandNames = map[CommandType]string{
@@ -40,7 +41,7 @@ var commandNames = map[CommandType]string{
 	CmdSetVCluster: "set_vcluster", CmdSetTenant: "set_tenant", CmdSetPowerBudget: "set_power_budget",
 	CmdRequeue: "requeue", CmdReturnNodes: "return_nodes", CmdReclaim: "reclaim", CmdPrune: "prune",
 	CmdSetMember: "set_member", CmdRemoveMember: "remove_member", CmdSetDefaults: "set_defaults",
-	CmdPreempt: "preempt", CmdCheckpoint: "checkpoint",
+	CmdPreempt: "preempt", CmdCheckpoint: "checkpoint", CmdStep: "step",
 }
 
 func (t CommandType) String() string {
@@ -381,6 +382,8 @@ func Decode(data []byte) (Command, error) {
 		c = &Preempt{}
 	case CmdCheckpoint:
 		c = &Checkpoint{}
+	case CmdStep:
+		c = &StepCommand{}
 	default:
 		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
 	}

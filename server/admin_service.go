@@ -382,6 +382,9 @@ func (a *adminService) power() *latticev1.PowerStatus {
 			out.Vclusters = append(out.Vclusters, &latticev1.PowerUse{Vcluster: v.Name, BudgetWatts: v.PowerCapWatts, EstimatedWatts: st.VClusterDrawWatts(v.Name)})
 		}
 	})
+	if l := a.s.currentLeader(); l != nil {
+		out.MeasuredWatts, out.MeasuredNodes = l.power.total(time.Now().Add(-a.s.cfg.DegradedAfter))
+	}
 	return out
 }
 

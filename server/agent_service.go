@@ -103,9 +103,15 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 					return
 				}
 			case *latticev1.AgentMessage_Heartbeat:
-				l.live.heard(s.ownedOnly(owned, msg.Heartbeat.Nodes))
+				heard := s.ownedOnly(owned, msg.Heartbeat.Nodes)
+				l.live.heard(heard)
+				if len(heard) == len(msg.Heartbeat.Nodes) { // measured draw only from an agent of those nodes
+					l.power.record(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
+				}
 			case *latticev1.AgentMessage_LogData:
 				conn.deliverLog(msg.LogData)
+			case *latticev1.AgentMessage_StepEvent:
+				l.steps.deliver(msg.StepEvent)
 			}
 		}
 	}()

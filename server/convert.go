@@ -31,7 +31,7 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		CheckpointMinutes: p.CheckpointMinutes, Constraints: p.Constraints,
 		GPUType: p.GpuType, GPUsPerNode: int(p.GpusPerNode), Stdout: p.Stdout, Stderr: p.Stderr,
 		CheckpointSignal: p.CheckpointSignal, CheckpointSignalSecs: int(p.CheckpointSignalSecs),
-		CheckpointHook: p.CheckpointHook, CheckpointWebhook: p.CheckpointWebhook,
+		CheckpointHook: p.CheckpointHook, CheckpointWebhook: p.CheckpointWebhook, Requeue: p.Requeue,
 	}
 	if p.HotDataFraction > 0 {
 		f := p.HotDataFraction
@@ -60,7 +60,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		Constraints: r.Constraints, GpuType: r.GPUType, GpusPerNode: int32(r.GPUsPerNode),
 		Stdout: r.Stdout, Stderr: r.Stderr, HotDataFraction: -1, User: r.User,
 		CheckpointSignal: r.CheckpointSignal, CheckpointSignalSecs: int32(r.CheckpointSignalSecs),
-		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook,
+		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook, Requeue: r.Requeue,
 	}
 	if r.HotDataFraction != nil {
 		p.HotDataFraction = *r.HotDataFraction
@@ -96,6 +96,14 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 	}
 	for _, h := range a.History {
 		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
+	}
+	for _, st := range a.Steps {
+		ps := &latticev1.Step{Id: int32(st.ID), Nodes: st.Nodes, Tasks: int32(st.Tasks), Command: st.Command, State: string(st.State),
+			StartTimeUnixMs: unixMS(st.StartTime), EndTimeUnixMs: unixMS(st.EndTime)}
+		if st.ExitCode != nil {
+			ps.HasExitCode, ps.ExitCode = true, int32(*st.ExitCode)
+		}
+		p.Steps = append(p.Steps, ps)
 	}
 	return p
 }

@@ -66,7 +66,7 @@ func startDevWith(t *testing.T, dir string, nodes int, vclusters []string, tune 
 		t.Fatal(err)
 	}
 	ag, err := agent.New(agent.Config{ID: "a1", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dir, "agent"),
-		Nodes: simNodes, HeartbeatInterval: time.Second, Grace: 2 * time.Second, Logger: log})
+		Nodes: simNodes, HeartbeatInterval: time.Second, Grace: 2 * time.Second, Logger: log, Latticectl: devLatticectl})
 	if err != nil {
 		t.Fatal(err)
 	}

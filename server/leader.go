@@ -26,8 +26,10 @@ type leaderState struct {
 	mu    sync.Mutex
 	loops map[string]*loopHandle
 
-	disp *dispatcher
-	live *liveness
+	disp  *dispatcher
+	live  *liveness
+	steps stepRegistry  // step sessions waiting for agents' events (step_service.go)
+	power measuredPower // draw measured by agents (measured_power.go)
 
 	board *vcluster.Board // lenders' reservations, shared by this term's loops
 
@@ -87,6 +89,7 @@ func (s *Server) startLeading(parent context.Context) {
 	l.run(l.manageLoops)
 	l.run(l.prune)
 	l.run(l.broker)
+	l.run(l.walltimeBackstop)
 }
 
 func (s *Server) stopLeading() {

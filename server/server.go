@@ -61,6 +61,11 @@ type Config struct {
 	LivenessGrace time.Duration
 	// KillGrace is the SIGTERM→SIGKILL grace sent with cancellations.
 	KillGrace time.Duration
+	// WalltimeBackstop is how long past walltime + KillGrace a RUNNING
+	// allocation with no report may go before the leader stops it through
+	// its agent, and then as long again before it ends it (backstop.go;
+	// default 1 min).
+	WalltimeBackstop time.Duration
 	// Retention keeps ended allocations this long (default 7 days).
 	Retention time.Duration
 	// Checkpoint holds the checkpoint cost model's parameters (default
@@ -126,6 +131,9 @@ func (c *Config) defaults() error {
 	}
 	if err := c.Checkpoint.Validate(); err != nil {
 		return err
+	}
+	if c.WalltimeBackstop <= 0 {
+		c.WalltimeBackstop = time.Minute
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 30 * time.Second
@@ -228,6 +236,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
 	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
+	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	return s, nil
 }
 

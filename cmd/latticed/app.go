@@ -97,6 +97,7 @@ func devCommand() *cli.Command {
 			str("node-watts", "100:400", "IDLE:BUSY watts of each simulated node"),
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
+			str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
 			maxArraySizeFlag(), maxDAGStagesFlag(),
@@ -176,6 +177,7 @@ func runDev(c *cli.Context) error {
 	ag, err := agent.New(agent.Config{
 		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
 		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Token: agentToken, RunAsSelf: true,
+		Latticectl: c.String("latticectl"),
 	})
 	if err != nil {
 		srv.Stop()
@@ -366,6 +368,9 @@ func agentCommand() *cli.Command {
 		// Its environment twin is LATTICE_AGENT_CHECKPOINT_DIR: LATTICE_CHECKPOINT_DIR is the job's own variable.
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint-dir", EnvVars: []string{"LATTICE_AGENT_CHECKPOINT_DIR"},
 			Usage: "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)"}),
+		altsrc.NewStringFlag(str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)")),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "stop-jobs-on-exit", EnvVars: env("stop-jobs-on-exit"),
+			Usage: "stop running jobs when the agent stops (default: leave them running; the restarted agent adopts them)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "group-size", Value: 16, Usage: "simulated nodes per dragonfly group", EnvVars: env("group-size")}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "first-group", Usage: "dragonfly group of the first simulated node (or of this host)", EnvVars: env("first-group")}),
@@ -405,6 +410,17 @@ func runAgent(c *cli.Context) error {
 		return usageError{err}
 	}
 	fp := conformance.Fingerprint(c.String("driver-version"), c.String("nic-firmware"), c.String("bios-firmware"), c.String("kernel-params"))
+	var meter *agent.PowerMeter
+	if c.Int("simulate") == 0 {
+		// A real node: its fingerprint comes from the machine, the flags
+		// override single inputs; its draw is measured where RAPL exists.
+		fp = agent.ReadMachine("/").Fingerprint(agent.FingerprintInputs{DriverVersion: c.String("driver-version"),
+			NICFirmware: c.String("nic-firmware"), BIOSFirmware: c.String("bios-firmware"), KernelParams: c.String("kernel-params")})
+		var err error
+		if meter, err = agent.NewPowerMeter("/"); err != nil {
+			slog.Info("power draw not measured; the configured figures are used", "why", err)
+		}
+	}
 	names, counts, err := agent.ParseVClusterSplit(c.String("vcluster"))
 	if err != nil {
 		return usageError{err}
@@ -437,7 +453,8 @@ func runAgent(c *cli.Context) error {
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
-		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0})
+		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
+		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter})
 	if err != nil {
 		return err
 	}

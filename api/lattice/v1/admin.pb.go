@@ -1476,8 +1476,12 @@ type PowerStatus struct {
 	BudgetWatts    int64                  `protobuf:"varint,1,opt,name=budget_watts,json=budgetWatts,proto3" json:"budget_watts,omitempty"` // system; 0 = none
 	EstimatedWatts int64                  `protobuf:"varint,2,opt,name=estimated_watts,json=estimatedWatts,proto3" json:"estimated_watts,omitempty"`
 	Vclusters      []*PowerUse            `protobuf:"bytes,3,rep,name=vclusters,proto3" json:"vclusters,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// measured_watts sums the draw the agents measured (RAPL) on
+	// measured_nodes nodes, heard within the last degraded-after period.
+	MeasuredWatts int64 `protobuf:"varint,4,opt,name=measured_watts,json=measuredWatts,proto3" json:"measured_watts,omitempty"`
+	MeasuredNodes int32 `protobuf:"varint,5,opt,name=measured_nodes,json=measuredNodes,proto3" json:"measured_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PowerStatus) Reset() {
@@ -1529,6 +1533,20 @@ func (x *PowerStatus) GetVclusters() []*PowerUse {
 		return x.Vclusters
 	}
 	return nil
+}
+
+func (x *PowerStatus) GetMeasuredWatts() int64 {
+	if x != nil {
+		return x.MeasuredWatts
+	}
+	return 0
+}
+
+func (x *PowerStatus) GetMeasuredNodes() int32 {
+	if x != nil {
+		return x.MeasuredNodes
+	}
+	return 0
 }
 
 type SetPowerBudgetRequest struct {
@@ -1973,11 +1991,13 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\bPowerUse\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +
 	"\fbudget_watts\x18\x02 \x01(\x03R\vbudgetWatts\x12'\n" +
-	"\x0festimated_watts\x18\x03 \x01(\x03R\x0eestimatedWatts\"\x8d\x01\n" +
+	"\x0festimated_watts\x18\x03 \x01(\x03R\x0eestimatedWatts\"\xdb\x01\n" +
 	"\vPowerStatus\x12!\n" +
 	"\fbudget_watts\x18\x01 \x01(\x03R\vbudgetWatts\x12'\n" +
 	"\x0festimated_watts\x18\x02 \x01(\x03R\x0eestimatedWatts\x122\n" +
-	"\tvclusters\x18\x03 \x03(\v2\x14.lattice.v1.PowerUseR\tvclusters\"\x82\x01\n" +
+	"\tvclusters\x18\x03 \x03(\v2\x14.lattice.v1.PowerUseR\tvclusters\x12%\n" +
+	"\x0emeasured_watts\x18\x04 \x01(\x03R\rmeasuredWatts\x12%\n" +
+	"\x0emeasured_nodes\x18\x05 \x01(\x05R\rmeasuredNodes\"\x82\x01\n" +
 	"\x15SetPowerBudgetRequest\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +
 	"\fbudget_watts\x18\x02 \x01(\x03R\vbudgetWatts\x12*\n" +

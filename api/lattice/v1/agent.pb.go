@@ -29,6 +29,7 @@ type AgentMessage struct {
 	//	*AgentMessage_Report
 	//	*AgentMessage_LogData
 	//	*AgentMessage_Heartbeat
+	//	*AgentMessage_StepEvent
 	Msg           isAgentMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -107,6 +108,15 @@ func (x *AgentMessage) GetHeartbeat() *Heartbeat {
 	return nil
 }
 
+func (x *AgentMessage) GetStepEvent() *StepEvent {
+	if x != nil {
+		if x, ok := x.Msg.(*AgentMessage_StepEvent); ok {
+			return x.StepEvent
+		}
+	}
+	return nil
+}
+
 type isAgentMessage_Msg interface {
 	isAgentMessage_Msg()
 }
@@ -127,6 +137,10 @@ type AgentMessage_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,4,opt,name=heartbeat,proto3,oneof"`
 }
 
+type AgentMessage_StepEvent struct {
+	StepEvent *StepEvent `protobuf:"bytes,5,opt,name=step_event,json=stepEvent,proto3,oneof"`
+}
+
 func (*AgentMessage_Hello) isAgentMessage_Msg() {}
 
 func (*AgentMessage_Report) isAgentMessage_Msg() {}
@@ -134,6 +148,8 @@ func (*AgentMessage_Report) isAgentMessage_Msg() {}
 func (*AgentMessage_LogData) isAgentMessage_Msg() {}
 
 func (*AgentMessage_Heartbeat) isAgentMessage_Msg() {}
+
+func (*AgentMessage_StepEvent) isAgentMessage_Msg() {}
 
 // AgentHello opens the stream: who the agent is and the nodes it runs.
 type AgentHello struct {
@@ -502,6 +518,8 @@ type ServerMessage struct {
 	//	*ServerMessage_Checkpoint
 	//	*ServerMessage_Ack
 	//	*ServerMessage_CheckpointAck
+	//	*ServerMessage_StepLaunch
+	//	*ServerMessage_StepKill
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -598,6 +616,24 @@ func (x *ServerMessage) GetCheckpointAck() *CheckpointAck {
 	return nil
 }
 
+func (x *ServerMessage) GetStepLaunch() *StepLaunch {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepLaunch); ok {
+			return x.StepLaunch
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetStepKill() *StepKill {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepKill); ok {
+			return x.StepKill
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -626,6 +662,14 @@ type ServerMessage_CheckpointAck struct {
 	CheckpointAck *CheckpointAck `protobuf:"bytes,6,opt,name=checkpoint_ack,json=checkpointAck,proto3,oneof"`
 }
 
+type ServerMessage_StepLaunch struct {
+	StepLaunch *StepLaunch `protobuf:"bytes,7,opt,name=step_launch,json=stepLaunch,proto3,oneof"`
+}
+
+type ServerMessage_StepKill struct {
+	StepKill *StepKill `protobuf:"bytes,8,opt,name=step_kill,json=stepKill,proto3,oneof"`
+}
+
 func (*ServerMessage_Assign) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
@@ -637,6 +681,10 @@ func (*ServerMessage_Checkpoint) isServerMessage_Msg() {}
 func (*ServerMessage_Ack) isServerMessage_Msg() {}
 
 func (*ServerMessage_CheckpointAck) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepLaunch) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepKill) isServerMessage_Msg() {}
 
 // CheckpointAck forwards a webhook-mode acknowledgement (CheckpointDone) to
 // the agent that waits for it.
@@ -1054,12 +1102,14 @@ var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/agent.proto\x12\n" +
-	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\"\xe6\x01\n" +
+	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\"\x9e\x02\n" +
 	"\fAgentMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.lattice.v1.AgentHelloH\x00R\x05hello\x126\n" +
 	"\x06report\x18\x02 \x01(\v2\x1c.lattice.v1.AllocationReportH\x00R\x06report\x120\n" +
 	"\blog_data\x18\x03 \x01(\v2\x13.lattice.v1.LogDataH\x00R\alogData\x125\n" +
-	"\theartbeat\x18\x04 \x01(\v2\x15.lattice.v1.HeartbeatH\x00R\theartbeatB\x05\n" +
+	"\theartbeat\x18\x04 \x01(\v2\x15.lattice.v1.HeartbeatH\x00R\theartbeat\x126\n" +
+	"\n" +
+	"step_event\x18\x05 \x01(\v2\x15.lattice.v1.StepEventH\x00R\tstepEventB\x05\n" +
 	"\x03msg\"\x85\x01\n" +
 	"\n" +
 	"AgentHello\x12\x19\n" +
@@ -1088,7 +1138,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xeb\x02\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xdb\x03\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1098,7 +1148,10 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"checkpoint\x18\x04 \x01(\v2\x1d.lattice.v1.CheckpointRequestH\x00R\n" +
 	"checkpoint\x12)\n" +
 	"\x03ack\x18\x05 \x01(\v2\x15.lattice.v1.ReportAckH\x00R\x03ack\x12B\n" +
-	"\x0echeckpoint_ack\x18\x06 \x01(\v2\x19.lattice.v1.CheckpointAckH\x00R\rcheckpointAckB\x05\n" +
+	"\x0echeckpoint_ack\x18\x06 \x01(\v2\x19.lattice.v1.CheckpointAckH\x00R\rcheckpointAck\x129\n" +
+	"\vstep_launch\x18\a \x01(\v2\x16.lattice.v1.StepLaunchH\x00R\n" +
+	"stepLaunch\x123\n" +
+	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKillB\x05\n" +
 	"\x03msg\"L\n" +
 	"\rCheckpointAck\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x16\n" +
@@ -1165,30 +1218,36 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*LogRequest)(nil),        // 10: lattice.v1.LogRequest
 	(*CheckpointRequest)(nil), // 11: lattice.v1.CheckpointRequest
 	(*ReportAck)(nil),         // 12: lattice.v1.ReportAck
-	(*Node)(nil),              // 13: lattice.v1.Node
-	(*Allocation)(nil),        // 14: lattice.v1.Allocation
+	(*StepEvent)(nil),         // 13: lattice.v1.StepEvent
+	(*Node)(nil),              // 14: lattice.v1.Node
+	(*StepLaunch)(nil),        // 15: lattice.v1.StepLaunch
+	(*StepKill)(nil),          // 16: lattice.v1.StepKill
+	(*Allocation)(nil),        // 17: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
 	4,  // 1: lattice.v1.AgentMessage.report:type_name -> lattice.v1.AllocationReport
 	5,  // 2: lattice.v1.AgentMessage.log_data:type_name -> lattice.v1.LogData
 	3,  // 3: lattice.v1.AgentMessage.heartbeat:type_name -> lattice.v1.Heartbeat
-	13, // 4: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
-	2,  // 5: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
-	8,  // 6: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
-	9,  // 7: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
-	10, // 8: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
-	11, // 9: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
-	12, // 10: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
-	7,  // 11: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
-	14, // 12: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 13: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	6,  // 14: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	14, // [14:15] is the sub-list for method output_type
-	13, // [13:14] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 4: lattice.v1.AgentMessage.step_event:type_name -> lattice.v1.StepEvent
+	14, // 5: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
+	2,  // 6: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
+	8,  // 7: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
+	9,  // 8: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
+	10, // 9: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
+	11, // 10: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
+	12, // 11: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
+	7,  // 12: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
+	15, // 13: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
+	16, // 14: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
+	17, // 15: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 16: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	6,  // 17: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	17, // [17:18] is the sub-list for method output_type
+	16, // [16:17] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1198,11 +1257,13 @@ func file_lattice_v1_agent_proto_init() {
 	}
 	file_lattice_v1_allocation_proto_init()
 	file_lattice_v1_node_proto_init()
+	file_lattice_v1_step_proto_init()
 	file_lattice_v1_agent_proto_msgTypes[0].OneofWrappers = []any{
 		(*AgentMessage_Hello)(nil),
 		(*AgentMessage_Report)(nil),
 		(*AgentMessage_LogData)(nil),
 		(*AgentMessage_Heartbeat)(nil),
+		(*AgentMessage_StepEvent)(nil),
 	}
 	file_lattice_v1_agent_proto_msgTypes[6].OneofWrappers = []any{
 		(*ServerMessage_Assign)(nil),
@@ -1211,6 +1272,8 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_Checkpoint)(nil),
 		(*ServerMessage_Ack)(nil),
 		(*ServerMessage_CheckpointAck)(nil),
+		(*ServerMessage_StepLaunch)(nil),
+		(*ServerMessage_StepKill)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

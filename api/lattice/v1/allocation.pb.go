@@ -380,6 +380,7 @@ type AllocationRequest struct {
 	CheckpointSignalSecs int32         `protobuf:"varint,24,opt,name=checkpoint_signal_secs,json=checkpointSignalSecs,proto3" json:"checkpoint_signal_secs,omitempty"` // also send it this long before the walltime ends (0 = no)
 	CheckpointHook       string        `protobuf:"bytes,25,opt,name=checkpoint_hook,json=checkpointHook,proto3" json:"checkpoint_hook,omitempty"`                      // hook mode: the command
 	CheckpointWebhook    string        `protobuf:"bytes,26,opt,name=checkpoint_webhook,json=checkpointWebhook,proto3" json:"checkpoint_webhook,omitempty"`             // webhook mode: the URL
+	Requeue              bool          `protobuf:"varint,27,opt,name=requeue,proto3" json:"requeue,omitempty"`                                                         // requeue (not fail) when a node of it fails
 	// user is who submitted it, as the server authenticated them; set by the
 	// server (ignored in submissions). Agents running as root start the job
 	// as this user.
@@ -605,6 +606,13 @@ func (x *AllocationRequest) GetCheckpointWebhook() string {
 		return x.CheckpointWebhook
 	}
 	return ""
+}
+
+func (x *AllocationRequest) GetRequeue() bool {
+	if x != nil {
+		return x.Requeue
+	}
+	return false
 }
 
 func (x *AllocationRequest) GetUser() string {
@@ -893,6 +901,7 @@ type Allocation struct {
 	Preemption               *Preemption  `protobuf:"bytes,21,opt,name=preemption,proto3" json:"preemption,omitempty"`
 	CheckpointReason         string       `protobuf:"bytes,22,opt,name=checkpoint_reason,json=checkpointReason,proto3" json:"checkpoint_reason,omitempty"`                              // while CHECKPOINTING: user, proactive, signal, reclaim, preempt
 	CheckpointDeadlineUnixMs int64        `protobuf:"varint,23,opt,name=checkpoint_deadline_unix_ms,json=checkpointDeadlineUnixMs,proto3" json:"checkpoint_deadline_unix_ms,omitempty"` // while CHECKPOINTING
+	Steps                    []*Step      `protobuf:"bytes,24,rep,name=steps,proto3" json:"steps,omitempty"`                                                                            // steps launched inside it (latticectl run, srun)
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
@@ -1095,6 +1104,122 @@ func (x *Allocation) GetCheckpointDeadlineUnixMs() int64 {
 	return 0
 }
 
+func (x *Allocation) GetSteps() []*Step {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+// Step is one step launched inside an allocation.
+type Step struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Nodes           []string               `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Tasks           int32                  `protobuf:"varint,3,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	Command         []string               `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
+	State           string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"` // RUNNING, COMPLETED, FAILED, CANCELLED
+	HasExitCode     bool                   `protobuf:"varint,6,opt,name=has_exit_code,json=hasExitCode,proto3" json:"has_exit_code,omitempty"`
+	ExitCode        int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	StartTimeUnixMs int64                  `protobuf:"varint,8,opt,name=start_time_unix_ms,json=startTimeUnixMs,proto3" json:"start_time_unix_ms,omitempty"`
+	EndTimeUnixMs   int64                  `protobuf:"varint,9,opt,name=end_time_unix_ms,json=endTimeUnixMs,proto3" json:"end_time_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Step) Reset() {
+	*x = Step{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Step) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Step) ProtoMessage() {}
+
+func (x *Step) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Step.ProtoReflect.Descriptor instead.
+func (*Step) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Step) GetId() int32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Step) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *Step) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
+func (x *Step) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *Step) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Step) GetHasExitCode() bool {
+	if x != nil {
+		return x.HasExitCode
+	}
+	return false
+}
+
+func (x *Step) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *Step) GetStartTimeUnixMs() int64 {
+	if x != nil {
+		return x.StartTimeUnixMs
+	}
+	return 0
+}
+
+func (x *Step) GetEndTimeUnixMs() int64 {
+	if x != nil {
+		return x.EndTimeUnixMs
+	}
+	return 0
+}
+
 type GetAllocationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is "12" or an array task "12_3".
@@ -1105,7 +1230,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1242,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1255,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetAllocationRequest) GetId() string {
@@ -1159,7 +1284,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1296,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1309,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListAllocationsRequest) GetStates() []string {
@@ -1250,7 +1375,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1387,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1400,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -1302,7 +1427,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1439,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1452,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelRequest) GetIds() []string {
@@ -1355,7 +1480,7 @@ type CancelResult struct {
 
 func (x *CancelResult) Reset() {
 	*x = CancelResult{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1492,7 @@ func (x *CancelResult) String() string {
 func (*CancelResult) ProtoMessage() {}
 
 func (x *CancelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1505,7 @@ func (x *CancelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResult.ProtoReflect.Descriptor instead.
 func (*CancelResult) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelResult) GetId() string {
@@ -1413,7 +1538,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1550,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1563,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelResponse) GetResults() []*CancelResult {
@@ -1460,7 +1585,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1597,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1610,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1527,7 +1652,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1664,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1677,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -1585,7 +1710,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1722,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1735,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExplainRequest) GetId() string {
@@ -1633,7 +1758,7 @@ type FactorScore struct {
 
 func (x *FactorScore) Reset() {
 	*x = FactorScore{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1770,7 @@ func (x *FactorScore) String() string {
 func (*FactorScore) ProtoMessage() {}
 
 func (x *FactorScore) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1783,7 @@ func (x *FactorScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactorScore.ProtoReflect.Descriptor instead.
 func (*FactorScore) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FactorScore) GetName() string {
@@ -1706,7 +1831,7 @@ type FilterCount struct {
 
 func (x *FilterCount) Reset() {
 	*x = FilterCount{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1843,7 @@ func (x *FilterCount) String() string {
 func (*FilterCount) ProtoMessage() {}
 
 func (x *FilterCount) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +1856,7 @@ func (x *FilterCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterCount.ProtoReflect.Descriptor instead.
 func (*FilterCount) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FilterCount) GetFilter() string {
@@ -1768,7 +1893,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1905,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1918,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Explanation) GetId() string {
@@ -1906,7 +2031,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xc6\a\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xe0\a\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -1938,7 +2063,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_signal\x18\x17 \x01(\tR\x10checkpointSignal\x124\n" +
 	"\x16checkpoint_signal_secs\x18\x18 \x01(\x05R\x14checkpointSignalSecs\x12'\n" +
 	"\x0fcheckpoint_hook\x18\x19 \x01(\tR\x0echeckpointHook\x12-\n" +
-	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\x12\x12\n" +
+	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\x12\x18\n" +
+	"\arequeue\x18\x1b \x01(\bR\arequeue\x12\x12\n" +
 	"\x04user\x18! \x01(\tR\x04user\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
@@ -1962,7 +2088,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\xc8\a\n" +
+	"timeUnixMs\"\xf0\a\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -1994,7 +2120,18 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"preemption\x18\x15 \x01(\v2\x16.lattice.v1.PreemptionR\n" +
 	"preemption\x12+\n" +
 	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
-	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\"&\n" +
+	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\x12&\n" +
+	"\x05steps\x18\x18 \x03(\v2\x10.lattice.v1.StepR\x05steps\"\x89\x02\n" +
+	"\x04Step\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
+	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +
+	"\x05tasks\x18\x03 \x01(\x05R\x05tasks\x12\x18\n" +
+	"\acommand\x18\x04 \x03(\tR\acommand\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\"\n" +
+	"\rhas_exit_code\x18\x06 \x01(\bR\vhasExitCode\x12\x1b\n" +
+	"\texit_code\x18\a \x01(\x05R\bexitCode\x12+\n" +
+	"\x12start_time_unix_ms\x18\b \x01(\x03R\x0fstartTimeUnixMs\x12'\n" +
+	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\xea\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
@@ -2075,7 +2212,7 @@ func file_lattice_v1_allocation_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_allocation_proto_rawDescData
 }
 
-var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_lattice_v1_allocation_proto_goTypes = []any{
 	(*CheckpointAllocationRequest)(nil),  // 0: lattice.v1.CheckpointAllocationRequest
 	(*CheckpointAllocationResponse)(nil), // 1: lattice.v1.CheckpointAllocationResponse
@@ -2089,18 +2226,19 @@ var file_lattice_v1_allocation_proto_goTypes = []any{
 	(*SubmitResponse)(nil),               // 9: lattice.v1.SubmitResponse
 	(*Transition)(nil),                   // 10: lattice.v1.Transition
 	(*Allocation)(nil),                   // 11: lattice.v1.Allocation
-	(*GetAllocationRequest)(nil),         // 12: lattice.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 13: lattice.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 14: lattice.v1.ListAllocationsResponse
-	(*CancelRequest)(nil),                // 15: lattice.v1.CancelRequest
-	(*CancelResult)(nil),                 // 16: lattice.v1.CancelResult
-	(*CancelResponse)(nil),               // 17: lattice.v1.CancelResponse
-	(*LogsRequest)(nil),                  // 18: lattice.v1.LogsRequest
-	(*LogChunk)(nil),                     // 19: lattice.v1.LogChunk
-	(*ExplainRequest)(nil),               // 20: lattice.v1.ExplainRequest
-	(*FactorScore)(nil),                  // 21: lattice.v1.FactorScore
-	(*FilterCount)(nil),                  // 22: lattice.v1.FilterCount
-	(*Explanation)(nil),                  // 23: lattice.v1.Explanation
+	(*Step)(nil),                         // 12: lattice.v1.Step
+	(*GetAllocationRequest)(nil),         // 13: lattice.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 14: lattice.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 15: lattice.v1.ListAllocationsResponse
+	(*CancelRequest)(nil),                // 16: lattice.v1.CancelRequest
+	(*CancelResult)(nil),                 // 17: lattice.v1.CancelResult
+	(*CancelResponse)(nil),               // 18: lattice.v1.CancelResponse
+	(*LogsRequest)(nil),                  // 19: lattice.v1.LogsRequest
+	(*LogChunk)(nil),                     // 20: lattice.v1.LogChunk
+	(*ExplainRequest)(nil),               // 21: lattice.v1.ExplainRequest
+	(*FactorScore)(nil),                  // 22: lattice.v1.FactorScore
+	(*FilterCount)(nil),                  // 23: lattice.v1.FilterCount
+	(*Explanation)(nil),                  // 24: lattice.v1.Explanation
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	4,  // 0: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
@@ -2108,33 +2246,34 @@ var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	6,  // 2: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
 	6,  // 3: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
 	10, // 4: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
-	23, // 5: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
+	24, // 5: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
 	7,  // 6: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
-	11, // 7: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	16, // 8: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	21, // 9: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	22, // 10: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	8,  // 11: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	12, // 12: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	13, // 13: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	15, // 14: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	18, // 15: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	20, // 16: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	0,  // 17: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	2,  // 18: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	9,  // 19: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	11, // 20: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	14, // 21: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	17, // 22: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	19, // 23: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	23, // 24: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	1,  // 25: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	3,  // 26: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	19, // [19:27] is the sub-list for method output_type
-	11, // [11:19] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	12, // 7: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
+	11, // 8: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	17, // 9: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	22, // 10: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	23, // 11: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	8,  // 12: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	13, // 13: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	14, // 14: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	16, // 15: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	19, // 16: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	21, // 17: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	0,  // 18: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	2,  // 19: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	9,  // 20: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	11, // 21: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	15, // 22: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	18, // 23: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	20, // 24: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	24, // 25: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	1,  // 26: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	3,  // 27: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	20, // [20:28] is the sub-list for method output_type
+	12, // [12:20] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -2148,7 +2287,7 @@ func file_lattice_v1_allocation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_allocation_proto_rawDesc), len(file_lattice_v1_allocation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+// taggedProcess is a process carrying this agent's tag.
+type taggedProcess struct {
+	pid, pgid int
+	status    string // its LATTICE_SUPERVISE_STATUS: a job supervisor
+}
+
+// scanProcesses lists the processes whose environment carries tag (Linux
+// /proc; elsewhere nothing is found).
+func scanProcesses(tag string) []taggedProcess {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	want := []byte(AgentTagEnv + "=" + tag)
+	self := os.Getpid()
+	var out []taggedProcess
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		var found bool
+		var status string
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				found = true
+			} else if v, ok := bytes.CutPrefix(kv, []byte(superviseEnv+"=")); ok {
+				status = string(v)
+			}
+		}
+		if !found || !processAlive(pid) {
+			continue
+		}
+		pgid, err := syscall.Getpgid(pid)
+		if err != nil {
+			continue
+		}
+		out = append(out, taggedProcess{pid: pid, pgid: pgid, status: status})
+	}
+	return out
+}
+
+// processAlive reports whether pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// pid (comm) STATE ...; comm may hold spaces and parentheses.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
+}
+
+// recoverRuns runs once, before the agent connects: it reads the state
+// file, adopts the runs whose supervisor still runs, reports those that
+// ended while it was down (with the exit status their supervisor recorded)
+// or whose processes are gone (FAILED, NodeFailure), and kills every other
+// process it started (left-over step tasks, the rest of a dead job) so its
+// nodes take new work clean.
+func (a *Agent) recoverRuns() error {
+	st, err := loadState(a.statePath())
+	if err != nil {
+		return err
+	}
+	procs := scanProcesses(a.runner.tag)
+	supervisors := map[string]taggedProcess{}
+	for _, p := range procs {
+		if p.status != "" && p.pid == p.pgid {
+			supervisors[p.status] = p
+		}
+	}
+	keep := map[int]bool{}
+	var reports []*latticev1.AllocationReport
+	a.mu.Lock()
+	for i := range st.Runs {
+		rs := st.Runs[i]
+		l := rs.Launch
+		id := l.AllocID
+		rec := &runRecord{requeue: int32(l.RequeueCount), started: true}
+		a.runs[id] = rec
+		a.durable[id] = &rs
+		var r *latticev1.AllocationReport
+		switch p, running := supervisors[l.StatusFile]; {
+		case rs.Final != nil:
+			r = rs.Final.report(id)
+		case l.StatusFile != "" && fileExists(l.StatusFile):
+			code, _ := readStatus(l.StatusFile)
+			ex := Exit{AllocID: id, RequeueCount: l.RequeueCount, ExitCode: &code, State: model.StateCompleted,
+				Message: "ended while the agent was down"}
+			if code != 0 {
+				ex.State, ex.Reason = model.StateFailed, model.ReasonNonZeroExit
+			}
+			r = exitReport(ex)
+		case running && l.StatusFile != "":
+			keep[p.pgid] = true
+			a.runner.adopt(l, p.pid)
+			a.log.Info("run adopted after an agent restart", "alloc", id, "run", l.RequeueCount, "pid", p.pid)
+		default:
+			r = exitReport(Exit{AllocID: id, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonNodeFailure,
+				Message: "its processes were gone when the agent restarted"})
+		}
+		if r != nil {
+			a.ended(id, rec, r)
+			a.durable[id].Final = finalOf(r)
+			reports = append(reports, r)
+		}
+	}
+	a.mu.Unlock()
+	killed := 0
+	for _, p := range procs {
+		if keep[p.pgid] {
+			continue
+		}
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		killed++
+	}
+	if killed > 0 {
+		a.log.Warn("killed processes of this agent that it could neither adopt nor account for", "count", killed)
+		// Wait (briefly) until they are gone: the nodes take no work before.
+		deadline := time.Now().Add(5 * time.Second)
+		for _, p := range procs {
+			for !keep[p.pgid] && processAlive(p.pid) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	for _, r := range reports {
+		a.log.Info("run ended while the agent was down", "alloc", r.AllocationId, "state", r.State, "reason", r.Reason, "exit_code", r.ExitCode)
+		a.report(cloneReport(r))
+	}
+	return a.saveState()
+}
+
+// adopt takes over a run whose supervisor (pid, leader of its process
+// group) survived an agent restart. It cannot be waited for: its end is
+// polled, and its exit status read from the status file.
+func (r *Runner) adopt(l Launch, pid int) {
+	lp, _ := r.Paths(l.AllocID)
+	if l.CheckpointDir == "" {
+		l.CheckpointDir = r.CheckpointDir(l.AllocID)
+	}
+	p := &process{pgid: pid, launch: l, logs: lp, done: make(chan struct{})}
+	r.mu.Lock()
+	r.running[l.AllocID] = p
+	r.mu.Unlock()
+	if l.Walltime > 0 {
+		left := max(time.Until(l.Started.Add(l.Walltime)), 0)
+		p.timer = time.AfterFunc(left, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
+	}
+	r.wg.Add(1)
+	go func() {
+		for processAlive(pid) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		code, ok := readStatus(l.StatusFile)
+		msg := ""
+		if !ok {
+			code = 128 + int(syscall.SIGKILL)
+			msg = "its supervisor ended without recording an exit status"
+		}
+		r.finish(p, code, strings.TrimSpace(msg))
+	}()
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+)
+
+func TestSrunArgs(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want []string
+		err  bool
+	}{
+		{[]string{"hostname"}, []string{"run", "--", "hostname"}, false},
+		{[]string{"-N2", "-n8", "sh", "-c", "echo $X"}, []string{"run", "--nodes", "2", "--ntasks", "8", "--", "sh", "-c", "echo $X"}, false},
+		{[]string{"--nodes=2-4", "--ntasks", "4", "-l", "./a.out", "-n", "3"}, []string{"run", "--nodes", "2", "--ntasks", "4", "--label", "--", "./a.out", "-n", "3"}, false},
+		{[]string{"--ntasks-per-node=2", "--mpi=pmix", "-c", "4", "--exclusive", "--", "x"}, []string{"run", "--ntasks-per-node", "2", "--", "x"}, false},
+		{[]string{"--kill-on-bad-exit=0", "x"}, []string{"run", "--keep-going", "--", "x"}, false},
+		{[]string{"-n", "0", "x"}, nil, true},
+		{[]string{"--pty", "bash"}, nil, true},
+		{[]string{"-n"}, nil, true},
+		{[]string{"-l"}, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := srunArgs(tt.in)
+		if (err != nil) != tt.err || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("srunArgs(%q) = %q, %v; want %q (error %v)", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestRunArgsKeepsTheCommandsFlags(t *testing.T) {
+	flags := (&runner{}).runCommand().Flags
+	tests := []struct{ in, want []string }{
+		{[]string{"-n", "8", "sh", "-c", "x"}, []string{"-n", "8", "--", "sh", "-c", "x"}},
+		{[]string{"--label", "-N=2", "hostname", "-f"}, []string{"--label", "-N=2", "--", "hostname", "-f"}},
+		{[]string{"-n", "2", "--", "sh", "-c", "x"}, []string{"-n", "2", "--", "sh", "-c", "x"}},
+	}
+	for _, tt := range tests {
+		if got := runArgs(flags, tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("runArgs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestLabelWriter(t *testing.T) {
+	var b bytes.Buffer
+	l := &labelWriter{w: &b, label: true}
+	l.write(0, []byte("a\nb"))
+	l.write(1, []byte("x\n"))
+	l.write(0, []byte("c\n"))
+	l.write(2, []byte("tail"))
+	l.flush()
+	if want := "0: a\n1: x\n0: bc\n2: tail\n"; b.String() != want {
+		t.Errorf("labelled %q, want %q", b.String(), want)
+	}
+}
+
+func TestRunNeedsAnAllocation(t *testing.T) {
+	env := OSEnv()
+	var stderr bytes.Buffer
+	env.Stderr, env.Stdout = &stderr, &bytes.Buffer{}
+	env.Getenv = func(string) string { return "" }
+	if code := Main(t.Context(), env, []string{"run", "-n", "2", "hostname"}); code != ExitUsage {
+		t.Errorf("exit %d, want %d (usage); stderr %q", code, ExitUsage, stderr.String())
+	}
+}
+
+func TestSubmitRequeue(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		args   []string
+		want   bool
+	}{
+		{"flag", "#!/bin/sh\ntrue\n", []string{"--requeue"}, true},
+		{"sbatch", "#!/bin/sh\n#SBATCH --requeue\ntrue\n", nil, true},
+		{"flag wins over sbatch", "#!/bin/sh\n#SBATCH --requeue\ntrue\n", []string{"--requeue=false"}, false},
+		{"sbatch no-requeue", "#!/bin/sh\n#SBATCH --no-requeue\ntrue\n", nil, false},
+		{"default", "#!/bin/sh\ntrue\n", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := dir + "/job.sh"
+			if err := os.WriteFile(path, []byte(tt.script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := OSEnv()
+			var out, errb bytes.Buffer
+			env.Stdout, env.Stderr = &out, &errb
+			args := append(append([]string{"submit", "--dry-run", "-o", "json", "--tenant", "t", "-t", "10"}, tt.args...), path)
+			if code := Main(t.Context(), env, args); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			got := strings.Contains(out.String(), `"requeue": true`)
+			if got != tt.want {
+				t.Errorf("requeue %v, want %v; output %s", got, tt.want, out.String())
+			}
+		})
+	}
+}
+
+func TestPowerShowsMeasured(t *testing.T) {
+	var out bytes.Buffer
+	r := &runner{Env: OSEnv()}
+	r.Stdout = &out
+	ps := &latticev1.PowerStatus{BudgetWatts: 50000, EstimatedWatts: 12500, MeasuredWatts: 11800, MeasuredNodes: 3}
+	if err := r.printPower("table", ps); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "measured (3 nodes)") || !strings.Contains(out.String(), "11.8kW") {
+		t.Errorf("power table:\n%s\nwant a measured row with 11.8kW", out.String())
+	}
+}

@@ -1,0 +1,365 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+)
+
+// stepService launches steps inside running allocations (latticectl run,
+// srun). The leader plans the tasks over the allocation's nodes, records
+// the step (StepCommand), sends each node's tasks to its agent, relays
+// output, and records how the step ended: the worst task's exit, or the
+// first failing task's when that failure stopped the others.
+type stepService struct {
+	latticev1.UnimplementedStepServiceServer
+	s *Server
+}
+
+// stepKey names a step on the leader.
+type stepKey struct {
+	alloc uint64
+	step  int32
+}
+
+// stepRegistry routes agents' step events to the step sessions waiting
+// for them. The zero value is ready.
+type stepRegistry struct {
+	mu       sync.Mutex
+	sessions map[stepKey]*stepSession
+}
+
+type stepSession struct {
+	events chan *latticev1.StepEvent
+	done   chan struct{}
+}
+
+func (r *stepRegistry) add(k stepKey) *stepSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions == nil {
+		r.sessions = map[stepKey]*stepSession{}
+	}
+	ss := &stepSession{events: make(chan *latticev1.StepEvent, 1024), done: make(chan struct{})}
+	r.sessions[k] = ss
+	return ss
+}
+
+func (r *stepRegistry) remove(k stepKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ss := r.sessions[k]; ss != nil {
+		close(ss.done)
+		delete(r.sessions, k)
+	}
+}
+
+// deliver hands an agent's event to its step; events of a step nobody
+// waits for any more are dropped.
+func (r *stepRegistry) deliver(ev *latticev1.StepEvent) {
+	r.mu.Lock()
+	ss := r.sessions[stepKey{ev.AllocationId, ev.StepId}]
+	r.mu.Unlock()
+	if ss == nil {
+		return
+	}
+	select {
+	case ss.events <- ev:
+	case <-ss.done:
+	}
+}
+
+// nodeTasks is the part of a step planned on one node.
+type nodeTasks struct {
+	node  string
+	index int
+	tasks []*latticev1.StepTask
+}
+
+// planStep spreads a step's tasks over the first nodes of an allocation,
+// block-wise (consecutive ranks on a node), as srun does by default:
+// nodes = -N (default: all, or as many as the tasks need); tasks = -n
+// (default: nodes × tasks-per-node, or one per node); with tasks-per-node
+// every node but the last gets exactly that many.
+func planStep(allocNodes []string, nodes, tasks, perNode int) ([]nodeTasks, int, error) {
+	if nodes < 0 || tasks < 0 || perNode < 0 {
+		return nil, 0, fmt.Errorf("invalid step size: nodes, tasks and tasks per node must be >= 0")
+	}
+	if nodes > len(allocNodes) {
+		return nil, 0, fmt.Errorf("invalid nodes %d: the allocation has %d", nodes, len(allocNodes))
+	}
+	if nodes == 0 {
+		switch {
+		case tasks > 0 && perNode > 0:
+			nodes = min(len(allocNodes), (tasks+perNode-1)/perNode)
+		case tasks > 0:
+			nodes = min(len(allocNodes), tasks)
+		default:
+			nodes = len(allocNodes)
+		}
+	}
+	if tasks == 0 {
+		tasks = nodes * max(perNode, 1)
+	}
+	if tasks < nodes {
+		return nil, 0, fmt.Errorf("invalid tasks %d: fewer than the %d nodes (each node runs at least one)", tasks, nodes)
+	}
+	counts := make([]int, nodes)
+	if perNode > 0 {
+		if tasks > nodes*perNode {
+			return nil, 0, fmt.Errorf("invalid tasks %d: more than %d nodes × %d tasks per node", tasks, nodes, perNode)
+		}
+		left := tasks
+		for i := range counts {
+			counts[i] = min(perNode, left-(nodes-1-i)) // leave one for each node after
+			left -= counts[i]
+		}
+	} else {
+		for i := range counts {
+			counts[i] = tasks / nodes
+			if i < tasks%nodes {
+				counts[i]++
+			}
+		}
+	}
+	plan := make([]nodeTasks, nodes)
+	rank := 0
+	for i := range plan {
+		plan[i] = nodeTasks{node: allocNodes[i], index: i}
+		for j := range counts[i] {
+			plan[i].tasks = append(plan[i].tasks, &latticev1.StepTask{Rank: int32(rank), LocalRank: int32(j)})
+			rank++
+		}
+	}
+	return plan, tasks, nil
+}
+
+// stepKillWait is how long the leader waits for tasks' exits after
+// stopping them, beyond the kill grace, before recording the step.
+const stepKillWait = 5 * time.Second
+
+// Launch runs one step and streams its output.
+func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1.StepService_LaunchServer) error {
+	s := ss.s
+	ctx := stream.Context()
+	l := s.currentLeader()
+	if l == nil {
+		if forwarded(ctx) {
+			return status.Error(codes.Unavailable, "no quorum leader right now; retry")
+		}
+		return ss.proxy(req, stream)
+	}
+	if len(req.Command) == 0 || req.Command[0] == "" {
+		return status.Error(codes.InvalidArgument, "invalid command: a step needs a program to run")
+	}
+	var al *model.Allocation
+	s.view(func(st *quorum.State) { al = st.Allocation(req.AllocationId) })
+	if al == nil {
+		return status.Errorf(codes.NotFound, "allocation %d does not exist", req.AllocationId)
+	}
+	if al.State != model.StateRunning || al.CancelRequested {
+		return status.Errorf(codes.FailedPrecondition, "allocation %d is %s; steps start only inside a RUNNING allocation", al.ID, al.State)
+	}
+	if err := s.canChange(ctx, "launch a step in", allocObject(al)); err != nil {
+		return err
+	}
+	plan, ntasks, err := planStep(al.Nodes, int(req.Nodes), int(req.Tasks), int(req.TasksPerNode))
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	conns := make([]*agentConn, len(plan))
+	stepNodes := make([]string, len(plan))
+	for i, p := range plan {
+		stepNodes[i] = p.node
+		if conns[i] = l.disp.connFor(p.node); conns[i] == nil {
+			return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", p.node)
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	res, err := s.propose(pctx, &quorum.StepCommand{AllocID: al.ID, Begin: true, Nodes: stepNodes, Tasks: ntasks, Command: req.Command})
+	cancel()
+	if err != nil {
+		return rpcError(err)
+	}
+	if res.Rejection != nil {
+		return rejectionError(res.Rejection)
+	}
+	stepID := int32(res.IDs[0])
+	key := stepKey{al.ID, stepID}
+	sess := l.steps.add(key)
+	defer l.steps.remove(key)
+	log := s.log.With("alloc", al.ID, "step", stepID)
+	log.Info("step started", "nodes", len(plan), "tasks", ntasks)
+
+	grace := s.cfg.KillGrace
+	kill := func() {
+		seen := map[*agentConn]bool{}
+		for _, c := range conns {
+			if !seen[c] {
+				seen[c] = true
+				c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepKill{StepKill: &latticev1.StepKill{
+					AllocationId: al.ID, StepId: stepID, GraceSeconds: int64(grace / time.Second)}}})
+			}
+		}
+	}
+	var (
+		exited     = map[int32]int32{}
+		worst      int32
+		firstFail  *int32
+		killedFor  string // "", "failure", "cancel", "agent"
+		message    string
+		killedAt   time.Time
+		clientGone bool
+	)
+	for i, p := range plan {
+		m := &latticev1.StepLaunch{AllocationId: al.ID, StepId: stepID, Node: p.node, NodeIndex: int32(p.index), Tasks: p.tasks,
+			Ntasks: int32(ntasks), Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, StepNodes: stepNodes, User: al.User}
+		if !conns[i].send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
+			killedFor, message = "agent", fmt.Sprintf("could not reach the agent of node %s", p.node)
+			for _, t := range p.tasks {
+				exited[t.Rank] = 255
+			}
+		}
+	}
+	if killedFor != "" {
+		kill()
+		killedAt = time.Now()
+	}
+	if err := stream.Send(&latticev1.StepOutput{Msg: &latticev1.StepOutput_Started{Started: &latticev1.StepStarted{
+		StepId: stepID, Nodes: stepNodes, Tasks: int32(ntasks)}}}); err != nil {
+		clientGone = true
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	stop := func(why, msg string) {
+		if killedFor == "" {
+			killedFor, message, killedAt = why, msg, time.Now()
+			kill()
+		}
+	}
+	for len(exited) < ntasks {
+		if killedFor != "" && time.Since(killedAt) > grace+stepKillWait {
+			message += fmt.Sprintf("; %d task(s) did not report their end", ntasks-len(exited))
+			break
+		}
+		changed := s.fsm.Changed()
+		select {
+		case ev := <-sess.events:
+			if !ev.Exited {
+				if !clientGone && len(ev.Data) > 0 {
+					if stream.Send(&latticev1.StepOutput{Msg: &latticev1.StepOutput_Data{Data: &latticev1.StepData{
+						Rank: ev.Rank, Stderr: ev.Stderr, Data: ev.Data}}}) != nil {
+						clientGone = true
+						stop("cancel", "the caller went away")
+					}
+				}
+				continue
+			}
+			if _, dup := exited[ev.Rank]; dup {
+				continue
+			}
+			exited[ev.Rank] = ev.ExitCode
+			worst = max(worst, ev.ExitCode)
+			if ev.ExitCode != 0 && firstFail == nil && killedFor == "" {
+				code := ev.ExitCode
+				firstFail = &code
+				if !req.KeepGoing {
+					stop("failure", fmt.Sprintf("task %d exited with code %d; the other tasks were stopped", ev.Rank, code))
+				}
+			}
+		case <-ctx.Done():
+			clientGone = true
+			stop("cancel", "the caller went away (interrupted)")
+		case <-changed:
+			var cur *model.Allocation
+			s.view(func(st *quorum.State) { cur = st.Allocation(al.ID) })
+			if cur == nil || cur.State != model.StateRunning || cur.CancelRequested {
+				stop("cancel", "the allocation is no longer running")
+			}
+		case <-tick.C:
+			for i, c := range conns {
+				select {
+				case <-c.done:
+					stop("agent", fmt.Sprintf("the agent of node %s disconnected", plan[i].node))
+				default:
+				}
+			}
+		case <-l.ctx.Done():
+			stop("agent", "the leader lost its leadership")
+		}
+	}
+
+	exit := worst
+	state := model.StepCompleted
+	switch {
+	case killedFor == "failure":
+		exit, state = *firstFail, model.StepFailed
+	case killedFor == "cancel":
+		state = model.StepCancelled
+		if exit == 0 {
+			exit = 128 + 15
+		}
+	case killedFor == "agent":
+		state, exit = model.StepFailed, max(exit, 255)
+	case exit != 0:
+		state = model.StepFailed
+	}
+	code := int(exit)
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if _, err := s.propose(rctx, &quorum.StepCommand{AllocID: al.ID, StepID: int(stepID), State: state, ExitCode: &code}); err != nil {
+		log.Warn("record step end", "err", err)
+	}
+	rcancel()
+	log.Info("step ended", "state", state, "exit_code", code, "why", killedFor)
+	if clientGone {
+		return ctx.Err()
+	}
+	return stream.Send(&latticev1.StepOutput{Msg: &latticev1.StepOutput_End{End: &latticev1.StepEnd{
+		State: string(state), ExitCode: exit, Message: message}}})
+}
+
+// proxy relays Launch from the leader (agents talk to the leader).
+func (ss *stepService) proxy(req *latticev1.LaunchStepRequest, stream latticev1.StepService_LaunchServer) error {
+	id, _ := ss.s.q.Leader()
+	var addr string
+	ss.s.view(func(st *quorum.State) {
+		if m, ok := st.Member(id); ok {
+			addr = m.APIAddr
+		}
+	})
+	if addr == "" {
+		return status.Error(codes.Unavailable, "no quorum leader right now; retry")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
+	}
+	defer conn.Close()
+	up, err := latticev1.NewStepServiceClient(conn).Launch(forwardContext(stream.Context()), req)
+	if err != nil {
+		return err
+	}
+	for {
+		m, err := up.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(m); err != nil {
+			return err
+		}
+	}
+}
