@@ -341,14 +341,16 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Signals are caught before READY=1: a stop right after it must still
+	// shut down cleanly (and say STOPPING=1).
+	ctx, stop := signalContext()
+	defer stop()
 	if err := srv.Serve(); err != nil {
 		srv.Stop()
 		return err
 	}
 	sdNotify("READY=1\nSTATUS=serving api " + srv.APIAddr())
 	slog.Info("lattice server ready", "id", c.String("id"), "api", srv.APIAddr(), "raft", srv.Quorum().RaftAddr(), "metrics", orOff(srv.MetricsAddr()))
-	ctx, stop := signalContext()
-	defer stop()
 	<-ctx.Done()
 	slog.Info("lattice server shutting down")
 	sdNotify("STOPPING=1")

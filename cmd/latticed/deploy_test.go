@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestDeploySdNotify(t *testing.T) {
 	cmd := exec.Command(latticedBin, "server", "--id", "n1", "--data-dir", filepath.Join(dir, "data"), "--bootstrap",
 		"--raft-addr", freeAddr(t), "--api-addr", api, "--metrics-addr", "")
 	cmd.Env = append(childEnv(), "NOTIFY_SOCKET="+sock)
-	var logs bytes.Buffer
+	var logs lockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -494,4 +495,22 @@ func waitHTTP(t *testing.T, u string, timeout time.Duration, p *proc) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s not 200 within %s: %s", u, timeout, last)
+}
+
+// lockedBuffer is a bytes.Buffer a child process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
