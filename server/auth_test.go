@@ -335,6 +335,27 @@ func TestTokensFileHotReload(t *testing.T) {
 		_, err := allocs.List(s.as("dave"), &latticev1.ListAllocationsRequest{})
 		return err == nil
 	})
+	// Rotation: the old line deleted, its token is refused and the new one still works.
+	b, err := os.ReadFile(s.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(line, " user=nobody ") {
+			keep = append(keep, line)
+		}
+	}
+	if err := os.WriteFile(s.file, []byte(strings.Join(keep, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the deleted token refused", func() bool {
+		_, err := allocs.List(s.as("nobody"), &latticev1.ListAllocationsRequest{})
+		return status.Code(err) == codes.Unauthenticated
+	})
+	if _, err := allocs.List(s.as("dave"), &latticev1.ListAllocationsRequest{}); err != nil {
+		t.Fatalf("the rotated-in token stopped working: %v", err)
+	}
 	if err := os.WriteFile(s.file, []byte("garbage line\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
