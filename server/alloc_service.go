@@ -411,9 +411,20 @@ func (a *allocService) Logs(req *latticev1.LogsRequest, stream latticev1.Allocat
 
 // proxyLogs relays a Logs stream from the leader (agents talk to the leader).
 func (a *allocService) proxyLogs(req *latticev1.LogsRequest, stream latticev1.AllocationService_LogsServer) error {
-	id, _ := a.s.q.Leader()
+	return relayFromLeader(a.s, stream.Context(), func(cc *grpc.ClientConn, ctx context.Context) (recvStream[*latticev1.LogChunk], error) {
+		return latticev1.NewAllocationServiceClient(cc).Logs(ctx, req)
+	}, stream.Send)
+}
+
+// recvStream is the receiving side of a server stream.
+type recvStream[T any] interface{ Recv() (T, error) }
+
+// relayFromLeader opens a server stream on the leader (with the caller's
+// metadata, marked forwarded) and relays everything it sends.
+func relayFromLeader[T any](s *Server, ctx context.Context, open func(*grpc.ClientConn, context.Context) (recvStream[T], error), send func(T) error) error {
+	id, _ := s.q.Leader()
 	var addr string
-	a.s.view(func(st *quorum.State) {
+	s.view(func(st *quorum.State) {
 		if m, ok := st.Member(id); ok {
 			addr = m.APIAddr
 		}
@@ -426,19 +437,19 @@ func (a *allocService) proxyLogs(req *latticev1.LogsRequest, stream latticev1.Al
 		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
 	}
 	defer conn.Close()
-	up, err := latticev1.NewAllocationServiceClient(conn).Logs(forwardContext(stream.Context()), req)
+	up, err := open(conn, forwardContext(ctx))
 	if err != nil {
 		return err
 	}
 	for {
-		chunk, err := up.Recv()
+		m, err := up.Recv()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := stream.Send(chunk); err != nil {
+		if err := send(m); err != nil {
 			return err
 		}
 	}

@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
@@ -331,35 +329,7 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 
 // proxy relays Launch from the leader (agents talk to the leader).
 func (ss *stepService) proxy(req *latticev1.LaunchStepRequest, stream latticev1.StepService_LaunchServer) error {
-	id, _ := ss.s.q.Leader()
-	var addr string
-	ss.s.view(func(st *quorum.State) {
-		if m, ok := st.Member(id); ok {
-			addr = m.APIAddr
-		}
-	})
-	if addr == "" {
-		return status.Error(codes.Unavailable, "no quorum leader right now; retry")
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
-	}
-	defer conn.Close()
-	up, err := latticev1.NewStepServiceClient(conn).Launch(forwardContext(stream.Context()), req)
-	if err != nil {
-		return err
-	}
-	for {
-		m, err := up.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := stream.Send(m); err != nil {
-			return err
-		}
-	}
+	return relayFromLeader(ss.s, stream.Context(), func(cc *grpc.ClientConn, ctx context.Context) (recvStream[*latticev1.StepOutput], error) {
+		return latticev1.NewStepServiceClient(cc).Launch(ctx, req)
+	}, stream.Send)
 }
