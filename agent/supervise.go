@@ -128,23 +128,7 @@ func exitCodeOf(err error) int {
 }
 
 func writeStatus(path string, code int) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(strconv.Itoa(code) + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeFileSync(path, []byte(strconv.Itoa(code)+"\n"))
 }
 
 // readStatus returns the exit code a supervisor recorded.
