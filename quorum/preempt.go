@@ -195,13 +195,20 @@ func (s *State) reclaimItem(home *model.VCluster, it ReclaimItem, c *Reclaim) It
 		s.reclaimNode(name, s.nodes[name].CurrentVCluster, c.Time)
 	}
 	p := model.Preemption{Kind: model.PreemptReclaim, ByVCluster: home.Name, ForAlloc: it.ForAlloc, Time: c.Time, Deadline: c.Time.Add(home.Grace())}
-	for _, v := range victims {
-		s.preemptAlloc(s.allocs[v.ID], p, c.Time)
-	}
-	s.reserve(it.Reserve, it.ForAlloc, c.ReserveUntil)
-	s.touch()
+	s.takeFor(p, victims, it.Reserve, c.ReserveUntil)
 	out.Committed = true
 	return out
+}
+
+// takeFor commits a reclaim or preemption: every victim starts being
+// stopped (p records why, for whom, until when) and the nodes of reserve
+// are held for p.ForAlloc until until.
+func (s *State) takeFor(p model.Preemption, victims []*model.Allocation, reserve []string, until time.Time) {
+	for _, v := range victims {
+		s.preemptAlloc(s.allocs[v.ID], p, p.Time)
+	}
+	s.reserve(reserve, p.ForAlloc, until)
+	s.touch()
 }
 
 // --- Preempt -----------------------------------------------------------------------
@@ -265,11 +272,7 @@ func (s *State) preemptItem(vc *model.VCluster, it PreemptItem, c *Preempt) Item
 		return out
 	}
 	pr := model.Preemption{Kind: model.PreemptClass, ByVCluster: vc.Name, ForAlloc: it.ForAlloc, Time: c.Time, Deadline: c.Time.Add(vc.Grace())}
-	for _, v := range victims {
-		s.preemptAlloc(s.allocs[v.ID], pr, c.Time)
-	}
-	s.reserve(it.Reserve, it.ForAlloc, c.ReserveUntil)
-	s.touch()
+	s.takeFor(pr, victims, it.Reserve, c.ReserveUntil)
 	out.Committed = true
 	return out
 }
