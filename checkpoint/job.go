@@ -74,17 +74,9 @@ type Situation struct {
 	BacklogPressure float64
 }
 
-// BacklogPressure is f6: min(1, queued / running) node-hours; 1 when nothing
-// runs and work is queued, 0 when nothing is queued (or an input is negative
-// or NaN).
+// BacklogPressure is f6 (model.BacklogPressure), for callers of the broker.
 func BacklogPressure(queuedNodeHours, runningNodeHours float64) float64 {
-	if !(queuedNodeHours > 0) {
-		return 0
-	}
-	if !(runningNodeHours > 0) {
-		return 1
-	}
-	return clamp01(queuedNodeHours / runningNodeHours)
+	return model.BacklogPressure(queuedNodeHours, runningNodeHours)
 }
 
 // clamp01 limits x to [0,1]; NaN becomes 0.

@@ -114,15 +114,7 @@ func fDataReady(frac float64) float64 {
 }
 
 // fBacklog is f6 from queued and running node-hours.
-func fBacklog(queued, running float64) float64 {
-	if !(queued > 0) {
-		return 0
-	}
-	if !(running > 0) {
-		return 1
-	}
-	return clamp01(queued / running)
-}
+func fBacklog(queued, running float64) float64 { return model.BacklogPressure(queued, running) }
 
 // fEnergy is f7; a negative or NaN price is unknown.
 func fEnergy(price float64) float64 {
