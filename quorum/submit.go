@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/latticehpc/lattice/model"
@@ -199,11 +200,7 @@ func (s *State) DAG(id uint64) *model.DAG { return s.dags[id] }
 
 // DAGs returns every workflow record in id order.
 func (s *State) DAGs() []*model.DAG {
-	ids := make([]uint64, 0, len(s.dags))
-	for id := range s.dags {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(s.dags))
 	out := make([]*model.DAG, len(ids))
 	for i, id := range ids {
 		out[i] = s.dags[id]
