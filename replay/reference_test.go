@@ -2,21 +2,19 @@ package replay
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 )
 
-// tracesDir holds the shared development traces, next to the repository.
-const tracesDir = "../../shared/data/traces"
+// tracesDir holds the development traces, in the repository
+// (testdata/traces/README.md says where they come from).
+const tracesDir = "../testdata/traces"
 
 func loadTrace(t testing.TB, name string) *Trace {
 	t.Helper()
-	path := filepath.Join(tracesDir, name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("trace %s not available: %v", path, err)
-	}
-	tr, err := ReadFile(path, ReadOptions{})
+	// A missing trace is a failure, never a skip: the tests must run on a
+	// fresh clone with nothing beside it.
+	tr, err := ReadFile(filepath.Join(tracesDir, name), ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
