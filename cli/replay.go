@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,8 @@ func replayCommand() *cli.Command {
 			"and prints waits, bounded slowdown, utilization, fairness and topology metrics.\n" +
 			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative"},
+			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
+			&cli.StringFlag{Name: "corrector", Value: "tsafrir", Usage: "easy++: how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time)"},
 			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
 			&cli.IntFlag{Name: "group-size", Value: replay.DefaultGroupSize, Usage: "nodes per synthetic dragonfly group"},
 			&cli.StringFlag{Name: "weights-profile", Usage: "lattice: weights profile (default: the solver's balanced default)"},
@@ -196,12 +198,8 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		if p == "" {
 			continue
 		}
-		known := false
-		for _, k := range replay.Policies {
-			known = known || k == p
-		}
-		if !known {
-			return cfg, nil, fmt.Errorf("policy %q: allowed %s", p, strings.Join(replay.Policies, ", "))
+		if err := replay.ValidPolicy(p); err != nil {
+			return cfg, nil, err
 		}
 		policies = append(policies, p)
 	}
@@ -239,6 +237,12 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	cfg.ReservationDepth = depth
 	if cfg.Cycle, err = replay.ParseCycle(c.String("cycle")); err != nil {
 		return cfg, nil, err
+	}
+	if cr := strings.ToLower(strings.TrimSpace(c.String("corrector"))); cr != "" {
+		if !slices.Contains(replay.Correctors, cr) {
+			return cfg, nil, fmt.Errorf("--corrector %q: allowed %s", cr, strings.Join(replay.Correctors, ", "))
+		}
+		cfg.Corrector = cr
 	}
 	if err := applyReplayEnergy(c, &cfg); err != nil {
 		return cfg, nil, err

@@ -72,7 +72,7 @@ func (s *sim) metrics() Metrics {
 		}
 	}
 	m := Compute(out, s.tr.Capacity, first)
-	m.Policy = s.cfg.Policy
+	m.Policy = s.label
 	if s.energy != nil {
 		m.Energy = s.energy.metrics()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
@@ -20,7 +21,7 @@ const (
 )
 
 // Policies lists the known policies.
-var Policies = []string{PolicyLattice, PolicyFCFS, PolicyEASY, PolicyConservative}
+var Policies = []string{PolicyLattice, PolicyFCFS, PolicyEASY, PolicyConservative, PolicySJBF, PolicyEASYPP}
 
 // DefaultGroupSize is the size of a synthetic dragonfly group.
 const DefaultGroupSize = 32
@@ -61,6 +62,9 @@ type Config struct {
 	// lattice policy keeps; with any of them the metrics carry Energy.
 	IdleWatts, BusyWatts int
 	PowerBudgetWatts     int64
+	// Corrector is how easy++ corrects a job that outlives its prediction:
+	// predict.CorrectTsafrir (the default) or predict.CorrectReqtime.
+	Corrector string
 }
 
 // jobRun is a job's life in one simulation.
@@ -116,10 +120,17 @@ type finishObserver interface {
 	finished(s *sim, j int)
 }
 
+// arrivalObserver is told about jobs as they become eligible (easy++
+// predicts their runtime then).
+type arrivalObserver interface {
+	arrived(s *sim, j int)
+}
+
 // sim is the discrete-event simulation in virtual time.
 type sim struct {
 	tr        *Trace
 	cfg       Config
+	label     string // the policy as asked for (easy++:reqtime)
 	groupSize int
 	groups    int
 	jobs      []jobRun
@@ -169,7 +180,17 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 	if cfg.GroupSize < 1 {
 		return nil, fmt.Errorf("replay: group size %d: allowed >= 1", cfg.GroupSize)
 	}
-	s := &sim{tr: tr, cfg: cfg, groupSize: cfg.GroupSize}
+	if err := ValidPolicy(cfg.Policy); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	label := cfg.Policy
+	if base, c, ok := strings.Cut(cfg.Policy, ":"); ok {
+		cfg.Policy, cfg.Corrector = base, c
+	}
+	if c := cfg.Corrector; c != "" && !slices.Contains(Correctors, c) {
+		return nil, fmt.Errorf("replay: corrector %q: allowed %s", c, strings.Join(Correctors, ", "))
+	}
+	s := &sim{tr: tr, cfg: cfg, groupSize: cfg.GroupSize, label: label}
 	var err error
 	s.groups = (tr.Capacity + cfg.GroupSize - 1) / cfg.GroupSize
 	specs := tr.VClusters
@@ -244,6 +265,10 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 		s.policy = &easy{}
 	case PolicyConservative:
 		s.policy = &conservative{}
+	case PolicySJBF:
+		s.policy = newBackfill(s, true, false)
+	case PolicyEASYPP:
+		s.policy = newBackfill(s, true, true)
 	case PolicyLattice:
 		lp, err := newLattice(s)
 		if err != nil {
@@ -364,6 +389,9 @@ func (s *sim) enqueue(j int) {
 	r := &s.jobs[j]
 	r.eligible = max(s.now, s.tr.Jobs[j].Submit)
 	r.queued = true
+	if obs, ok := s.policy.(arrivalObserver); ok {
+		obs.arrived(s, j)
+	}
 	p := &s.pools[r.pool]
 	size := s.tr.Jobs[j].Size
 	if p.sizeCount[size]++; len(p.queue) == 0 || size < p.minSize {

@@ -1,0 +1,185 @@
+// Package predict learns job runtimes from completed runs, for backfilling
+// and reservations (never to kill a job: a job always keeps its requested
+// walltime as its limit).
+//
+// The model is pure and deterministic: a History is fed completed runs in
+// the order they ended (Observe) and answers Predict from what it has seen,
+// nothing else — no clock, no randomness, no map iteration. The vCluster
+// loop rebuilds its History from the completed allocations of the committed
+// state; the replay simulator feeds it as jobs end. A prediction is derived
+// state and is never committed.
+package predict
+
+import (
+	"slices"
+	"time"
+)
+
+// Model names.
+const (
+	// ModelTsafrir is Tsafrir, Etsion and Feitelson's predictor (EASY++):
+	// the mean of the user's last two runtimes; the requested time while
+	// the user has fewer than two.
+	ModelTsafrir = "tsafrir"
+	// ModelLattice is the default: the mean of the last two runtimes of the
+	// same (user, job name) when there are two, else of the user's; then
+	// bounded by the requested time.
+	ModelLattice = "lattice"
+)
+
+// Corrector names: what a running job that outlives its prediction is
+// predicted to run instead.
+const (
+	// CorrectTsafrir raises the prediction step by step: +1 min, 5, 15,
+	// 30 min, 1, 2, 5, 10, 20, 50, 100 h, then the requested time.
+	CorrectTsafrir = "tsafrir"
+	// CorrectReqtime raises it at once to the requested time.
+	CorrectReqtime = "reqtime"
+)
+
+// tsafrirSteps are the corrector's successive increments.
+var tsafrirSteps = []time.Duration{
+	time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 20 * time.Hour, 50 * time.Hour, 100 * time.Hour,
+}
+
+// Correct returns the prediction of a job that has run for elapsed with
+// prediction pred (pred <= elapsed: it outlived it) and been corrected
+// steps times before, and the new step count. The result is bounded by
+// requested and, below it, later than elapsed.
+func Correct(corrector string, pred, elapsed, requested time.Duration, steps int) (time.Duration, int) {
+	if corrector != CorrectTsafrir {
+		return requested, steps
+	}
+	for pred <= elapsed {
+		if steps >= len(tsafrirSteps) {
+			return requested, steps
+		}
+		pred += tsafrirSteps[steps]
+		steps++
+	}
+	return min(pred, requested), steps
+}
+
+// keep is how many runs a History remembers per key.
+const keep = 2
+
+// runs is a key's last runtimes, oldest first.
+type runs struct {
+	n    int
+	last [keep]time.Duration
+}
+
+func (r *runs) add(d time.Duration) {
+	if r.n == keep {
+		copy(r.last[:], r.last[1:])
+		r.last[keep-1] = d
+		return
+	}
+	r.last[r.n] = d
+	r.n++
+}
+
+func (r *runs) mean() time.Duration {
+	var s time.Duration
+	for _, d := range r.last[:r.n] {
+		s += d
+	}
+	return s / time.Duration(r.n)
+}
+
+// History is what a predictor has learnt. The zero value is empty and
+// predicts with ModelLattice.
+type History struct {
+	Model  string
+	users  map[string]*runs
+	byName map[[2]string]*runs
+}
+
+// NewHistory returns an empty History for model (ModelTsafrir or
+// ModelLattice; "" = ModelLattice).
+func NewHistory(model string) *History { return &History{Model: model} }
+
+// Observe records a completed run of user's job name. Runs must be fed in
+// the order they ended.
+func (h *History) Observe(user, name string, runtime time.Duration) {
+	if runtime < 0 {
+		runtime = 0
+	}
+	if h.users == nil {
+		h.users = map[string]*runs{}
+		h.byName = map[[2]string]*runs{}
+	}
+	u := h.users[user]
+	if u == nil {
+		u = &runs{}
+		h.users[user] = u
+	}
+	u.add(runtime)
+	if name == "" || h.Model == ModelTsafrir {
+		return
+	}
+	k := [2]string{user, name}
+	r := h.byName[k]
+	if r == nil {
+		r = &runs{}
+		h.byName[k] = r
+	}
+	r.add(runtime)
+}
+
+// Predict returns the predicted runtime of user's job name that requests
+// requested (its walltime; <= 0 = unknown, then the prediction is unbounded
+// and 0 when nothing is known). The prediction is at most requested, and
+// requested itself while too little is known.
+func (h *History) Predict(user, name string, requested time.Duration) time.Duration {
+	p := requested
+	if h.Model != ModelTsafrir && name != "" {
+		if r := h.byName[[2]string{user, name}]; r != nil && r.n == keep {
+			return bound(r.mean(), requested)
+		}
+	}
+	if u := h.users[user]; u != nil && u.n == keep {
+		p = bound(u.mean(), requested)
+	}
+	return p
+}
+
+func bound(p, requested time.Duration) time.Duration {
+	if requested > 0 && p > requested {
+		return requested
+	}
+	return max(p, time.Second)
+}
+
+// Run is a completed run, for Replay.
+type Run struct {
+	User, Name string
+	End        time.Time
+	ID         uint64 // ties on End
+	Runtime    time.Duration
+}
+
+// Learn returns a History of model fed with runs in the order they ended
+// (ties by ID), whatever their order in the slice — the vCluster loop's
+// way from the committed state's completed allocations to predictions.
+func Learn(model string, done []Run) *History {
+	done = slices.Clone(done)
+	slices.SortFunc(done, func(a, b Run) int {
+		if c := a.End.Compare(b.End); c != 0 {
+			return c
+		}
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	h := NewHistory(model)
+	for _, r := range done {
+		h.Observe(r.User, r.Name, r.Runtime)
+	}
+	return h
+}

@@ -1,0 +1,179 @@
+package replay
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latticehpc/lattice/predict"
+)
+
+// Baseline policies with runtime prediction (see docs/replay.md).
+const (
+	// PolicySJBF is EASY with the backfill candidates in shortest-estimate
+	// order.
+	PolicySJBF = "sjbf"
+	// PolicyEASYPP is Tsafrir, Etsion and Feitelson's EASY++: runtimes
+	// predicted from the user's last two jobs replace the estimates for the
+	// head's reservation and the backfill test, candidates in
+	// shortest-prediction order, overruns corrected by Config.Corrector.
+	PolicyEASYPP = "easy++"
+)
+
+// ValidPolicy checks a policy name: one of Policies, or easy++:CORRECTOR
+// (easy++ with that corrector, for comparing both in one run).
+func ValidPolicy(p string) error {
+	base, c, hasC := strings.Cut(p, ":")
+	if !slices.Contains(Policies, base) || (hasC && base != PolicyEASYPP) {
+		return fmt.Errorf("policy %q: allowed %s, or %s:CORRECTOR", p, strings.Join(Policies, ", "), PolicyEASYPP)
+	}
+	if hasC && !slices.Contains(Correctors, c) {
+		return fmt.Errorf("policy %q: corrector %q: allowed %s", p, c, strings.Join(Correctors, ", "))
+	}
+	return nil
+}
+
+// Correctors lists Config.Corrector's values.
+var Correctors = []string{predict.CorrectTsafrir, predict.CorrectReqtime}
+
+// backfill is EASY with a choice of backfill order and of the runtime the
+// scheduler plans with (the estimate, or a prediction corrected when a job
+// outlives it). With neither it is exactly easy.
+type backfill struct {
+	shortest bool
+	// hist predicts; nil = plan with estimates.
+	hist      *predict.History
+	corrector string
+	pred      []time.Duration // per job: its current prediction
+	steps     []uint8         // per job: corrections so far
+	ends      []int32         // scratch
+	cands     []int32         // scratch
+}
+
+func newBackfill(s *sim, shortest, predicted bool) *backfill {
+	b := &backfill{shortest: shortest, corrector: s.cfg.Corrector}
+	if b.corrector == "" {
+		b.corrector = predict.CorrectTsafrir
+	}
+	if predicted {
+		b.hist = predict.NewHistory(predict.ModelTsafrir)
+		b.pred = make([]time.Duration, len(s.tr.Jobs))
+		b.steps = make([]uint8, len(s.tr.Jobs))
+	}
+	return b
+}
+
+// length is what the scheduler believes job j runs.
+func (b *backfill) length(s *sim, j int32) time.Duration {
+	if b.hist == nil {
+		return s.tr.Jobs[j].Estimate
+	}
+	if b.pred[j] == 0 {
+		job := &s.tr.Jobs[j]
+		b.pred[j] = b.hist.Predict(job.Tenant, "", job.Estimate)
+	}
+	return b.pred[j]
+}
+
+// end is when running job j is believed to end; a job that has outlived its
+// prediction is corrected first.
+func (b *backfill) end(s *sim, j int32) time.Duration {
+	if b.hist == nil {
+		return s.estEnd(j)
+	}
+	start := s.jobs[j].start
+	p := b.length(s, j)
+	if start+p <= s.now {
+		np, k := predict.Correct(b.corrector, p, s.now-start, s.tr.Jobs[j].Estimate, int(b.steps[j]))
+		b.pred[j], b.steps[j] = np, uint8(min(k, 255))
+		p = np
+	}
+	return start + p
+}
+
+// arrived predicts j's runtime from the runs completed before it became
+// eligible.
+func (b *backfill) arrived(s *sim, j int) {
+	if b.hist != nil {
+		b.length(s, int32(j))
+	}
+}
+
+func (b *backfill) finished(s *sim, j int) {
+	if b.hist != nil {
+		job := &s.tr.Jobs[j]
+		b.hist.Observe(job.Tenant, "", job.Runtime)
+	}
+}
+
+func (b *backfill) schedule(s *sim, p int) error {
+	pl := &s.pools[p]
+	q := pl.queue
+	i := 0
+	for ; i < len(q) && s.tr.Jobs[q[i]].Size <= pl.free; i++ {
+		s.start(int(q[i]), nil)
+	}
+	if i >= len(q) {
+		return nil
+	}
+	shadow, extra := b.shadow(s, pl, s.tr.Jobs[q[i]].Size)
+	cands := q[i+1:]
+	if b.shortest {
+		b.cands = append(b.cands[:0], cands...)
+		slices.SortStableFunc(b.cands, func(x, y int32) int {
+			lx, ly := b.length(s, x), b.length(s, y)
+			switch {
+			case lx < ly:
+				return -1
+			case lx > ly:
+				return 1
+			}
+			return 0
+		})
+		cands = b.cands
+	}
+	for _, j := range cands {
+		job := &s.tr.Jobs[j]
+		if job.Size > pl.free {
+			continue
+		}
+		switch {
+		case s.now+b.length(s, j) <= shadow:
+			s.start(int(j), nil)
+		case job.Size <= extra:
+			extra -= job.Size
+			s.start(int(j), nil)
+		}
+		if pl.free == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// shadow is easy.shadow with the believed ends.
+func (b *backfill) shadow(s *sim, pl *pool, size int) (time.Duration, int) {
+	b.ends = append(b.ends[:0], pl.running...)
+	for _, r := range b.ends {
+		b.end(s, r)
+	}
+	slices.SortFunc(b.ends, func(x, y int32) int {
+		ex, ey := b.end(s, x), b.end(s, y)
+		if ex != ey {
+			if ex < ey {
+				return -1
+			}
+			return 1
+		}
+		return int(x - y)
+	})
+	avail := pl.free
+	for _, r := range b.ends {
+		avail += s.tr.Jobs[r].Size
+		if avail >= size {
+			return b.end(s, r), avail - size
+		}
+	}
+	return s.now, 0
+}
