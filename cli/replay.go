@@ -33,7 +33,9 @@ func replayCommand() *cli.Command {
 			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
-			&cli.StringFlag{Name: "corrector", Value: "tsafrir", Usage: "easy++: how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time)"},
+			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
+			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
+			&cli.StringFlag{Name: "corrector", Usage: "how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time); default tsafrir for easy++, reqtime for lattice"},
 			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
 			&cli.IntFlag{Name: "group-size", Value: replay.DefaultGroupSize, Usage: "nodes per synthetic dragonfly group"},
 			&cli.StringFlag{Name: "weights-profile", Usage: "lattice: weights profile (default: the solver's balanced default)"},
@@ -244,6 +246,19 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		}
 		cfg.Corrector = cr
 	}
+	switch p := strings.ToLower(strings.TrimSpace(c.String("predictor"))); p {
+	case "lattice", replay.PredictorOff:
+		cfg.Predictor = p
+	default:
+		return cfg, nil, fmt.Errorf("--predictor %q: allowed lattice, off", p)
+	}
+	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
+		cfg.StarvationWait = -1
+	} else if d, err := time.ParseDuration(sw); err != nil || d <= 0 {
+		return cfg, nil, fmt.Errorf("--starvation-wait %q: allowed a positive duration (72h, 3d is not valid: use hours) or none", sw)
+	} else {
+		cfg.StarvationWait = d
+	}
 	if err := applyReplayEnergy(c, &cfg); err != nil {
 		return cfg, nil, err
 	}
@@ -331,13 +346,64 @@ var replayRows = []struct {
 	{"avg wait (s)", func(m replay.Metrics) string { return fmtF(m.AvgWait, 1) }},
 	{"p50 wait (s)", func(m replay.Metrics) string { return fmtF(m.P50Wait, 1) }},
 	{"p95 wait (s)", func(m replay.Metrics) string { return fmtF(m.P95Wait, 1) }},
+	{"p99 wait (s)", func(m replay.Metrics) string { return fmtF(m.P99Wait, 1) }},
 	{"max wait (s)", func(m replay.Metrics) string { return fmtF(m.MaxWait, 1) }},
 	{"avg bounded slowdown", func(m replay.Metrics) string { return fmtF(m.AvgBoundedSlowdown, 2) }},
 	{"utilization", func(m replay.Metrics) string { return fmtF(m.Utilization, 3) }},
 	{"makespan (s)", func(m replay.Metrics) string { return fmtF(m.Makespan, 0) }},
 	{"jain fairness", func(m replay.Metrics) string { return fmtF(m.JainFairness, 3) }},
 	{"multi-group jobs", func(m replay.Metrics) string { return fmtF(m.MultiGroupJobs, 3) }},
+	{"prediction accuracy", func(m replay.Metrics) string {
+		if m.Prediction == nil {
+			return "-"
+		}
+		return fmtF(m.Prediction.Accuracy, 3)
+	}},
+	{"walltime accuracy", func(m replay.Metrics) string {
+		if m.Prediction == nil {
+			return "-"
+		}
+		return fmtF(m.Prediction.WalltimeAccuracy, 3)
+	}},
+	{"underpredicted", func(m replay.Metrics) string {
+		if m.Prediction == nil {
+			return "-"
+		}
+		return fmtF(m.Prediction.Under, 3)
+	}},
 	{"wall seconds", func(m replay.Metrics) string { return fmtF(m.WallSeconds, 2) }},
+}
+
+// replayUsers is how many users the table's slowdown section shows.
+const replayUsers = 10
+
+// replayUserTable prints the average bounded slowdown of the users with the
+// most jobs (in the first policy), one row per user, policies side by side.
+func replayUserTable(tw io.Writer, ms []replay.Metrics, width int) {
+	if len(ms) == 0 || len(ms[0].Users) < 2 {
+		return
+	}
+	fmt.Fprintf(tw, "%-*s\t", width, "")
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "%-*s\t", width, "USER (JOBS): AVG BSLD")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t", strings.ToUpper(m.Policy))
+	}
+	fmt.Fprintln(tw)
+	for _, u := range ms[0].Users[:min(replayUsers, len(ms[0].Users))] {
+		fmt.Fprintf(tw, "%-*s\t", width, fmt.Sprintf("%s (%d)", u.Tenant, u.Jobs))
+		for _, m := range ms {
+			v := "-"
+			for _, x := range m.Users {
+				if x.Tenant == u.Tenant {
+					v = fmtF(x.AvgBoundedSlowdown, 2)
+					break
+				}
+			}
+			fmt.Fprintf(tw, "%s\t", v)
+		}
+		fmt.Fprintln(tw)
+	}
 }
 
 func fmtF(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
@@ -364,6 +430,7 @@ func replayTable(w io.Writer, ms []replay.Metrics) error {
 		fmt.Fprintln(tw)
 	}
 	replayEnergyTable(tw, ms, width)
+	replayUserTable(tw, ms, width)
 	return tw.Flush()
 }
 

@@ -58,7 +58,7 @@ func TestReplayJSONShape(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("not a JSON array: %v\n%s", err, out)
 	}
-	keys := []string{"policy", "jobs", "capacity", "avg_wait_s", "p50_wait_s", "p95_wait_s", "max_wait_s",
+	keys := []string{"policy", "jobs", "capacity", "avg_wait_s", "p50_wait_s", "p95_wait_s", "p99_wait_s", "max_wait_s", "users",
 		"avg_bounded_slowdown", "utilization", "makespan_s", "jain_fairness", "multi_group_jobs", "wall_seconds"}
 	if len(got) != 2 || got[0]["policy"] != "fcfs" || got[1]["policy"] != "easy" {
 		t.Fatalf("got %v", got)

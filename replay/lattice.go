@@ -9,6 +9,7 @@ import (
 
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/power"
+	"github.com/latticehpc/lattice/predict"
 	"github.com/latticehpc/lattice/solver"
 	"github.com/latticehpc/lattice/vcluster"
 )
@@ -41,6 +42,8 @@ type latticePolicy struct {
 	// checked.
 	mark  []uint32
 	stamp uint32
+	// hist learns runtimes as jobs end (nil: plan with walltimes).
+	hist *predict.History
 }
 
 // observeDecision, when set (by tests), sees every decision's solver input
@@ -59,6 +62,13 @@ func newLattice(s *sim) (*latticePolicy, error) {
 		tenants: map[string]*model.Tenant{},
 		load:    map[string]vcluster.TenantLoad{},
 		groups:  s.groups,
+	}
+	switch s.cfg.Predictor {
+	case "", predict.ModelLattice:
+		lp.hist = predict.NewHistory(predict.ModelLattice)
+	case PredictorOff:
+	default:
+		return nil, fmt.Errorf("replay: predictor %q: allowed %s, %s", s.cfg.Predictor, predict.ModelLattice, PredictorOff)
 	}
 	for _, p := range s.pools {
 		spec := p.spec
@@ -188,6 +198,9 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		Groups:             lp.groups,
 		PowerHeadroomWatts: -1,
 		EnergyPrice:        -1,
+		Predictor:          lp.hist,
+		Corrector:          s.cfg.Corrector,
+		StarvationWait:     s.cfg.StarvationWait,
 	}
 	if es := s.energy; es != nil {
 		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))
@@ -251,6 +264,14 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 	return nil
 }
 
+func (lp *latticePolicy) predicted(s *sim, j int) time.Duration {
+	if lp.hist == nil {
+		return 0
+	}
+	job := &s.tr.Jobs[j]
+	return lp.hist.Predict(job.Tenant, "", job.Estimate)
+}
+
 // finished frees the job's nodes (borrowed ones go back home), charges its
 // usage to its tenant and forgets the allocation.
 func (lp *latticePolicy) finished(s *sim, j int) {
@@ -262,6 +283,10 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 		node.CurrentVCluster = node.HomeVCluster
 	}
 	delete(lp.allocs, id)
+	if lp.hist != nil {
+		// SWF jobs have no name: the tenant (the SWF user) predicts.
+		lp.hist.Observe(job.Tenant, "", job.Runtime)
+	}
 	now := Epoch.Add(s.now)
 	if t := lp.tenants[job.Tenant]; t != nil {
 		t.Usage = vcluster.DecayedUsage(t, now, vcluster.DefaultFairShareHalfLife) + float64(job.Size)*job.Runtime.Seconds()

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -64,7 +65,7 @@ func TestLatticeRealTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.WallSeconds, b.WallSeconds = 0, 0
-	if a.Metrics != b.Metrics {
+	if !reflect.DeepEqual(a.Metrics, b.Metrics) {
 		t.Errorf("two replays differ:\n%+v\n%+v", a.Metrics, b.Metrics)
 	}
 	c, err := Run(tr, Config{Policy: PolicyLattice, Cycle: 60e9, ReservationDepth: -1})

@@ -3,6 +3,7 @@ package replay
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,7 @@ type Metrics struct {
 	AvgWait float64 `json:"avg_wait_s"`
 	P50Wait float64 `json:"p50_wait_s"`
 	P95Wait float64 `json:"p95_wait_s"`
+	P99Wait float64 `json:"p99_wait_s"`
 	MaxWait float64 `json:"max_wait_s"`
 	// AvgBoundedSlowdown averages max(1, (wait+run)/max(run, τ)).
 	AvgBoundedSlowdown float64 `json:"avg_bounded_slowdown"`
@@ -35,11 +37,40 @@ type Metrics struct {
 	// one dragonfly group although, at their start, the free nodes of one
 	// group of their vCluster could have held them.
 	MultiGroupJobs float64 `json:"multi_group_jobs"`
+	// Prediction is the runtime predictor's accuracy (policies that
+	// predict: lattice, easy++).
+	Prediction *PredictionMetrics `json:"prediction,omitempty"`
+	// Users has one row per tenant (the SWF user), most jobs first.
+	Users []UserMetrics `json:"users,omitempty"`
 	// WallSeconds is the wall-clock time of the replay.
 	WallSeconds float64 `json:"wall_seconds"`
 	// Energy is reported when the replay has a power model (a price
 	// schedule, a budget or node watts).
 	Energy *EnergyMetrics `json:"energy,omitempty"`
+}
+
+// PredictionMetrics measures the runtime predictions the scheduler started
+// jobs with.
+type PredictionMetrics struct {
+	// Jobs counts the jobs started with a prediction.
+	Jobs int `json:"jobs"`
+	// Accuracy is the mean of min(predicted, run) / max(predicted, run)
+	// (1 = exact; Tsafrir's measure); runs under τ count as τ.
+	Accuracy float64 `json:"accuracy"`
+	// Under is the share of jobs that ran longer than predicted (their
+	// reservations were corrected while they ran).
+	Under float64 `json:"underpredicted"`
+	// WalltimeAccuracy is the same measure for the requested walltimes.
+	WalltimeAccuracy float64 `json:"walltime_accuracy"`
+}
+
+// UserMetrics is one tenant's outcome.
+type UserMetrics struct {
+	Tenant             string  `json:"tenant"`
+	Jobs               int     `json:"jobs"`
+	AvgBoundedSlowdown float64 `json:"avg_bounded_slowdown"`
+	AvgWait            float64 `json:"avg_wait_s"`
+	MaxWait            float64 `json:"max_wait_s"`
 }
 
 // Result is a replay's metrics and, when asked, its time series.
@@ -55,6 +86,9 @@ type Outcome struct {
 	Submit  time.Duration // eligible time (submit, or last dependency's end)
 	Start   time.Duration
 	Runtime time.Duration
+	// Predicted is the runtime the scheduler predicted when it started the
+	// job (0 = none); Estimate its requested walltime.
+	Predicted, Estimate time.Duration
 	// MultiNode, Spread: a multi-node job, placed over more than one group
 	// although one group could have held it.
 	MultiNode, Spread bool
@@ -66,7 +100,7 @@ func (s *sim) metrics() Metrics {
 	for i := range s.jobs {
 		r, j := &s.jobs[i], &s.tr.Jobs[i]
 		out[i] = Outcome{Tenant: j.Tenant, Size: j.Size, Submit: r.eligible, Start: r.start, Runtime: j.Runtime,
-			MultiNode: j.Size > 1, Spread: r.avoidable}
+			MultiNode: j.Size > 1, Spread: r.avoidable, Predicted: r.predicted, Estimate: j.Estimate}
 		if i == 0 || j.Submit < first {
 			first = j.Submit
 		}
@@ -90,9 +124,11 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 	var sumWait, sumBSLD, work float64
 	var lastEnd time.Duration
 	type acc struct {
-		sum float64
-		n   int
+		sum, wait, maxWait float64
+		n                  int
 	}
+	var pred PredictionMetrics
+	var predAcc, wallAcc, under float64
 	tenants := map[string]*acc{}
 	var order []string
 	multi, spread := 0, 0
@@ -109,7 +145,17 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 			order = append(order, j.Tenant)
 		}
 		a.sum += b
+		a.wait += wait
+		a.maxWait = max(a.maxWait, wait)
 		a.n++
+		if j.Predicted > 0 {
+			pred.Jobs++
+			predAcc += accuracy(j.Predicted, j.Runtime)
+			wallAcc += accuracy(j.Estimate, j.Runtime)
+			if j.Runtime > j.Predicted {
+				under++
+			}
+		}
 		work += float64(j.Size) * j.Runtime.Seconds()
 		lastEnd = max(lastEnd, j.Start+j.Runtime)
 		if j.MultiNode {
@@ -125,6 +171,7 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 	slices.Sort(waits)
 	m.P50Wait = Percentile(waits, 50)
 	m.P95Wait = Percentile(waits, 95)
+	m.P99Wait = Percentile(waits, 99)
 	m.MaxWait = waits[len(waits)-1]
 	m.Makespan = (lastEnd - first).Seconds()
 	if m.Makespan > 0 && capacity > 0 {
@@ -136,10 +183,32 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 		per = append(per, a.sum/float64(a.n))
 	}
 	m.JainFairness = Jain(per)
+	for _, t := range order {
+		a := tenants[t]
+		m.Users = append(m.Users, UserMetrics{Tenant: t, Jobs: a.n, AvgBoundedSlowdown: a.sum / float64(a.n),
+			AvgWait: a.wait / float64(a.n), MaxWait: a.maxWait})
+	}
+	slices.SortStableFunc(m.Users, func(x, y UserMetrics) int {
+		if x.Jobs != y.Jobs {
+			return y.Jobs - x.Jobs
+		}
+		return strings.Compare(x.Tenant, y.Tenant)
+	})
+	if pred.Jobs > 0 {
+		n := float64(pred.Jobs)
+		pred.Accuracy, pred.WalltimeAccuracy, pred.Under = predAcc/n, wallAcc/n, under/n
+		m.Prediction = &pred
+	}
 	if multi > 0 {
 		m.MultiGroupJobs = float64(spread) / float64(multi)
 	}
 	return m
+}
+
+// accuracy is min(p, r) / max(p, r) with both at least τ.
+func accuracy(p, r time.Duration) float64 {
+	p, r = max(p, BoundedSlowdownTau), max(r, BoundedSlowdownTau)
+	return min(p, r).Seconds() / max(p, r).Seconds()
 }
 
 // BoundedSlowdown is max(1, (wait+run)/max(run, τ)).

@@ -92,6 +92,13 @@ func (b *backfill) end(s *sim, j int32) time.Duration {
 	return start + p
 }
 
+func (b *backfill) predicted(s *sim, j int) time.Duration {
+	if b.hist == nil {
+		return 0
+	}
+	return b.length(s, int32(j))
+}
+
 // arrived predicts j's runtime from the runs completed before it became
 // eligible.
 func (b *backfill) arrived(s *sim, j int) {

@@ -23,6 +23,9 @@ const (
 // Policies lists the known policies.
 var Policies = []string{PolicyLattice, PolicyFCFS, PolicyEASY, PolicyConservative, PolicySJBF, PolicyEASYPP}
 
+// PredictorOff plans the lattice policy with walltimes only.
+const PredictorOff = "off"
+
 // DefaultGroupSize is the size of a synthetic dragonfly group.
 const DefaultGroupSize = 32
 
@@ -62,7 +65,13 @@ type Config struct {
 	// lattice policy keeps; with any of them the metrics carry Energy.
 	IdleWatts, BusyWatts int
 	PowerBudgetWatts     int64
-	// Corrector is how easy++ corrects a job that outlives its prediction:
+	// StarvationWait is the lattice policy's starvation guard
+	// (vcluster.Snapshot.StarvationWait): 0 = the default, < 0 = off.
+	StarvationWait time.Duration
+	// Predictor is the lattice policy's runtime predictor: "" or "lattice"
+	// (package predict's default model), or PredictorOff (walltimes).
+	Predictor string
+	// Corrector is how easy++ (and the lattice policy) corrects a job that outlives its prediction:
 	// predict.CorrectTsafrir (the default) or predict.CorrectReqtime.
 	Corrector string
 }
@@ -80,6 +89,8 @@ type jobRun struct {
 	started  bool
 	done     bool
 	groups   int16
+	// predicted is the runtime the policy predicted at the start (0 = none).
+	predicted time.Duration
 	// avoidable: spread over groups although one group's free nodes could
 	// have held it at its start.
 	avoidable bool
@@ -118,6 +129,12 @@ type scheduler interface {
 // fair-share accounting and allocation map).
 type finishObserver interface {
 	finished(s *sim, j int)
+}
+
+// predictor is a policy that plans with predicted runtimes (for the
+// accuracy metrics).
+type predictor interface {
+	predicted(s *sim, j int) time.Duration
 }
 
 // arrivalObserver is told about jobs as they become eligible (easy++
@@ -454,6 +471,9 @@ func (s *sim) start(j int, nodes []int32) {
 	}
 	r.start = s.now
 	r.end = s.now + job.Runtime
+	if pr, ok := s.policy.(predictor); ok {
+		r.predicted = pr.predicted(s, j)
+	}
 	lastGroup, groups := -1, 0
 	seen := uint64(0)
 	for _, n := range nodes {

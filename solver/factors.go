@@ -13,8 +13,12 @@ import (
 const (
 	// WaitReference is f2's reference wait (the seed's reference_wait).
 	WaitReference = time.Hour
-	// WaitSaturation is the wait at which f2 reaches 1.
+	// WaitSaturation is the wait at which f2's wait part reaches 1.
 	WaitSaturation = 7 * 24 * time.Hour
+	// WaitShare is the part of f2 that grows with the wait; the rest rewards
+	// short expected runs (ShortReference: the length that scores best).
+	WaitShare      = 0.3
+	ShortReference = time.Minute
 
 	// NeutralFairShare is f3 for a tenant without a fair-share target.
 	NeutralFairShare = 0.5
@@ -40,8 +44,8 @@ type Factor struct {
 var Factors = [model.NumFactors]Factor{
 	{"f1", "priority", "jobs in a higher priority class (0..10)",
 		"priority_class / 10"},
-	{"f2", "wait_time", "jobs that have waited long since they became eligible (anti-starvation)",
-		"min(1, ln(1 + wait/1h) / ln(1 + 7d/1h)); wait counts from the eligible time (end of dependencies), else the submit time; 0 when unknown"},
+	{"f2", "wait_time", "jobs that have waited long since they became eligible, and jobs expected to run briefly (shortest first)",
+		"0.3·min(1, ln(1 + wait/1h) / ln(1 + 7d/1h)) + 0.7·(1 − ln(1 + length/1min) / ln(1 + 365d/1min)) (the fifo algorithm: the wait part alone, min(1, ln(1 + wait/1h) / ln(1 + 7d/1h))); wait from the eligible time (end of dependencies), else the submit time, 0 when unknown; length = the predicted runtime, else the walltime"},
 	{"f3", "fair_share", "tenants that have used less than their contracted share",
 		"max(0, target - usage_share) / target, usage decayed by a half-life; 0.5 when the tenant has no target"},
 	{"f4", "topology", "jobs that fit in few dragonfly groups",
@@ -75,14 +79,32 @@ func fPriority(class int) float64 {
 	return clamp01(float64(class) / model.MaxPriorityClass)
 }
 
-// fWait is f2 for a wait (negative waits count as none).
-func fWait(wait time.Duration) float64 {
-	if wait <= 0 {
+// fWait is f2 for a wait (negative waits count as none) of a job expected
+// to run length: WaitShare of it grows with the wait (log, saturating at
+// WaitSaturation), the rest rewards short expected runs (the SJBF lesson:
+// log of the length between a minute and model.MaxWalltime).
+// A negative length leaves the length out (the fifo algorithm: first in,
+// first out): f2 is then the wait part alone, scaled to [0,1].
+func fWait(wait, length time.Duration) float64 {
+	w := 0.0
+	if wait > 0 {
+		w = clamp01(math.Log1p(float64(wait)/float64(WaitReference)) /
+			math.Log1p(float64(WaitSaturation)/float64(WaitReference)))
+	}
+	if length < 0 {
+		return w
+	}
+	return clamp01(WaitShare*w + (1-WaitShare)*fShort(length))
+}
+
+// fShort is 1 for a job expected to run at most a minute, 0 for one expected
+// to run model.MaxWalltime or more (or unknown), log-linear between.
+func fShort(length time.Duration) float64 {
+	if length <= 0 {
 		return 0
 	}
-	x := math.Log1p(float64(wait)/float64(WaitReference)) /
-		math.Log1p(float64(WaitSaturation)/float64(WaitReference))
-	return clamp01(x)
+	return clamp01(1 - math.Log1p(float64(length)/float64(ShortReference))/
+		math.Log1p(float64(model.MaxWalltime)/float64(ShortReference)))
 }
 
 // fFairShare is f3 for a tenant's target and usage shares.

@@ -25,11 +25,16 @@ func TestFactorsAtBoundaries(t *testing.T) {
 		{"f1 clamped above", fPriority(42), 1},
 		{"f1 clamped below", fPriority(-3), 0},
 
-		{"f2 no wait", fWait(0), 0},
-		{"f2 negative wait", fWait(-time.Hour), 0},
-		{"f2 reference wait", fWait(time.Hour), math.Log(2) / math.Log(169)},
-		{"f2 saturates at 7 days", fWait(7 * day), 1},
-		{"f2 clamped past saturation", fWait(30 * day), 1},
+		{"f2 no wait, unknown length", fWait(0, 0), 0},
+		{"f2 negative wait", fWait(-time.Hour, model.MaxWalltime), 0},
+		{"f2 reference wait", fWait(time.Hour, model.MaxWalltime), WaitShare * math.Log(2) / math.Log(169)},
+		{"f2 wait saturates at 7 days", fWait(7*day, model.MaxWalltime), WaitShare},
+		{"f2 clamped past saturation", fWait(30*day, model.MaxWalltime), WaitShare},
+		{"f2 a minute's job, no wait", fWait(0, time.Minute), (1 - WaitShare) * (1 - math.Log(2)/math.Log1p(float64(model.MaxWalltime/time.Minute)))},
+		{"f2 shorter is higher", b2f(fWait(0, time.Minute) > fWait(0, time.Hour) && fWait(0, time.Hour) > fWait(0, day)), 1},
+		{"f2 longer wait is higher", b2f(fWait(2*time.Hour, time.Hour) > fWait(time.Hour, time.Hour)), 1},
+		{"f2 at most 1", b2f(fWait(30*day, time.Second) <= 1), 1},
+		{"f2 fifo: the wait alone", fWait(time.Hour, -1), math.Log(2) / math.Log(169)},
 
 		{"f3 no target is neutral", fFairShare(0, 0.3), NeutralFairShare},
 		{"f3 NaN target is neutral", fFairShare(nan, 0.3), NeutralFairShare},
@@ -123,8 +128,8 @@ func TestFactorsInSolve(t *testing.T) {
 		want float64
 	}{
 		{"f1", f(1)[0], 1},
-		{"f2 from eligible time, not submit", f(2)[1], fWait(time.Hour)},
-		{"f2 from submit time", f(1)[1], fWait(10 * time.Minute)},
+		{"f2 from eligible time, not submit", f(2)[1], fWait(time.Hour, jobLength(&in.Pending[1]))},
+		{"f2 from submit time", f(1)[1], fWait(10*time.Minute, jobLength(&in.Pending[0]))},
 		{"f3 unknown tenant", f(1)[2], NeutralFairShare},
 		{"f3 at target", f(4)[2], 0},
 		{"f3 unused", f(5)[2], 1},
@@ -286,4 +291,11 @@ func TestParseWeightOverride(t *testing.T) {
 			t.Errorf("Factors[%d] = %+v", i, f)
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -610,7 +610,7 @@ func (s *state) scoreAll() {
 	var queued, running float64
 	for i := range in.Pending {
 		j := &in.Pending[i]
-		queued += float64(max(1, j.NodesMin)) * jobWall(j).Hours()
+		queued += float64(max(1, j.NodesMin)) * jobLength(j).Hours()
 	}
 	for _, r := range in.Running {
 		if rem := r.End.Sub(in.Now); rem > 0 && r.Nodes > 0 {
@@ -636,7 +636,15 @@ func (s *state) scoreAll() {
 		jb.cls = s.classFor(j)
 		jb.min = max(1, j.NodesMin)
 		jb.max = max(jb.min, j.NodesMax)
+		// Starts and reservations are planned with the walltime, the
+		// guaranteed bound, so that no backfilled job that runs past its
+		// prediction delays a reservation; the prediction orders the queue
+		// (f2). Running work's release times are predicted by the caller.
 		jb.wall = int64(jobWall(j))
+		length := jobLength(j)
+		if s.fifo {
+			length = -1
+		}
 		elig := j.EligibleTime
 		if elig.IsZero() {
 			elig = j.SubmitTime
@@ -646,12 +654,12 @@ func (s *state) scoreAll() {
 		}
 		jb.hold = j.Hold
 		if shift != nil && jb.hold == "" && shift.Shift.Flexible(j.PriorityClass, j.Checkpoint) &&
-			shift.Shift.Defer(shift.Prices, in.Now, elig, time.Duration(jb.wall)) {
+			shift.Shift.Defer(shift.Prices, in.Now, elig, jobWall(j)) {
 			jb.hold = model.ReasonEnergyPrice
 		}
 		f := &jb.f
 		f[0] = fPriority(j.PriorityClass)
-		f[1] = fWait(time.Duration(jb.wait))
+		f[1] = fWait(time.Duration(jb.wait), length)
 		jb.q = s.quotaOf(j.Tenant)
 		f[2] = jb.q.fairShare
 		k := jb.cls.freeCap.GroupsNeeded(jb.min)
@@ -712,6 +720,16 @@ func jobWall(j *Job) time.Duration {
 		return model.MaxWalltime
 	}
 	return j.Walltime
+}
+
+// jobLength is what the plan assumes a job runs: its prediction when it is
+// shorter than its walltime.
+func jobLength(j *Job) time.Duration {
+	w := jobWall(j)
+	if j.Predicted > 0 && j.Predicted < w {
+		return j.Predicted
+	}
+	return w
 }
 
 func (s *state) quotaOf(tenant string) *quota {

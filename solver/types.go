@@ -46,11 +46,16 @@ type Node struct {
 
 // Job is a pending allocation, eligible to start (its dependencies are met).
 type Job struct {
-	ID            uint64
-	Tenant        string
-	NodesMin      int
-	NodesMax      int
-	Walltime      time.Duration
+	ID       uint64
+	Tenant   string
+	NodesMin int
+	NodesMax int
+	Walltime time.Duration
+	// Predicted is the runtime the plan assumes (a prediction from the
+	// tenant's recent runs, package predict): it decides whether the job
+	// fits before a reservation, how long its own reservation lasts and its
+	// f2. It never ends the job. 0, or more than Walltime, = Walltime.
+	Predicted     time.Duration
 	PriorityClass int // 0..10
 	SubmitTime    time.Time
 	// EligibleTime is when the job became eligible (its dependencies were

@@ -301,7 +301,7 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 			sn.ReservedFor, sn.ReservedUntil = n.ReservedFor, n.ReservedUntil
 		}
 		if a := s.Allocations[n.Allocation]; a != nil && n.Allocation != 0 {
-			sn.FreeAt = expectedEnd(a, s.Now)
+			sn.FreeAt = expectedEnd(a, s.Now, nil, "")
 			if own && !seenRunning[a.ID] {
 				seenRunning[a.ID] = true
 				in.Running = append(in.Running, solver.Running{

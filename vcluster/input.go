@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/predict"
 	"github.com/latticehpc/lattice/solver"
 )
 
@@ -67,6 +68,80 @@ type Snapshot struct {
 	Energy *solver.Energy
 	// FairShareHalfLife decays tenant usage; 0 = DefaultFairShareHalfLife.
 	FairShareHalfLife time.Duration
+	// Completed lists recently completed allocations of this vCluster
+	// (terminal, with StartTime and EndTime), when the state reader keeps
+	// them: the runtime predictor learns from them (see Predictor). Only
+	// COMPLETED ones count; order does not matter.
+	Completed []*model.Allocation
+	// Predictor predicts runtimes for backfilling and reservations (never to
+	// end a job). nil = learn one from Completed (none when it is empty:
+	// then every job is planned with its walltime). The replay keeps its
+	// own, fed as jobs end. Prediction is derived state, never committed.
+	Predictor *predict.History
+	// Corrector is how a running allocation that outlives its prediction
+	// is planned from then on: predict.CorrectTsafrir (step by step) or
+	// predict.CorrectReqtime (its walltime); "" = DefaultCorrector.
+	Corrector string
+	// StarvationWait: while a pending job has waited longer, running work
+	// is planned with its walltimes, not its predictions (the starvation
+	// guard). 0 = DefaultStarvationWait, < 0 = never.
+	StarvationWait time.Duration
+}
+
+// DefaultStarvationWait is the wait beyond which the starvation guard plans
+// running work with walltimes (Snapshot.StarvationWait).
+const DefaultStarvationWait = 72 * time.Hour
+
+func (s *Snapshot) starvationWait() time.Duration {
+	if s.StarvationWait == 0 {
+		return DefaultStarvationWait
+	}
+	return s.StarvationWait
+}
+
+// DefaultCorrector is the corrector the loops use.
+const DefaultCorrector = predict.CorrectReqtime
+
+// LearnCompleted returns a predictor learnt from the completed allocations
+// (nil when none completed with a known start and end).
+func LearnCompleted(done []*model.Allocation) *predict.History {
+	var runs []predict.Run
+	for _, a := range done {
+		if a == nil || a.State != model.StateCompleted || a.StartTime.IsZero() || a.EndTime.Before(a.StartTime) {
+			continue
+		}
+		runs = append(runs, predict.Run{User: predictUser(a), Name: a.Name, End: a.EndTime, ID: a.ID, Runtime: a.EndTime.Sub(a.StartTime)})
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	return predict.Learn(predict.ModelLattice, runs)
+}
+
+// predicted is what the plan assumes allocation a runs: its prediction
+// (bounded by its walltime), or its walltime without a predictor.
+func predicted(h *predict.History, a *model.Allocation) time.Duration {
+	if h == nil || a.Walltime <= 0 {
+		return a.Walltime
+	}
+	return h.Predict(predictUser(a), a.Name, a.Walltime)
+}
+
+// predictedJob is a pending job's solver.Job.Predicted: 0 (its walltime)
+// without a predictor.
+func predictedJob(h *predict.History, a *model.Allocation) time.Duration {
+	if h == nil {
+		return 0
+	}
+	return predicted(h, a)
+}
+
+// predictUser is whose history predicts a: the user, else the tenant.
+func predictUser(a *model.Allocation) string {
+	if a.User != "" {
+		return a.User
+	}
+	return a.Tenant
 }
 
 // BuildInput turns a snapshot into the solver's input: the nodes this
@@ -107,6 +182,27 @@ type Builder struct {
 // Build turns a snapshot into the solver's input; see BuildInput.
 func (b *Builder) Build(s *Snapshot) solver.Input {
 	vc := s.VCluster
+	pred := s.Predictor
+	if pred == nil && len(s.Completed) > 0 {
+		pred = LearnCompleted(s.Completed)
+	}
+	corrector := s.Corrector
+	if corrector == "" {
+		corrector = DefaultCorrector
+	}
+	// The starvation guard: while a pending job has waited longer than
+	// StarvationWait, running work is planned with its walltimes (EASY's
+	// safe release times), so the head's reservation can no longer be
+	// pushed back by running jobs that outlive their predictions.
+	runPred := pred
+	if guard := s.starvationWait(); runPred != nil && guard > 0 {
+		for _, a := range s.Pending {
+			if !a.EligibleTime.IsZero() && s.Now.Sub(a.EligibleTime) > guard {
+				runPred = nil
+				break
+			}
+		}
+	}
 	if b.tenants == nil {
 		b.tenants = make(map[string]solver.Tenant, len(s.Tenants))
 	}
@@ -211,7 +307,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		}
 		if a := lastAlloc; a != nil {
 			if !endKnown {
-				lastEnd, endKnown = expectedEnd(a, s.Now), true
+				lastEnd, endKnown = expectedEnd(a, s.Now, runPred, corrector), true
 			}
 			sn.FreeAt = lastEnd
 			if !(listed && a.ID == lastListed) && !seenRunning[a.ID] {
@@ -264,6 +360,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			NodesMin:          a.NodesMin,
 			NodesMax:          a.NodesMax,
 			Walltime:          a.Walltime,
+			Predicted:         predictedJob(pred, a),
 			PriorityClass:     a.PriorityClass,
 			SubmitTime:        a.SubmitTime,
 			EligibleTime:      a.EligibleTime,
@@ -543,14 +640,21 @@ func DecayedUsage(t *model.Tenant, now time.Time, halfLife time.Duration) float6
 	return t.Usage * math.Exp2(-float64(dt)/float64(halfLife))
 }
 
-// expectedEnd is when an active allocation's walltime runs out; one that has
-// not started yet (Staging) is assumed to start now.
-func expectedEnd(a *model.Allocation, now time.Time) time.Time {
+// expectedEnd is when an active allocation is expected to end: its start
+// plus its predicted runtime (its walltime without a predictor); one that
+// has not started yet (Staging) is assumed to start now. One that has
+// outlived its prediction is corrected (see predict.Correct) — at the next
+// cycle, so its reservation and the plans that depend on it move.
+func expectedEnd(a *model.Allocation, now time.Time, h *predict.History, corrector string) time.Time {
 	start := a.StartTime
 	if start.IsZero() {
 		start = now
 	}
-	end := start.Add(a.Walltime)
+	p := predicted(h, a)
+	if p < a.Walltime && !start.Add(p).After(now) {
+		p, _ = predict.Correct(corrector, p, now.Sub(start), a.Walltime, 0)
+	}
+	end := start.Add(p)
 	if end.Before(now) {
 		// Overran its walltime and is being stopped: frees imminently.
 		return now
