@@ -34,6 +34,7 @@ func replayCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
+			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
 			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
 			&cli.StringFlag{Name: "corrector", Usage: "how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time); default tsafrir for easy++, reqtime for lattice"},
 			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
@@ -252,6 +253,7 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	default:
 		return cfg, nil, fmt.Errorf("--predictor %q: allowed lattice, off", p)
 	}
+	cfg.PredictedStarts = c.Bool("predicted-starts")
 	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
 		cfg.StarvationWait = -1
 	} else if d, err := time.ParseDuration(sw); err != nil || d <= 0 {

@@ -64,10 +64,16 @@ func Correct(corrector string, pred, elapsed, requested time.Duration, steps int
 // keep is how many runs a History remembers per key.
 const keep = 2
 
-// runs is a key's last runtimes, oldest first.
+// runs is a key's last runtimes, oldest first, and how much better its
+// predictions did than the walltimes (trust).
 type runs struct {
 	n    int
 	last [keep]time.Duration
+	// trust is a moving average of accuracy(prediction) −
+	// accuracy(walltime) over the runs observed with a known walltime;
+	// trusted counts them.
+	trust   float64
+	trusted int
 }
 
 func (r *runs) add(d time.Duration) {
@@ -100,11 +106,22 @@ type History struct {
 // ModelLattice; "" = ModelLattice).
 func NewHistory(model string) *History { return &History{Model: model} }
 
-// Observe records a completed run of user's job name. Runs must be fed in
-// the order they ended.
-func (h *History) Observe(user, name string, runtime time.Duration) {
+// TrustDecay is the weight of the past in a key's trust: the last few runs
+// decide whether its predictions beat its walltimes.
+const TrustDecay = 0.75
+
+// Observe records a completed run of user's job name that requested
+// requested (<= 0 = unknown). Runs must be fed in the order they ended.
+func (h *History) Observe(user, name string, runtime, requested time.Duration) {
 	if runtime < 0 {
 		runtime = 0
+	}
+	if requested > 0 && h.Model != ModelTsafrir {
+		// Would each key's prediction have beaten the walltime for this run?
+		h.judge(h.users[user], runtime, requested)
+		if name != "" {
+			h.judge(h.byName[[2]string{user, name}], runtime, requested)
+		}
 	}
 	if h.users == nil {
 		h.users = map[string]*runs{}
@@ -132,17 +149,59 @@ func (h *History) Observe(user, name string, runtime time.Duration) {
 // requested (its walltime; <= 0 = unknown, then the prediction is unbounded
 // and 0 when nothing is known). The prediction is at most requested, and
 // requested itself while too little is known.
+//
+// ModelLattice predicts only for keys whose predictions have beaten their
+// walltimes over their last runs (trust > 0): where a user's runtimes do not
+// repeat, the walltime is the better guess.
 func (h *History) Predict(user, name string, requested time.Duration) time.Duration {
-	p := requested
-	if h.Model != ModelTsafrir && name != "" {
-		if r := h.byName[[2]string{user, name}]; r != nil && r.n == keep {
+	if h.Model == ModelTsafrir || requested <= 0 {
+		p, _ := h.raw(user, name, requested)
+		return p
+	}
+	if name != "" {
+		if r := h.byName[[2]string{user, name}]; r.usable() {
 			return bound(r.mean(), requested)
 		}
 	}
-	if u := h.users[user]; u != nil && u.n == keep {
-		p = bound(u.mean(), requested)
+	if u := h.users[user]; u.usable() {
+		return bound(u.mean(), requested)
 	}
-	return p
+	return requested
+}
+
+// usable: enough runs, and its predictions beat the walltimes lately.
+func (r *runs) usable() bool {
+	return r != nil && r.n == keep && r.trusted > 0 && r.trust > 0
+}
+
+// judge updates r's trust with a run of runtime that requested requested.
+func (h *History) judge(r *runs, runtime, requested time.Duration) {
+	if r == nil || r.n < keep {
+		return
+	}
+	d := accuracy(bound(r.mean(), requested), runtime) - accuracy(requested, runtime)
+	r.trust = TrustDecay*r.trust + (1-TrustDecay)*d
+	r.trusted++
+}
+
+// raw is the prediction before trust, and the runs it comes from (nil: too
+// little is known, p = requested).
+func (h *History) raw(user, name string, requested time.Duration) (time.Duration, *runs) {
+	if h.Model != ModelTsafrir && name != "" {
+		if r := h.byName[[2]string{user, name}]; r != nil && r.n == keep {
+			return bound(r.mean(), requested), r
+		}
+	}
+	if u := h.users[user]; u != nil && u.n == keep {
+		return bound(u.mean(), requested), u
+	}
+	return requested, nil
+}
+
+// accuracy is min(p, r) / max(p, r), both at least a second.
+func accuracy(p, r time.Duration) float64 {
+	p, r = max(p, time.Second), max(r, time.Second)
+	return float64(min(p, r)) / float64(max(p, r))
 }
 
 func bound(p, requested time.Duration) time.Duration {
@@ -158,6 +217,7 @@ type Run struct {
 	End        time.Time
 	ID         uint64 // ties on End
 	Runtime    time.Duration
+	Requested  time.Duration // its walltime (0 = unknown)
 }
 
 // Learn returns a History of model fed with runs in the order they ended
@@ -179,7 +239,7 @@ func Learn(model string, done []Run) *History {
 	})
 	h := NewHistory(model)
 	for _, r := range done {
-		h.Observe(r.User, r.Name, r.Runtime)
+		h.Observe(r.User, r.Name, r.Runtime, r.Requested)
 	}
 	return h
 }

@@ -239,12 +239,12 @@ func TestLatticeDecisionDigests(t *testing.T) {
 		// (release times of running work, f2's shortest-first part, the
 		// starvation guard: issue 15). The synthetic digests are not yet
 		// re-recorded (LATTICE_REPLAY_DIGEST_SYNTH=1).
-		{"hpc2n", func(t *testing.T) *Trace { return loadTrace(t, "hpc2n.swf") }, 0, false, "eea68e76ed52ae10", 2908},
-		{"hpc2n/all", func(t *testing.T) *Trace { return loadTrace(t, "hpc2n.swf") }, model.ReservationsAll, false, "db4bc24471ae6a96", 2965},
-		{"lublin", func(t *testing.T) *Trace { return loadTrace(t, "lublin_256.swf") }, 0, true, "7891a30a06910914", 11460},
-		{"lublin/all", func(t *testing.T) *Trace { return loadTrace(t, "lublin_256.swf") }, model.ReservationsAll, true, "24fcf69e38de4d7c", 12826},
-		{"mixed", func(t *testing.T) *Trace { return mixedTrace(t, 4000) }, 0, false, "9e166552517a7cf6", 6161},
-		{"mixed/none", func(t *testing.T) *Trace { return mixedTrace(t, 4000) }, ReservationsNone, false, "8f289ad94cf2b15d", 4624},
+		{"hpc2n", func(t *testing.T) *Trace { return loadTrace(t, "hpc2n.swf") }, 0, false, "1f0df1a8a9dc89f0", 2906},
+		{"hpc2n/all", func(t *testing.T) *Trace { return loadTrace(t, "hpc2n.swf") }, model.ReservationsAll, false, "ca6321fc4df925e7", 2973},
+		{"lublin", func(t *testing.T) *Trace { return loadTrace(t, "lublin_256.swf") }, 0, true, "84b30d844e681c10", 11860},
+		{"lublin/all", func(t *testing.T) *Trace { return loadTrace(t, "lublin_256.swf") }, model.ReservationsAll, true, "1495f4cf2263931a", 13616},
+		{"mixed", func(t *testing.T) *Trace { return mixedTrace(t, 4000) }, 0, false, "53f4f00380f5077a", 6030},
+		{"mixed/none", func(t *testing.T) *Trace { return mixedTrace(t, 4000) }, ReservationsNone, false, "01acaa7b995d9eb9", 4431},
 		{"synthetic20k", nil, 0, true, "f012aabfab446ac2", 22107},
 		{"synthetic20k/all", nil, model.ReservationsAll, true, "38d3636488e7ee97", 23640},
 	}

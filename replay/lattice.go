@@ -201,6 +201,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		Predictor:          lp.hist,
 		Corrector:          s.cfg.Corrector,
 		StarvationWait:     s.cfg.StarvationWait,
+		PredictedStarts:    s.cfg.PredictedStarts,
 	}
 	if es := s.energy; es != nil {
 		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))
@@ -285,7 +286,7 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 	delete(lp.allocs, id)
 	if lp.hist != nil {
 		// SWF jobs have no name: the tenant (the SWF user) predicts.
-		lp.hist.Observe(job.Tenant, "", job.Runtime)
+		lp.hist.Observe(job.Tenant, "", job.Runtime, job.Estimate)
 	}
 	now := Epoch.Add(s.now)
 	if t := lp.tenants[job.Tenant]; t != nil {

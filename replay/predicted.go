@@ -110,7 +110,7 @@ func (b *backfill) arrived(s *sim, j int) {
 func (b *backfill) finished(s *sim, j int) {
 	if b.hist != nil {
 		job := &s.tr.Jobs[j]
-		b.hist.Observe(job.Tenant, "", job.Runtime)
+		b.hist.Observe(job.Tenant, "", job.Runtime, job.Estimate)
 	}
 }
 

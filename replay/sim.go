@@ -68,6 +68,9 @@ type Config struct {
 	// StarvationWait is the lattice policy's starvation guard
 	// (vcluster.Snapshot.StarvationWait): 0 = the default, < 0 = off.
 	StarvationWait time.Duration
+	// PredictedStarts: the lattice policy fits starts into holes by
+	// predicted runtimes (vcluster.Snapshot.PredictedStarts).
+	PredictedStarts bool
 	// Predictor is the lattice policy's runtime predictor: "" or "lattice"
 	// (package predict's default model), or PredictorOff (walltimes).
 	Predictor string

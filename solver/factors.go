@@ -19,6 +19,9 @@ const (
 	// short expected runs (ShortReference: the length that scores best).
 	WaitShare      = 0.3
 	ShortReference = time.Minute
+	// ShortHorizon is the expected length at which f2's length part
+	// reaches 0 (the wait part's horizon).
+	ShortHorizon = WaitSaturation
 
 	// NeutralFairShare is f3 for a tenant without a fair-share target.
 	NeutralFairShare = 0.5
@@ -45,7 +48,7 @@ var Factors = [model.NumFactors]Factor{
 	{"f1", "priority", "jobs in a higher priority class (0..10)",
 		"priority_class / 10"},
 	{"f2", "wait_time", "jobs that have waited long since they became eligible, and jobs expected to run briefly (shortest first)",
-		"0.3·min(1, ln(1 + wait/1h) / ln(1 + 7d/1h)) + 0.7·(1 − ln(1 + length/1min) / ln(1 + 365d/1min)) (the fifo algorithm: the wait part alone, min(1, ln(1 + wait/1h) / ln(1 + 7d/1h))); wait from the eligible time (end of dependencies), else the submit time, 0 when unknown; length = the predicted runtime, else the walltime"},
+		"0.3·min(1, ln(1 + wait/1h) / ln(1 + 7d/1h)) + 0.7·(1 − ln(1 + length/1min) / ln(1 + 7d/1min)) (the fifo algorithm: the wait part alone, min(1, ln(1 + wait/1h) / ln(1 + 7d/1h))); wait from the eligible time (end of dependencies), else the submit time, 0 when unknown; length = the predicted runtime, else the walltime"},
 	{"f3", "fair_share", "tenants that have used less than their contracted share",
 		"max(0, target - usage_share) / target, usage decayed by a half-life; 0.5 when the tenant has no target"},
 	{"f4", "topology", "jobs that fit in few dragonfly groups",
@@ -104,7 +107,7 @@ func fShort(length time.Duration) float64 {
 		return 0
 	}
 	return clamp01(1 - math.Log1p(float64(length)/float64(ShortReference))/
-		math.Log1p(float64(model.MaxWalltime)/float64(ShortReference)))
+		math.Log1p(float64(ShortHorizon)/float64(ShortReference)))
 }
 
 // fFairShare is f3 for a tenant's target and usage shares.

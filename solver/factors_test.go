@@ -30,7 +30,7 @@ func TestFactorsAtBoundaries(t *testing.T) {
 		{"f2 reference wait", fWait(time.Hour, model.MaxWalltime), WaitShare * math.Log(2) / math.Log(169)},
 		{"f2 wait saturates at 7 days", fWait(7*day, model.MaxWalltime), WaitShare},
 		{"f2 clamped past saturation", fWait(30*day, model.MaxWalltime), WaitShare},
-		{"f2 a minute's job, no wait", fWait(0, time.Minute), (1 - WaitShare) * (1 - math.Log(2)/math.Log1p(float64(model.MaxWalltime/time.Minute)))},
+		{"f2 a minute's job, no wait", fWait(0, time.Minute), (1 - WaitShare) * (1 - math.Log(2)/math.Log1p(float64(ShortHorizon/ShortReference)))},
 		{"f2 shorter is higher", b2f(fWait(0, time.Minute) > fWait(0, time.Hour) && fWait(0, time.Hour) > fWait(0, day)), 1},
 		{"f2 longer wait is higher", b2f(fWait(2*time.Hour, time.Hour) > fWait(time.Hour, time.Hour)), 1},
 		{"f2 at most 1", b2f(fWait(30*day, time.Second) <= 1), 1},

@@ -642,6 +642,9 @@ func (s *state) scoreAll() {
 		// (f2). Running work's release times are predicted by the caller.
 		jb.wall = int64(jobWall(j))
 		length := jobLength(j)
+		if in.PredictedStarts {
+			jb.wall = int64(length)
+		}
 		if s.fifo {
 			length = -1
 		}

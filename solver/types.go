@@ -111,6 +111,10 @@ type Input struct {
 	// ReservationDepth: how many blocked jobs get a protected reservation.
 	// 0 = none (pure greedy), 1 = EASY, N, model.ReservationsAll = conservative.
 	ReservationDepth int
+	// PredictedStarts plans starts and reservations with Job.Predicted
+	// instead of the walltime: a job may start in a hole it fits by its
+	// prediction. Off, predictions only order the queue (f2).
+	PredictedStarts bool
 	// Groups is the number of dragonfly groups in the system (f4's
 	// max_groups_available); 0 = count the groups among Nodes.
 	Groups  int

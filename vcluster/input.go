@@ -82,6 +82,12 @@ type Snapshot struct {
 	// is planned from then on: predict.CorrectTsafrir (step by step) or
 	// predict.CorrectReqtime (its walltime); "" = DefaultCorrector.
 	Corrector string
+	// PredictedStarts lets jobs start in holes they fit by their predicted
+	// runtimes (solver.Input.PredictedStarts), not only by their walltimes;
+	// off while the starvation guard is on. Off by default: a backfilled job
+	// that outlives its prediction delays the reservation it was fitted
+	// before.
+	PredictedStarts bool
 	// StarvationWait: while a pending job has waited longer, running work
 	// is planned with its walltimes, not its predictions (the starvation
 	// guard). 0 = DefaultStarvationWait, < 0 = never.
@@ -110,7 +116,7 @@ func LearnCompleted(done []*model.Allocation) *predict.History {
 		if a == nil || a.State != model.StateCompleted || a.StartTime.IsZero() || a.EndTime.Before(a.StartTime) {
 			continue
 		}
-		runs = append(runs, predict.Run{User: predictUser(a), Name: a.Name, End: a.EndTime, ID: a.ID, Runtime: a.EndTime.Sub(a.StartTime)})
+		runs = append(runs, predict.Run{User: predictUser(a), Name: a.Name, End: a.EndTime, ID: a.ID, Runtime: a.EndTime.Sub(a.StartTime), Requested: a.Walltime})
 	}
 	if len(runs) == 0 {
 		return nil
@@ -203,6 +209,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			}
 		}
 	}
+	predictedStarts := runPred != nil && s.PredictedStarts
 	if b.tenants == nil {
 		b.tenants = make(map[string]solver.Tenant, len(s.Tenants))
 	}
@@ -214,6 +221,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Weights:            vc.Weights,
 		Algorithm:          vc.EffectiveAlgorithm(),
 		ReservationDepth:   vc.ReservationDepth,
+		PredictedStarts:    predictedStarts,
 		Groups:             s.Groups,
 		PowerHeadroomWatts: s.PowerHeadroomWatts,
 		EnergyPrice:        s.EnergyPrice,

@@ -24,6 +24,15 @@ type StateReader interface {
 	Settings(vcluster string) (vc *model.VCluster, pending int, ok bool)
 }
 
+// CompletedReader is an optional extension of a StateReader: the recently
+// completed allocations of a vCluster (terminal, with their start and end
+// times; a bounded window is enough), from which the loop's runtime
+// predictor learns (Snapshot.Completed). A StateReader without it leaves
+// every job planned with its walltime.
+type CompletedReader interface {
+	Completed(vcluster string) []*model.Allocation
+}
+
 // Assignment is one proposed start.
 type Assignment struct {
 	AllocID uint64
@@ -286,6 +295,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if l.Board != nil {
 		s := *snap
 		s.LendLimits = l.Board.Limits()
+		snap = &s
+	}
+	if cr, ok := l.State.(CompletedReader); ok && snap.Completed == nil && snap.Predictor == nil {
+		s := *snap
+		s.Completed = cr.Completed(l.Name)
 		snap = &s
 	}
 	in := BuildInput(snap)

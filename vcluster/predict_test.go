@@ -1,0 +1,113 @@
+package vcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/predict"
+	"github.com/latticehpc/lattice/solver"
+)
+
+// done is a completed allocation of tenant t that ran for run, ending at end.
+func done(id uint64, run time.Duration, end time.Time) *model.Allocation {
+	a := alloc(id, "batch", model.StateCompleted)
+	a.Walltime = 4 * time.Hour
+	a.StartTime, a.EndTime = end.Add(-run), end
+	return a
+}
+
+// predictionSnapshot: one running allocation (started 30 min ago, walltime
+// 4 h) on n1, one pending 2-node job, and the tenant's history.
+func predictionSnapshot(history ...*model.Allocation) *Snapshot {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, ReservationDepth: 1}
+	vc.Weights, _ = solver.Profile(solver.DefaultProfile)
+	running := alloc(5, "batch", model.StateRunning)
+	running.Walltime = 4 * time.Hour
+	running.StartTime = t0.Add(-30 * time.Minute)
+	running.Nodes = []string{"n1"}
+	pending := alloc(9, "batch", model.StatePending)
+	pending.NodesMin, pending.NodesMax, pending.Walltime = 2, 2, 4*time.Hour
+	s := snapshot(vc, []*model.Node{node("n1", "batch").running(5).build(), node("n2", "batch").build()}, running, pending)
+	s.Completed = history
+	return s
+}
+
+func TestBuildInputPredictsReleaseTimes(t *testing.T) {
+	// Three runs of about 40 min, each predicted better than by its 4 h walltime.
+	history := []*model.Allocation{
+		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
+		done(3, 40*time.Minute, t0.Add(-3*time.Hour)),
+	}
+	tests := []struct {
+		name    string
+		history []*model.Allocation
+		now     time.Duration // after t0
+		guard   time.Duration
+		corr    string
+		freeAt  time.Duration // after the running job's start
+		pending time.Duration // the pending job's Predicted
+	}{
+		{"no history: walltime", nil, 0, 0, "", 4 * time.Hour, 0},
+		{"predicted from the tenant's runs", history, 0, 0, "", 40 * time.Minute, 40 * time.Minute},
+		{"outlived its prediction: reqtime corrects to the walltime", history, 15 * time.Minute, 0, "", 4 * time.Hour, 40 * time.Minute},
+		{"outlived its prediction: tsafrir steps", history, 15 * time.Minute, 0, predict.CorrectTsafrir, 46 * time.Minute, 40 * time.Minute}, // 40 + 1 + 5 min: past the 45 min run so far
+		{"starvation guard: walltimes again", history, 0, 30 * time.Minute, "", 4 * time.Hour, 40 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := predictionSnapshot(tt.history...)
+			s.Now = t0.Add(tt.now)
+			s.StarvationWait, s.Corrector = tt.guard, tt.corr
+			in := BuildInput(s)
+			start := t0.Add(-30 * time.Minute)
+			if got := in.Nodes[0].FreeAt; got != start.Add(tt.freeAt) {
+				t.Errorf("n1 frees at +%v, want +%v", got.Sub(start), tt.freeAt)
+			}
+			if got := in.Pending[0].Predicted; got != tt.pending {
+				t.Errorf("pending job predicted %v, want %v", got, tt.pending)
+			}
+			if in.Pending[0].Walltime != 4*time.Hour {
+				t.Errorf("walltime changed to %v: a prediction never ends a job", in.Pending[0].Walltime)
+			}
+		})
+	}
+}
+
+// completedState is a fakeState that also serves completed allocations.
+type completedState struct {
+	fakeState
+	done []*model.Allocation
+}
+
+func (c *completedState) Completed(string) []*model.Allocation { return c.done }
+
+// TestLoopLearnsFromCompleted: the loop reads completed allocations when its
+// state reader has them, and the head's reservation moves with the
+// prediction; without them it is planned with the walltime.
+func TestLoopLearnsFromCompleted(t *testing.T) {
+	history := []*model.Allocation{
+		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
+		done(3, 40*time.Minute, t0.Add(-3*time.Hour)),
+	}
+	expected := func(st StateReader) time.Time {
+		l := &Loop{Name: "batch", State: st, Proposer: &fakeProposer{}, Planner: solver.Solve, Clock: func() time.Time { return t0 }}
+		if err := l.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := l.Explanations.Get(9)
+		if !ok {
+			t.Fatal("no explanation for the pending job")
+		}
+		return e.ExpectedStart
+	}
+	plain := expected(&fakeState{predictionSnapshot()})
+	learnt := expected(&completedState{fakeState{predictionSnapshot()}, history})
+	if want := t0.Add(210 * time.Minute); !plain.Equal(want) {
+		t.Errorf("without history the head is expected at %v, want %v (walltime)", plain, want)
+	}
+	if want := t0.Add(10 * time.Minute); !learnt.Equal(want) {
+		t.Errorf("with history the head is expected at %v, want %v (prediction)", learnt, want)
+	}
+}
