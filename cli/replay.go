@@ -257,7 +257,7 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
 		cfg.StarvationWait = -1
 	} else if d, err := time.ParseDuration(sw); err != nil || d <= 0 {
-		return cfg, nil, fmt.Errorf("--starvation-wait %q: allowed a positive duration (72h, 3d is not valid: use hours) or none", sw)
+		return cfg, nil, fmt.Errorf("--starvation-wait %q: allowed a positive duration such as 72h, or none", sw)
 	} else {
 		cfg.StarvationWait = d
 	}

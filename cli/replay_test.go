@@ -119,6 +119,11 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--weights-profile", "nope", trace},
 		{"replay", "--sweep", "w3=1:0:0.1", trace},
 		{"replay", "--cycle", "soon", trace},
+		{"replay", "--policy", "easy++:foo", trace},
+		{"replay", "--policy", "sjbf:reqtime", trace},
+		{"replay", "--corrector", "bad", trace},
+		{"replay", "--predictor", "xyz", trace},
+		{"replay", "--starvation-wait", "3d", trace},
 	} {
 		if _, _, err := runReplayCmd(t, args...); ExitCode(err) != ExitUsage {
 			t.Errorf("%v: error %v (exit %d), want exit %d", args, err, ExitCode(err), ExitUsage)
@@ -156,5 +161,31 @@ func TestReplayYAML(t *testing.T) {
 	}
 	if !strings.HasPrefix(out, "policy: easy\njobs: 4\ncapacity: 4\n") {
 		t.Errorf("yaml:\n%s", out)
+	}
+}
+
+// TestReplayPredictionBaselines: sjbf and both easy++ correctors side by side
+// in one run, with the prediction metrics and the per-user table.
+func TestReplayPredictionBaselines(t *testing.T) {
+	trace := tinySWF(t, "")
+	out, stderr, err := runReplayCmd(t, "replay", "--policy", "lattice,easy,sjbf,easy++,easy++:reqtime", trace)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"EASY++:REQTIME", "SJBF", "p99 wait (s)", "prediction accuracy", "USER (JOBS): AVG BSLD", "1 (2)", "2 (2)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	out, stderr, err = runReplayCmd(t, "-o", "json", "replay", "--policy", "easy++:reqtime,easy", trace)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got[0]["policy"] != "easy++:reqtime" || got[0]["prediction"] == nil || got[1]["prediction"] != nil {
+		t.Errorf("policies %v / %v, prediction %v / %v", got[0]["policy"], got[1]["policy"], got[0]["prediction"], got[1]["prediction"])
 	}
 }
