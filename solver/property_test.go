@@ -610,3 +610,34 @@ func TestSolverReuse(t *testing.T) {
 		t.Fatal("nil input: non-empty plan")
 	}
 }
+
+// TestPropertyPredictions: predictions (Job.Predicted) reorder the queue but,
+// without PredictedStarts, every start still ends by its walltime before any
+// reservation; with PredictedStarts, the plan is valid for the predicted
+// lengths.
+func TestPropertyPredictions(t *testing.T) {
+	for seed := int64(1); seed <= propertySeeds/2; seed++ {
+		in := propertyInput(seed)
+		for i := range in.Pending {
+			j := &in.Pending[i]
+			if j.ID%5 != 0 {
+				j.Predicted = j.Walltime * time.Duration(j.ID%4+1) / 5
+			}
+		}
+		p := Solve(in)
+		if err := validatePlan(in, p); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		in.PredictedStarts = true
+		p = Solve(in)
+		as := cloneInput(in)
+		for i := range as.Pending {
+			if d := as.Pending[i].Predicted; d > 0 && d < as.Pending[i].Walltime {
+				as.Pending[i].Walltime = d
+			}
+		}
+		if err := validatePlan(as, p); err != nil {
+			t.Fatalf("seed %d, predicted starts: %v", seed, err)
+		}
+	}
+}
