@@ -650,7 +650,9 @@ func (r *runner) powerShow(c *cli.Context) error {
 		return err
 	}
 	if c.Args().Present() {
-		return usageErrorf("unknown command %q for \"latticectl power\"; use power or power set --budget-kw X [--vcluster V]", c.Args().First())
+		word := c.Args().First()
+		return usageErrorf("unknown command %q for \"latticectl power\"%s; use power or power set --budget-kw X [--vcluster V]",
+			word, didYouMean(suggest(word, commandNames(c.Command.Subcommands))))
 	}
 	var ps *latticev1.PowerStatus
 	if err := r.admin(c, func(ctx context.Context, cl latticev1.AdminServiceClient) error {

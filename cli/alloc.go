@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,12 +54,16 @@ func (r *runner) statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "list allocations (squeue-like)",
 		ArgsUsage: "[ID...]",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (PENDING, RUNNING, ... or PD, R, CD, F, CA, S)"},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (" + allowedStates + ")"},
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only this vCluster"},
-			&cli.BoolFlag{Name: "mine", Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your user name)"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only allocations submitted by USER[,USER...]"},
+			&cli.StringFlag{Name: "name", Usage: "only allocations named NAME[,NAME...]"},
+			&cli.BoolFlag{Name: "mine", Aliases: []string{"me"}, Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your user name)"},
+			&cli.BoolFlag{Name: "start", Usage: "pending allocations with their expected start from the backfill plan (squeue --start)"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"O", "Format"}, Usage: "the table's columns: squeue letters \"%i %j %u %T %M %D %R\" (%.8i right-justifies in 8) or names \"id,name,user,state,elapsed,nodes,reason\""},
 			&cli.StringFlag{Name: "ended-within", Usage: "only show ended allocations that ended within this duration, e.g. 1h (default: all the server retains)"},
-		},
+		}, listingFlags()...),
 		Action: r.status,
 	}
 }
@@ -73,13 +78,20 @@ func (r *runner) status(c *cli.Context) error {
 		return err
 	}
 	req := &latticev1.ListAllocationsRequest{Ids: ids, Vcluster: c.String("vcluster")}
+	var states []stateFilter
 	if s := c.String("state"); s != "" {
-		for _, part := range strings.Split(s, ",") {
-			st, err := model.ParseAllocState(part)
-			if err != nil {
-				return err
-			}
-			req.States = append(req.States, string(st))
+		if states, err = parseStateFilters(s); err != nil {
+			return err
+		}
+		req.States = serverStates(states)
+	} else if c.Bool("start") {
+		states = []stateFilter{{state: model.StatePending}}
+		req.States = []string{string(model.StatePending)}
+	}
+	var cols []column
+	if f := c.String("format"); f != "" {
+		if cols, err = parseFormat(f); err != nil {
+			return err
 		}
 	}
 	if v, ok := explicit(c, "tenant"); ok {
@@ -94,12 +106,64 @@ func (r *runner) status(c *cli.Context) error {
 		}
 		req.TerminalWindowSeconds = int64(d / time.Second)
 	}
-	cn, err := r.connect(c)
+	users, names := splitList(c.String("user")), splitList(c.String("name"))
+	all, err := r.listAllocations(c, req)
 	if err != nil {
 		return err
 	}
-	// Page by page: a page stays under the message limit however many
-	// allocations the state holds.
+	var allocs []*latticev1.Allocation
+	for _, a := range all {
+		if matchStates(states, a) && (len(users) == 0 || slices.Contains(users, userOf(a))) &&
+			(len(names) == 0 || slices.Contains(names, a.GetRequest().GetName())) {
+			allocs = append(allocs, a)
+		}
+	}
+	views := make([]allocationView, 0, len(allocs))
+	for _, a := range allocs {
+		v := allocationOf(a, false)
+		if c.Bool("start") && model.AllocState(a.GetState()) == model.StatePending {
+			v.ExpectedStart = rfc3339(a.GetExplanation().GetExpectedStartUnixMs())
+		}
+		views = append(views, v)
+	}
+	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
+		switch {
+		case cols != nil:
+			r.formatRows(w, cols, allocs)
+			return nil
+		case c.Bool("start"):
+			row(w, "ID", "NAME", "USER", "VCLUSTER", "ST", "START_TIME", "NODES", "SCHEDNODES", "NODELIST(REASON)")
+			for _, a := range allocs {
+				row(w, displayID(a), truncate(a.GetRequest().GetName(), 20), userOf(a), orDash(a.GetRequest().GetVcluster()),
+					shortState(a), r.startText(a), nodeCount(a), orDash(hostlist(a.GetExplanation().GetNodes())), nodelistReason(a))
+			}
+			return nil
+		case wide:
+			row(w, "ID", "NAME", "TENANT", "PROJECT", "VCLUSTER", "STATE", "PRIO", "TIME", "TIME_LIMIT", "SUBMIT_TIME", "START_TIME", "EXIT", "NODES", "NODELIST(REASON)")
+		default:
+			row(w, "ID", "NAME", "TENANT", "VCLUSTER", "STATE", "TIME", "NODES", "NODELIST(REASON)")
+		}
+		for _, a := range allocs {
+			v := allocationOf(a, false)
+			if wide {
+				row(w, v.DisplayID, v.Name, v.Tenant, orDash(v.Project), orDash(v.VCluster), v.State, v.PriorityClass,
+					r.runTime(a), model.FormatWalltime(secondsDur(v.WalltimeSeconds)),
+					r.tableTime(a.GetSubmitTimeUnixMs()), r.tableTime(a.GetStartTimeUnixMs()), exitText(a), v.NodeCount, nodelistReason(a))
+			} else {
+				row(w, v.DisplayID, truncate(v.Name, 20), v.Tenant, orDash(v.VCluster), v.State, r.runTime(a), v.NodeCount, nodelistReason(a))
+			}
+		}
+		return nil
+	})
+}
+
+// listAllocations lists allocations page by page: a page stays under the
+// message limit however many allocations the state holds.
+func (r *runner) listAllocations(c *cli.Context, req *latticev1.ListAllocationsRequest) ([]*latticev1.Allocation, error) {
+	cn, err := r.connect(c)
+	if err != nil {
+		return nil, err
+	}
 	var allocs []*latticev1.Allocation
 	for {
 		var resp *latticev1.ListAllocationsResponse
@@ -108,40 +172,25 @@ func (r *runner) status(c *cli.Context) error {
 			return err
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		allocs = append(allocs, resp.GetAllocations()...)
 		if resp.GetNextPageToken() == "" {
-			break
+			return allocs, nil
 		}
 		req.PageToken = resp.GetNextPageToken()
 	}
-	views := make([]allocationView, 0, len(allocs))
-	for _, a := range allocs {
-		views = append(views, allocationOf(a, false))
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
 	}
-	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
-		if wide {
-			row(w, "ID", "NAME", "TENANT", "PROJECT", "VCLUSTER", "STATE", "PRIO", "TIME", "TIME_LIMIT", "SUBMIT_TIME", "START_TIME", "EXIT", "NODES", "NODELIST(REASON)")
-		} else {
-			row(w, "ID", "NAME", "TENANT", "VCLUSTER", "STATE", "TIME", "NODES", "NODELIST(REASON)")
-		}
-		for _, a := range allocs {
-			v := allocationOf(a, false)
-			if wide {
-				exit := "-"
-				if v.ExitCode != nil {
-					exit = fmt.Sprint(*v.ExitCode)
-				}
-				row(w, v.DisplayID, v.Name, v.Tenant, orDash(v.Project), orDash(v.VCluster), v.State, v.PriorityClass,
-					r.runTime(a), model.FormatWalltime(secondsDur(v.WalltimeSeconds)),
-					r.tableTime(a.GetSubmitTimeUnixMs()), r.tableTime(a.GetStartTimeUnixMs()), exit, v.NodeCount, nodelistReason(a))
-			} else {
-				row(w, v.DisplayID, truncate(v.Name, 20), v.Tenant, orDash(v.VCluster), v.State, r.runTime(a), v.NodeCount, nodelistReason(a))
-			}
-		}
-		return nil
-	})
+	return out
 }
 
 // runTime is squeue's TIME: how long the allocation has run (so far).

@@ -78,7 +78,9 @@ func (r *runner) nodesList(c *cli.Context) error {
 		return err
 	}
 	if c.Args().Present() {
-		return usageErrorf("unknown command %q for \"latticectl nodes\"; use nodes show NODE, nodes drain NODE --reason R or nodes undrain NODE", c.Args().First())
+		word := c.Args().First()
+		return usageErrorf("unknown command %q for \"latticectl nodes\"%s; use nodes show NODE, nodes drain NODE --reason R or nodes undrain NODE",
+			word, didYouMean(suggest(word, commandNames(c.Command.Subcommands))))
 	}
 	req := &latticev1.ListNodesRequest{Vcluster: c.String("vcluster")}
 	if s := c.String("state"); s != "" {
