@@ -36,7 +36,7 @@ func (r *runner) vclusterCommand() *cli.Command {
 		Name:  "vcluster",
 		Usage: "vClusters: their weights, cycle, borrowing policy and usage",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list vClusters", Action: r.vclusterList},
+			{Name: "list", Usage: "list vClusters", Flags: listingFlags(), Action: r.vclusterList},
 			{Name: "show", Usage: "everything about one vCluster", ArgsUsage: "NAME", Action: r.vclusterShow},
 			{
 				Name:      "set",
@@ -704,6 +704,7 @@ func (r *runner) usageCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "usage",
 		Usage:  "fair-share usage and targets per tenant (--tenant T for one)",
+		Flags:  listingFlags(),
 		Action: r.usage,
 	}
 }
@@ -763,7 +764,7 @@ func (r *runner) tenantCommand() *cli.Command {
 		Name:  "tenant",
 		Usage: "tenants: list them, set quotas and fair-share targets (admins)",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list tenants with their usage (same as usage)", Action: r.usage},
+			{Name: "list", Usage: "list tenants with their usage (same as usage)", Flags: listingFlags(), Action: r.usage},
 			{
 				Name:      "set",
 				Usage:     "set a tenant's hard quotas and fair-share target; flags not given keep their value",

@@ -194,16 +194,24 @@ func splitList(s string) []string {
 }
 
 // runTime is squeue's TIME: how long the allocation has run (so far).
-func (r *runner) runTime(a *latticev1.Allocation) string {
+func (r *runner) runTime(a *latticev1.Allocation) string { return elapsed(r.runDuration(a)) }
+
+// runDuration is how long a ran: end − start once it ended, now − start
+// while it runs, nothing before it started. A pending allocation that ran
+// before (requeued) counts nothing until it starts again.
+func (r *runner) runDuration(a *latticev1.Allocation) time.Duration {
 	start := a.GetStartTimeUnixMs()
-	if start == 0 {
-		return elapsed(0)
+	if start == 0 || model.AllocState(a.GetState()) == model.StatePending {
+		return 0
 	}
 	end := a.GetEndTimeUnixMs()
 	if end == 0 {
 		end = r.Now().UnixMilli()
 	}
-	return elapsed(time.Duration(end-start) * time.Millisecond)
+	if end < start {
+		return 0
+	}
+	return time.Duration(end-start) * time.Millisecond
 }
 
 // nodelistReason is squeue's NODELIST(REASON): the nodes held or last
@@ -339,9 +347,16 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 func (r *runner) explainCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "explain",
-		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor",
-		ArgsUsage: "ID",
+		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor (no ID: every pending allocation, like sprio)",
+		ArgsUsage: "[ID]",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "without ID: only allocations submitted by USER[,USER...]"},
+			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "without ID: only this vCluster"},
+		}, listingFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return r.explainPending(c)
+			}
 			format, cn, err := r.oneID(c)
 			if err != nil {
 				return err
@@ -521,35 +536,69 @@ func isNotFoundText(s string) bool {
 func (r *runner) logsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",
-		Usage:     "print an allocation's output",
+		Usage:     "print an allocation's output: its standard output on stdout and its standard error on stderr",
 		ArgsUsage: "ID",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "stderr", Usage: "print its standard error instead of its standard output"},
+			&cli.BoolFlag{Name: "stdout", Usage: "print only its standard output"},
+			&cli.BoolFlag{Name: "stderr", Usage: "print only its standard error (on stdout)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the allocation ends"},
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := r.format(c); err != nil {
 				return err
 			}
-			if err := needArgs(c, 1, 1, "ID [--stderr] [-f]"); err != nil {
+			if err := needArgs(c, 1, 1, "ID [--stdout|--stderr] [-f]"); err != nil {
 				return err
 			}
 			if err := checkIDs(c.Args().Slice()); err != nil {
 				return err
 			}
+			if c.Bool("stdout") && c.Bool("stderr") {
+				return usageErrorf("--stdout and --stderr pick one stream; without either, logs prints both")
+			}
 			cn, err := r.connect(c)
 			if err != nil {
 				return err
 			}
-			return r.logs(c.Context, cn, &latticev1.LogsRequest{Id: c.Args().First(), Stderr: c.Bool("stderr"), Follow: c.Bool("follow")})
+			id, follow := c.Args().First(), c.Bool("follow")
+			if c.Bool("stdout") || c.Bool("stderr") {
+				return r.logs(c.Context, cn, r.Stdout, &latticev1.LogsRequest{Id: id, Stderr: c.Bool("stderr"), Follow: follow})
+			}
+			a, err := getAllocation(c.Context, cn, id)
+			if err != nil {
+				return err
+			}
+			stdout := &latticev1.LogsRequest{Id: id, Follow: follow}
+			if oneFile(a.GetRequest()) {
+				return r.logs(c.Context, cn, r.Stdout, stdout) // slurm-%j.out: both streams, interleaved as written
+			}
+			stderr := &latticev1.LogsRequest{Id: id, Stderr: true, Follow: follow}
+			if !follow {
+				if err := r.logs(c.Context, cn, r.Stdout, stdout); err != nil {
+					return err
+				}
+				return r.logs(c.Context, cn, r.Stderr, stderr)
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- r.logs(c.Context, cn, r.Stderr, stderr) }()
+			err = r.logs(c.Context, cn, r.Stdout, stdout)
+			return errors.Join(err, <-errc)
 		},
 	}
+}
+
+// oneFile reports whether an allocation's standard output and error go
+// to the same file: -o without -e (Slurm's rule, and the slurm-%j.out
+// default), or both naming the same pattern.
+func oneFile(req *latticev1.AllocationRequest) bool {
+	out, errf := req.GetStdout(), req.GetStderr()
+	return out != "" && (errf == "" || errf == out)
 }
 
 // logs streams an allocation's output to stdout. When the stream breaks
 // (leader change, member down) it resumes from the last offset received,
 // on any server, so nothing is printed twice.
-func (r *runner) logs(ctx context.Context, cn *conn, req *latticev1.LogsRequest) error {
+func (r *runner) logs(ctx context.Context, cn *conn, out io.Writer, req *latticev1.LogsRequest) error {
 	progress := false
 	for {
 		err := cn.stream(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
@@ -566,7 +615,7 @@ func (r *runner) logs(ctx context.Context, cn *conn, req *latticev1.LogsRequest)
 					return err
 				}
 				if d := ch.GetData(); len(d) > 0 {
-					if _, err := r.Stdout.Write(d); err != nil {
+					if _, err := out.Write(d); err != nil {
 						return withCode(ExitError, err)
 					}
 					progress = true

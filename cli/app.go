@@ -146,6 +146,7 @@ func (r *runner) app() *cli.App {
 			r.runCommand(),
 			r.dagCommand(),
 			r.logsCommand(),
+			r.historyCommand(),
 			r.nodesCommand(),
 			r.vclusterCommand(),
 			r.quorumCommand(),
