@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -141,7 +142,7 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 				c.prefer(i)
 				return fromRPC(err)
 			}
-			last = fmt.Errorf("%s: %w", c.addrs[i], fromRPC(err))
+			last = fmt.Errorf("%s: %s", c.addrs[i], transportText(fromRPC(err)))
 		}
 		if time.Now().Add(pause).After(deadline) {
 			break
@@ -155,6 +156,20 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 	}
 	return &exitError{code: ExitUnavailable, err: fmt.Errorf("no Lattice server answered (tried %s for %s): %v; retry later",
 		strings.Join(c.addrs, ", "), c.budget, last)}
+}
+
+// dialDetail is the tail of gRPC's "connection error: desc = \"transport:
+// Error while dialing: dial tcp ADDR: connect: connection refused\"".
+var dialDetail = regexp.MustCompile(`^connection error: desc = "(?:transport: )?(?:[Ee]rror while dialing:? )?(?:dial tcp [^ ]+: )?(.*?)"?$`)
+
+// transportText says why an address did not answer in a few words
+// ("connect: connection refused"), without gRPC's wrapping.
+func transportText(err error) string {
+	msg := err.Error()
+	if m := dialDetail.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return msg
 }
 
 func (c *conn) prefer(i int) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"io"
 	"slices"
 	"time"
@@ -98,6 +99,7 @@ func (r *runner) history(c *cli.Context) error {
 			allocs = append(allocs, a)
 		}
 	}
+	slices.SortStableFunc(allocs, func(x, y *latticev1.Allocation) int { return cmp.Compare(x.GetId(), y.GetId()) })
 	views := make([]historyView, 0, len(allocs))
 	for _, a := range allocs {
 		views = append(views, historyView{allocationView: allocationOf(a, false), User: userOf(a), ElapsedSeconds: int64(r.runDuration(a) / time.Second)})

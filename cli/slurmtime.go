@@ -16,7 +16,7 @@ const slurmTimeForms = "now, today, midnight, noon, teatime, tomorrow, now[+-]CO
 var (
 	relTime   = regexp.MustCompile(`^now(?:([+-])(\d+)([a-z]*))?$`)
 	clockTime = regexp.MustCompile(`^(\d{1,2}):(\d{2})(?::(\d{2}))?$`)
-	isoDate   = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})(?:T(\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
+	isoDate   = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})(?:[tT](\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
 	usDate    = regexp.MustCompile(`^(\d{2})([/.]?)(\d{2})(?:[/.]?(\d{2}))?(?:-(\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
 )
 
