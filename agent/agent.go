@@ -214,6 +214,36 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
+// Connected reports whether the agent has a session with the leader.
+func (a *Agent) Connected() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.connected
+}
+
+// StopAll stops every allocation running here (SIGTERM, grace, SIGKILL)
+// while the agent is still connected, then waits until the server has
+// acknowledged their final reports or ctx ends. A member that stops its
+// own agent (latticed dev) calls it first, so the records say the work
+// ended when it did, not when the member next starts.
+func (a *Agent) StopAll(ctx context.Context, grace time.Duration) {
+	a.killAllSteps(grace)
+	a.runner.Shutdown(grace)
+	for {
+		a.mu.Lock()
+		n := len(a.pending)
+		a.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (a *Agent) session(ctx context.Context, addr string) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
