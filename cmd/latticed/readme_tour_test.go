@@ -12,7 +12,7 @@ import (
 
 // startDev starts `latticed dev` with args on fresh addresses and waits for
 // its ready line; it returns the process and the API address.
-func startDev(t *testing.T, dir, api string, args ...string) (*proc, time.Duration) {
+func tourDev(t *testing.T, dir, api string, args ...string) (*proc, time.Duration) {
 	t.Helper()
 	logPath := filepath.Join(dir, "dev.log")
 	before, _ := os.ReadFile(logPath)
@@ -36,7 +36,7 @@ func startDev(t *testing.T, dir, api string, args ...string) (*proc, time.Durati
 
 // ctlEnv runs latticectl against api and returns its stdout, stderr and
 // exit code.
-func ctlEnv(t *testing.T, api string, args ...string) (string, string, int) {
+func tourCtl(t *testing.T, api string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(buildLatticectl(t), args...)
 	cmd.Env = append(childEnv(), "LATTICE_SERVER="+api)
@@ -97,7 +97,7 @@ func TestReadmeTour(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := freeAddr(t)
-	startDev(t, dir, api, "--demo")
+	tourDev(t, dir, api, "--demo")
 	bin := filepath.Dir(buildLatticectl(t))
 	cmd := exec.Command("bash", script)
 	cmd.Dir = work
@@ -124,18 +124,18 @@ func TestDevRestart(t *testing.T) {
 	dir := t.TempDir()
 	api := freeAddr(t)
 	devArgs := []string{"--nodes", "4", "--groups", "1", "--vclusters", "hpc-batch"}
-	dev, _ := startDev(t, dir, api, devArgs...)
-	if _, errOut, code := ctlEnv(t, api, "nodes", "drain", "node004", "--reason", "bad DIMM"); code != 0 {
+	dev, _ := tourDev(t, dir, api, devArgs...)
+	if _, errOut, code := tourCtl(t, api, "nodes", "drain", "node004", "--reason", "bad DIMM"); code != 0 {
 		t.Fatalf("drain: %d %s", code, errOut)
 	}
-	id, errOut, code := ctlEnv(t, api, "submit", "--parsable", "-N1", "-t10", "-Jlong", "--", "sleep", "300")
+	id, errOut, code := tourCtl(t, api, "submit", "--parsable", "-N1", "-t10", "-Jlong", "--", "sleep", "300")
 	if code != 0 {
 		t.Fatalf("submit: %d %s", code, errOut)
 	}
 	id = strings.TrimSpace(id)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, _, _ := ctlEnv(t, api, "status", id, "--format", "%T", "--no-header")
+		out, _, _ := tourCtl(t, api, "status", id, "--format", "%T", "--no-header")
 		if strings.TrimSpace(out) == "RUNNING" {
 			break
 		}
@@ -150,15 +150,15 @@ func TestDevRestart(t *testing.T) {
 		t.Fatal("latticed dev did not stop on SIGTERM")
 	}
 	time.Sleep(3 * time.Second) // downtime that must not count
-	_, took := startDev(t, dir, api, devArgs...)
+	_, took := tourDev(t, dir, api, devArgs...)
 	if took > 20*time.Second {
 		t.Errorf("restart with a drained node took %s", took)
 	}
-	out, _, _ := ctlEnv(t, api, "nodes", "show", "node004", "-o", "json")
+	out, _, _ := tourCtl(t, api, "nodes", "show", "node004", "-o", "json")
 	if !strings.Contains(out, `"state": "Drained"`) {
 		t.Errorf("the drain did not survive the restart: %s", out)
 	}
-	out, errOut, code = ctlEnv(t, api, "history", id, "-o", "json")
+	out, errOut, code = tourCtl(t, api, "history", id, "-o", "json")
 	if code != 0 {
 		t.Fatalf("history: %d %s", code, errOut)
 	}
