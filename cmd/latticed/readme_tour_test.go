@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// startDev starts `latticed dev` with args on fresh addresses and waits for
+// tourDev starts `latticed dev` with args on fresh addresses and waits for
 // its ready line; it returns the process and the API address.
 func tourDev(t *testing.T, dir, api string, args ...string) (*proc, time.Duration) {
 	t.Helper()
@@ -34,7 +34,7 @@ func tourDev(t *testing.T, dir, api string, args ...string) (*proc, time.Duratio
 	return nil, 0
 }
 
-// ctlEnv runs latticectl against api and returns its stdout, stderr and
+// tourCtl runs latticectl against api and returns its stdout, stderr and
 // exit code.
 func tourCtl(t *testing.T, api string, args ...string) (string, string, int) {
 	t.Helper()
