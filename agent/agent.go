@@ -439,6 +439,9 @@ func (a *Agent) ended(id uint64, rec *runRecord, r *latticev1.AllocationReport) 
 func exitReport(e Exit) *latticev1.AllocationReport {
 	r := &latticev1.AllocationReport{AllocationId: e.AllocID, State: string(e.State), Reason: e.Reason, Message: e.Message,
 		Run: int32(e.RequeueCount) + 1}
+	if !e.End.IsZero() {
+		r.EndUnixMs = e.End.UnixMilli()
+	}
 	if e.ExitCode != nil {
 		r.HasExitCode, r.ExitCode = true, int32(*e.ExitCode)
 	}
@@ -611,7 +614,7 @@ func (a *Agent) launch(l Launch) {
 	if err != nil {
 		a.log.Warn("launch failed", "alloc", l.AllocID, "run", l.RequeueCount, "err", err)
 		code := -1
-		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
+		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error(), End: time.Now()})
 		return
 	}
 	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1})
@@ -725,7 +728,7 @@ func (a *Agent) checkpoint(req *latticev1.CheckpointRequest) {
 
 func cloneReport(r *latticev1.AllocationReport) *latticev1.AllocationReport {
 	return &latticev1.AllocationReport{AllocationId: r.AllocationId, State: r.State, Reason: r.Reason,
-		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run}
+		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run, EndUnixMs: r.EndUnixMs}
 }
 
 // MaxLogChunk bounds one log read.
