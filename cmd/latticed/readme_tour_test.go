@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -124,6 +125,7 @@ func TestDevRestart(t *testing.T) {
 	dir := t.TempDir()
 	api := freeAddr(t)
 	devArgs := []string{"--nodes", "4", "--groups", "1", "--vclusters", "hpc-batch"}
+	var devs []*proc
 	dev, _ := tourDev(t, dir, api, devArgs...)
 	if _, errOut, code := tourCtl(t, api, "nodes", "drain", "node004", "--reason", "bad DIMM"); code != 0 {
 		t.Fatalf("drain: %d %s", code, errOut)
@@ -150,7 +152,8 @@ func TestDevRestart(t *testing.T) {
 		t.Fatal("latticed dev did not stop on SIGTERM")
 	}
 	time.Sleep(3 * time.Second) // downtime that must not count
-	_, took := tourDev(t, dir, api, devArgs...)
+	second, took := tourDev(t, dir, api, devArgs...)
+	devs = append(devs, second)
 	if took > 20*time.Second {
 		t.Errorf("restart with a drained node took %s", took)
 	}
@@ -176,5 +179,30 @@ func TestDevRestart(t *testing.T) {
 	end, _ := time.Parse(time.RFC3339, *rows[0].EndTime)
 	if end.After(stopped.Add(2 * time.Second)) {
 		t.Errorf("job %s ended at %s, but dev stopped at %s: the downtime counts", id, end, stopped)
+	}
+
+	// A crash (SIGKILL to dev alone): the job runs on under its supervisor
+	// and ends while dev is down; the restarted dev records when it ended.
+	dev = devs[len(devs)-1]
+	short, errOut, code := tourCtl(t, api, "submit", "--parsable", "-N1", "-t5", "-Jshort", "--", "sleep", "3")
+	if code != 0 {
+		t.Fatalf("submit: %d %s", code, errOut)
+	}
+	short = strings.TrimSpace(short)
+	tourWaitState(t, api, short, "RUNNING")
+	if err := syscall.Kill(dev.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-dev.done
+	time.Sleep(6 * time.Second) // the job ends meanwhile; the downtime must not count
+	tourDev(t, dir, api, devArgs...)
+	tourWaitState(t, api, short, "COMPLETED")
+	out, _, _ = tourCtl(t, api, "history", short, "-o", "json")
+	rows = nil
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("history %s: %v %s", short, err, out)
+	}
+	if rows[0].ElapsedSeconds > 5 {
+		t.Errorf("job %s ran 3 s while dev was down, history says %d s", short, rows[0].ElapsedSeconds)
 	}
 }
