@@ -132,9 +132,10 @@ func (r *runner) status(c *cli.Context) error {
 			r.formatRows(w, cols, allocs)
 			return nil
 		case c.Bool("start"):
-			row(w, "ID", "NAME", "USER", "VCLUSTER", "ST", "START_TIME", "NODES", "SCHEDNODES", "NODELIST(REASON)")
+			// squeue --start's columns, in its order.
+			row(w, "ID", "VCLUSTER", "NAME", "USER", "ST", "START_TIME", "NODES", "SCHEDNODES", "NODELIST(REASON)")
 			for _, a := range allocs {
-				row(w, displayID(a), truncate(a.GetRequest().GetName(), 20), userOf(a), orDash(a.GetRequest().GetVcluster()),
+				row(w, displayID(a), orDash(a.GetRequest().GetVcluster()), truncate(a.GetRequest().GetName(), 20), userOf(a),
 					shortState(a), r.startText(a), nodeCount(a), orDash(hostlist(a.GetExplanation().GetNodes())), nodelistReason(a))
 			}
 			return nil

@@ -62,11 +62,12 @@ func (r *runner) explainPending(c *cli.Context) error {
 	}
 	names := sortedWeights(factors)
 	return r.emitAs(format, views, func(w io.Writer, _ bool) error {
-		head := []any{"ID", "VCLUSTER", "USER", "POS", "SCORE"}
+		// sprio -l's order: id, partition, user, priority, its factors.
+		head := []any{"ID", "VCLUSTER", "USER", "SCORE"}
 		for _, f := range names {
 			head = append(head, f)
 		}
-		row(w, append(head, "REASON", "EXPECTED_START")...)
+		row(w, append(head, "POS", "REASON", "EXPECTED_START")...)
 		for i, v := range views {
 			e := allocs[i].GetExplanation()
 			score, p := "-", "-"
@@ -76,7 +77,7 @@ func (r *runner) explainPending(c *cli.Context) error {
 			if v.QueuePosition > 0 {
 				p = fmt.Sprint(v.QueuePosition)
 			}
-			cols := []any{v.ID, orDash(v.VCluster), v.User, p, score}
+			cols := []any{v.ID, orDash(v.VCluster), v.User, score}
 			for _, f := range names {
 				val := "-"
 				for _, fs := range e.GetFactors() {
@@ -90,7 +91,7 @@ func (r *runner) explainPending(c *cli.Context) error {
 			if ms := e.GetExpectedStartUnixMs(); ms != 0 {
 				start = r.tableTime(ms)
 			}
-			row(w, append(cols, orDash(cmp.Or(v.Reason, allocs[i].GetReason())), start)...)
+			row(w, append(cols, p, orDash(cmp.Or(v.Reason, allocs[i].GetReason())), start)...)
 		}
 		return nil
 	})

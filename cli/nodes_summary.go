@@ -76,9 +76,10 @@ func (r *runner) nodesSummary(format string, nodes []*latticev1.Node) error {
 		views = append(views, nodeSummaryView{VCluster: orDash(k.vc), State: k.state, Nodes: len(names), NodeList: hostlist(names), Names: names})
 	}
 	return r.emitAs(format, views, func(w io.Writer, _ bool) error {
-		row(w, "VCLUSTER", "NODES", "STATE", "NODELIST")
+		// sinfo's columns; a vCluster is always up and has no time limit of its own.
+		row(w, "VCLUSTER", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST")
 		for _, v := range views {
-			row(w, v.VCluster, v.Nodes, v.State, v.NodeList)
+			row(w, v.VCluster, "up", "infinite", v.Nodes, v.State, v.NodeList)
 		}
 		return nil
 	})
