@@ -127,6 +127,10 @@ func TestStatusViews(t *testing.T) {
 		{[]string{"nodes", "--parsable"}, "nodes_parsable.table"},
 		{[]string{"vcluster", "list", "--no-header"}, "vcluster_list_noheader.table"},
 		{[]string{"usage", "--parsable"}, "usage_parsable.table"},
+		{[]string{"vcluster", "list", "-o", "json"}, "vcluster_list.json"},
+		{[]string{"tenant", "list"}, "tenant_list.table"},
+		{[]string{"tenant", "list", "-o", "json"}, "tenant_list.json"},
+		{[]string{"history", "--parsable", "--no-header", "-S", "now-1days", "--format", "JobID,State,Elapsed,ExitCode"}, "history_parsable.table"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
