@@ -30,6 +30,7 @@ func (r *runner) historyCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Aliases: []string{"s", "t", "states"}, Usage: "only these states: STATE[,STATE...] (" + allowedStates + "; default: COMPLETED, FAILED, CANCELLED)"},
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"r", "p", "partition"}, Usage: "only this vCluster"},
 			&cli.StringFlag{Name: "name", Usage: "only allocations named NAME[,NAME...]"},
+			&cli.BoolFlag{Name: "allusers", Aliases: []string{"a"}, Usage: "every user's allocations you may see (the default; kept for sacct habits)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"O", "Format"}, Usage: "the table's columns, as for status: names \"id,name,state,elapsed,exitcode\" or letters \"%i %j %T %M %X\""},
 		}, listingFlags()...),
 		Action: r.history,
