@@ -186,7 +186,7 @@ func TestSlurmTime(t *testing.T) {
 			t.Errorf("parseSlurmTime(%q) = %v, %v; want %s", in, got.UTC(), err, want)
 		}
 	}
-	for _, bad := range []string{"", "yesterday", "now+1fortnight", "25:00", "2026-02-30", "13/01"} {
+	for _, bad := range []string{"", "yesterday", "now+1fortnight", "25:00", "2026-02-30", "13/01", "now+999999999999weeks"} {
 		if _, err := parseSlurmTime("starttime", bad, now, time.UTC); err == nil {
 			t.Errorf("parseSlurmTime(%q) accepted", bad)
 		}

@@ -48,7 +48,7 @@ func parseSlurmTime(field, s string, now time.Time, loc *time.Location) (time.Ti
 			return now, nil
 		}
 		n, err := strconv.Atoi(m[2])
-		if err != nil {
+		if err != nil || n > 100*366*24*3600 { // beyond a century in any unit: a typo
 			return bad()
 		}
 		var unit time.Duration
