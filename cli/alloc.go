@@ -580,10 +580,20 @@ func (r *runner) logsCommand() *cli.Command {
 				}
 				return r.logs(c.Context, cn, r.Stderr, stderr)
 			}
-			errc := make(chan error, 1)
-			go func() { errc <- r.logs(c.Context, cn, r.Stderr, stderr) }()
-			err = r.logs(c.Context, cn, r.Stdout, stdout)
-			return errors.Join(err, <-errc)
+			// Both followed at once; the first to fail stops the other.
+			ctx, cancel := context.WithCancel(c.Context)
+			defer cancel()
+			errc := make(chan error, 2)
+			go func() { errc <- r.logs(ctx, cn, r.Stderr, stderr) }()
+			go func() { errc <- r.logs(ctx, cn, r.Stdout, stdout) }()
+			var first error
+			for range 2 {
+				if err := <-errc; err != nil && first == nil && (c.Context.Err() != nil || !errors.Is(err, context.Canceled)) {
+					first = err
+					cancel()
+				}
+			}
+			return first
 		},
 	}
 }

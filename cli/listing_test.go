@@ -192,3 +192,29 @@ func TestSlurmTime(t *testing.T) {
 		}
 	}
 }
+
+// logs without --stdout/--stderr prints both streams, each on its own, also
+// when following; with one file for both (-o without -e) it reads it once.
+func TestLogsBothStreams(t *testing.T) {
+	f := newFakeServer(t)
+	env := servers(f.addr)
+	r := run(t, env, "logs", "12", "-f")
+	mustCode(t, r, 0)
+	if r.stdout != "hello\nworld\n" || r.stderr != "to stderr\n" {
+		t.Errorf("logs -f: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	f.mu.Lock()
+	f.allocs[0].Request.Stdout = "slurm-%j.out" // stderr goes with it
+	n := len(f.logsReqs)
+	f.mu.Unlock()
+	r = run(t, env, "logs", "12")
+	mustCode(t, r, 0)
+	f.mu.Lock()
+	reqs := f.logsReqs[n:]
+	f.mu.Unlock()
+	if r.stdout != "hello\nworld\n" || r.stderr != "" || len(reqs) != 1 || reqs[0].GetStderr() {
+		t.Errorf("one file: stdout %q, stderr %q, requests %v", r.stdout, r.stderr, reqs)
+	}
+	r = run(t, env, "logs", "12", "--stdout", "--stderr")
+	mustCode(t, r, ExitUsage)
+}
