@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -82,8 +83,19 @@ type runner struct {
 
 // Main runs latticectl with args (without the program name) and returns
 // the process exit code. Errors are printed on env.Stderr as one line.
-func Main(ctx context.Context, env Env, args []string) int {
+func Main(ctx context.Context, env Env, args []string) (code int) {
 	r := &runner{Env: env}
+	defer func() {
+		// A bug must not greet a user with a Go stack trace: one line, exit
+		// 1, and the trace only when LATTICE_DEBUG asks for it.
+		if p := recover(); p != nil {
+			fmt.Fprintf(r.Stderr, "latticectl: internal error: %v (please report it with the command you ran; LATTICE_DEBUG=1 shows where)\n", p)
+			if r.Getenv != nil && r.Getenv("LATTICE_DEBUG") != "" {
+				fmt.Fprintf(r.Stderr, "%s", debug.Stack())
+			}
+			code = ExitError
+		}
+	}()
 	app := r.app()
 	if len(args) > 0 && args[0] == "srun" { // the srun shim on a job's PATH
 		translated, err := srunArgs(args[1:])
@@ -100,7 +112,7 @@ func Main(ctx context.Context, env Env, args []string) int {
 	if r.conn != nil {
 		r.conn.close()
 	}
-	code := ExitCode(err)
+	code = ExitCode(err)
 	if err != nil && code != ExitInterrupted {
 		fmt.Fprintf(r.Stderr, "%s: %v\n", app.Name, err)
 	}

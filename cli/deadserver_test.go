@@ -96,3 +96,14 @@ func TestEveryCommandWithADeadServer(t *testing.T) {
 		walk(nil, c)
 	}
 }
+
+// A bug that panics prints one line and exits 1, not a stack trace.
+func TestPanicIsOneLine(t *testing.T) {
+	var stdout, stderr strings.Builder
+	env := Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
+		Getwd: func() (string, error) { panic("boom") }}
+	code := Main(t.Context(), env, []string{"submit", "--dry-run", "--", "true"})
+	if code != ExitError || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "internal error: boom") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
