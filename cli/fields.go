@@ -25,7 +25,8 @@ type stateFilter struct {
 }
 
 // slurmStates maps Slurm's short and long state names that have a Lattice
-// counterpart but no exact Lattice state name.
+// counterpart but no exact Lattice state name. (OutOfMemory is not reported
+// by agents yet; OOM is accepted and matches what will carry it.)
 var slurmStates = map[string]stateFilter{
 	"TO": {state: model.StateFailed, reason: model.ReasonWalltimeExceeded}, "TIMEOUT": {state: model.StateFailed, reason: model.ReasonWalltimeExceeded},
 	"NF": {state: model.StateFailed, reason: model.ReasonNodeFailure}, "NODE_FAIL": {state: model.StateFailed, reason: model.ReasonNodeFailure},
