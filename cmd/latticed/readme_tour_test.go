@@ -53,9 +53,10 @@ func tourCtl(t *testing.T, api string, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
-// TestReadmeTour runs the README's "short tour" block as written (bash,
-// set -e) against a fresh `latticed dev --demo`: every command must
-// succeed, with the files it names found from the repository's root.
+// TestReadmeTour runs the README's "short tour" and "DAG workflows" blocks
+// as written (bash, set -e) against a fresh `latticed dev --demo`: every
+// command must succeed, with the files it names found from the
+// repository's root.
 func TestReadmeTour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -67,12 +68,17 @@ func TestReadmeTour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "## A short tour")
-	if !ok {
-		t.Fatal("README has no \"A short tour\" section")
+	// The tour, then the DAG workflow block, as one script.
+	var block string
+	for _, section := range []string{"## A short tour", "### DAG workflows"} {
+		_, rest, ok := strings.Cut(string(readme), section)
+		if !ok {
+			t.Fatalf("README has no %q section", section)
+		}
+		_, rest, _ = strings.Cut(rest, "```sh\n")
+		b, _, _ := strings.Cut(rest, "```")
+		block += b
 	}
-	_, rest, _ = strings.Cut(rest, "```sh\n")
-	block, _, _ := strings.Cut(rest, "```")
 	var lines []string
 	for _, l := range strings.Split(block, "\n") {
 		if strings.HasPrefix(l, "go build ") {
@@ -107,7 +113,7 @@ func TestReadmeTour(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README tour failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"hello-batch", "SCORE", "EXPECTED_START", "ELAPSED", "bad DIMM", "avg wait"} {
+	for _, want := range []string{"hello-batch", "SCORE", "EXPECTED_START", "ELAPSED", "bad DIMM", "avg wait", "training-pipeline"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tour's output lacks %q:\n%s", want, out)
 		}
