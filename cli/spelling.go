@@ -121,7 +121,7 @@ func didYouMean(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "; did you mean " + s + "?"
+	return " (did you mean " + s + "?)"
 }
 
 // flagSuggestion suggests a flag of flags (with its dashes) for the

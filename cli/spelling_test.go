@@ -66,7 +66,7 @@ func TestSuggestions(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"stauts"}, `unknown command "stauts"; did you mean status?`},
+		{[]string{"stauts"}, `unknown command "stauts" (did you mean status?)`},
 		{[]string{"histroy"}, `did you mean history?`},
 		{[]string{"nodes", "drian", "n1"}, `did you mean drain?`},
 		{[]string{"status", "--stat", "R"}, `did you mean --state?`},
