@@ -218,3 +218,26 @@ func TestLogsBothStreams(t *testing.T) {
 	r = run(t, env, "logs", "12", "--stdout", "--stderr")
 	mustCode(t, r, ExitUsage)
 }
+
+// Elapsed time is the run only: end − start once ended, now − start while
+// running, nothing while pending (a requeued allocation's old start does not
+// count), and never negative.
+func TestRunDuration(t *testing.T) {
+	r := &runner{Env: Env{Now: func() time.Time { return t0 }}}
+	tests := []struct {
+		name string
+		a    *latticev1.Allocation
+		want time.Duration
+	}{
+		{"running", &latticev1.Allocation{State: "RUNNING", StartTimeUnixMs: ms(-90 * time.Second)}, 90 * time.Second},
+		{"ended", &latticev1.Allocation{State: "COMPLETED", StartTimeUnixMs: ms(-time.Hour), EndTimeUnixMs: ms(-59 * time.Minute)}, time.Minute},
+		{"never started", &latticev1.Allocation{State: "CANCELLED", EndTimeUnixMs: ms(-time.Minute)}, 0},
+		{"pending again after a requeue", &latticev1.Allocation{State: "PENDING", StartTimeUnixMs: ms(-time.Hour)}, 0},
+		{"end before start (clock skew)", &latticev1.Allocation{State: "FAILED", StartTimeUnixMs: ms(0), EndTimeUnixMs: ms(-time.Second)}, 0},
+	}
+	for _, tt := range tests {
+		if got := r.runDuration(tt.a); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
