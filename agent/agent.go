@@ -214,6 +214,36 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
+// Connected reports whether the agent has a session with the leader.
+func (a *Agent) Connected() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.connected
+}
+
+// StopAll stops every allocation running here (SIGTERM, grace, SIGKILL)
+// while the agent is still connected, then waits until the server has
+// acknowledged their final reports or ctx ends. A member that stops its
+// own agent (latticed dev) calls it first, so the records say the work
+// ended when it did, not when the member next starts.
+func (a *Agent) StopAll(ctx context.Context, grace time.Duration) {
+	a.killAllSteps(grace)
+	a.runner.Shutdown(grace)
+	for {
+		a.mu.Lock()
+		n := len(a.pending)
+		a.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (a *Agent) session(ctx context.Context, addr string) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -409,6 +439,9 @@ func (a *Agent) ended(id uint64, rec *runRecord, r *latticev1.AllocationReport) 
 func exitReport(e Exit) *latticev1.AllocationReport {
 	r := &latticev1.AllocationReport{AllocationId: e.AllocID, State: string(e.State), Reason: e.Reason, Message: e.Message,
 		Run: int32(e.RequeueCount) + 1}
+	if !e.End.IsZero() {
+		r.EndUnixMs = e.End.UnixMilli()
+	}
 	if e.ExitCode != nil {
 		r.HasExitCode, r.ExitCode = true, int32(*e.ExitCode)
 	}
@@ -581,7 +614,7 @@ func (a *Agent) launch(l Launch) {
 	if err != nil {
 		a.log.Warn("launch failed", "alloc", l.AllocID, "run", l.RequeueCount, "err", err)
 		code := -1
-		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error()})
+		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error(), End: time.Now()})
 		return
 	}
 	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1})
@@ -695,7 +728,7 @@ func (a *Agent) checkpoint(req *latticev1.CheckpointRequest) {
 
 func cloneReport(r *latticev1.AllocationReport) *latticev1.AllocationReport {
 	return &latticev1.AllocationReport{AllocationId: r.AllocationId, State: r.State, Reason: r.Reason,
-		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run}
+		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run, EndUnixMs: r.EndUnixMs}
 }
 
 // MaxLogChunk bounds one log read.

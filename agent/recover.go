@@ -111,7 +111,7 @@ func (a *Agent) recoverRuns() error {
 		case l.StatusFile != "" && fileExists(l.StatusFile):
 			code, _ := readStatus(l.StatusFile)
 			ex := Exit{AllocID: id, RequeueCount: l.RequeueCount, ExitCode: &code, State: model.StateCompleted,
-				Message: "ended while the agent was down"}
+				Message: "ended while the agent was down", End: modTime(l.StatusFile)}
 			if code != 0 {
 				ex.State, ex.Reason = model.StateFailed, model.ReasonNonZeroExit
 			}

@@ -76,6 +76,8 @@ type Exit struct {
 	Reason       string
 	ExitCode     *int
 	Message      string
+	// End is when the run ended (zero: unknown).
+	End time.Time
 }
 
 // RunnerConfig configures a Runner.
@@ -495,7 +497,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 		ck.cancel() // ends its hook or webhook
 	}
 
-	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount, Message: message}
+	ex := Exit{AllocID: p.launch.AllocID, RequeueCount: p.launch.RequeueCount, Message: message, End: time.Now()}
 	ex.ExitCode = &code
 	switch {
 	case why == model.ReasonCancelled:
@@ -550,6 +552,15 @@ func suspends(why string) bool {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// modTime is when path was last written (zero if it cannot be read): for
+// a supervisor's status file, when its job ended.
+func modTime(path string) time.Time {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.ModTime()
+	}
+	return time.Time{}
 }
 
 func removeIfExists(path string) error {

@@ -36,7 +36,7 @@ func (r *runner) vclusterCommand() *cli.Command {
 		Name:  "vcluster",
 		Usage: "vClusters: their weights, cycle, borrowing policy and usage",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list vClusters", Action: r.vclusterList},
+			{Name: "list", Usage: "list vClusters", Flags: listingFlags(), Action: r.vclusterList},
 			{Name: "show", Usage: "everything about one vCluster", ArgsUsage: "NAME", Action: r.vclusterShow},
 			{
 				Name:      "set",
@@ -650,7 +650,9 @@ func (r *runner) powerShow(c *cli.Context) error {
 		return err
 	}
 	if c.Args().Present() {
-		return usageErrorf("unknown command %q for \"latticectl power\"; use power or power set --budget-kw X [--vcluster V]", c.Args().First())
+		word := c.Args().First()
+		return usageErrorf("unknown command %q for \"latticectl power\"%s; use power or power set --budget-kw X [--vcluster V]",
+			word, didYouMean(suggest(word, commandNames(c.Command.Subcommands))))
 	}
 	var ps *latticev1.PowerStatus
 	if err := r.admin(c, func(ctx context.Context, cl latticev1.AdminServiceClient) error {
@@ -702,6 +704,7 @@ func (r *runner) usageCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "usage",
 		Usage:  "fair-share usage and targets per tenant (--tenant T for one)",
+		Flags:  listingFlags(),
 		Action: r.usage,
 	}
 }
@@ -761,7 +764,7 @@ func (r *runner) tenantCommand() *cli.Command {
 		Name:  "tenant",
 		Usage: "tenants: list them, set quotas and fair-share targets (admins)",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list tenants with their usage (same as usage)", Action: r.usage},
+			{Name: "list", Usage: "list tenants with their usage (same as usage)", Flags: listingFlags(), Action: r.usage},
 			{
 				Name:      "set",
 				Usage:     "set a tenant's hard quotas and fair-share target; flags not given keep their value",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,12 +54,16 @@ func (r *runner) statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "list allocations (squeue-like)",
 		ArgsUsage: "[ID...]",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (PENDING, RUNNING, ... or PD, R, CD, F, CA, S)"},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (" + allowedStates + ")"},
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only this vCluster"},
-			&cli.BoolFlag{Name: "mine", Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your user name)"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only allocations submitted by USER[,USER...]"},
+			&cli.StringFlag{Name: "name", Usage: "only allocations named NAME[,NAME...]"},
+			&cli.BoolFlag{Name: "mine", Aliases: []string{"me"}, Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your user name)"},
+			&cli.BoolFlag{Name: "start", Usage: "pending allocations with their expected start from the backfill plan (squeue --start)"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"O", "Format"}, Usage: "the table's columns: squeue letters \"%i %j %u %T %M %D %R\" (%.8i right-justifies in 8) or names \"id,name,user,state,elapsed,nodes,reason\""},
 			&cli.StringFlag{Name: "ended-within", Usage: "only show ended allocations that ended within this duration, e.g. 1h (default: all the server retains)"},
-		},
+		}, listingFlags()...),
 		Action: r.status,
 	}
 }
@@ -73,13 +78,20 @@ func (r *runner) status(c *cli.Context) error {
 		return err
 	}
 	req := &latticev1.ListAllocationsRequest{Ids: ids, Vcluster: c.String("vcluster")}
+	var states []stateFilter
 	if s := c.String("state"); s != "" {
-		for _, part := range strings.Split(s, ",") {
-			st, err := model.ParseAllocState(part)
-			if err != nil {
-				return err
-			}
-			req.States = append(req.States, string(st))
+		if states, err = parseStateFilters(s); err != nil {
+			return err
+		}
+		req.States = serverStates(states)
+	} else if c.Bool("start") {
+		states = []stateFilter{{state: model.StatePending}}
+		req.States = []string{string(model.StatePending)}
+	}
+	var cols []column
+	if f := c.String("format"); f != "" {
+		if cols, err = parseFormat(f); err != nil {
+			return err
 		}
 	}
 	if v, ok := explicit(c, "tenant"); ok {
@@ -94,48 +106,50 @@ func (r *runner) status(c *cli.Context) error {
 		}
 		req.TerminalWindowSeconds = int64(d / time.Second)
 	}
-	cn, err := r.connect(c)
+	users, names := splitList(c.String("user")), splitList(c.String("name"))
+	all, err := r.listAllocations(c, req)
 	if err != nil {
 		return err
 	}
-	// Page by page: a page stays under the message limit however many
-	// allocations the state holds.
 	var allocs []*latticev1.Allocation
-	for {
-		var resp *latticev1.ListAllocationsResponse
-		err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
-			resp, err = latticev1.NewAllocationServiceClient(cc).List(ctx, req)
-			return err
-		})
-		if err != nil {
-			return err
+	for _, a := range all {
+		if matchStates(states, a) && (len(users) == 0 || slices.Contains(users, userOf(a))) &&
+			(len(names) == 0 || slices.Contains(names, a.GetRequest().GetName())) {
+			allocs = append(allocs, a)
 		}
-		allocs = append(allocs, resp.GetAllocations()...)
-		if resp.GetNextPageToken() == "" {
-			break
-		}
-		req.PageToken = resp.GetNextPageToken()
 	}
 	views := make([]allocationView, 0, len(allocs))
 	for _, a := range allocs {
-		views = append(views, allocationOf(a, false))
+		v := allocationOf(a, false)
+		if c.Bool("start") && model.AllocState(a.GetState()) == model.StatePending {
+			v.ExpectedStart = rfc3339(a.GetExplanation().GetExpectedStartUnixMs())
+		}
+		views = append(views, v)
 	}
 	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
-		if wide {
+		switch {
+		case cols != nil:
+			r.formatRows(w, cols, allocs)
+			return nil
+		case c.Bool("start"):
+			// squeue --start's columns, in its order.
+			row(w, "ID", "VCLUSTER", "NAME", "USER", "ST", "START_TIME", "NODES", "SCHEDNODES", "NODELIST(REASON)")
+			for _, a := range allocs {
+				row(w, displayID(a), orDash(a.GetRequest().GetVcluster()), truncate(a.GetRequest().GetName(), 20), userOf(a),
+					shortState(a), r.startText(a), nodeCount(a), orDash(hostlist(a.GetExplanation().GetNodes())), nodelistReason(a))
+			}
+			return nil
+		case wide:
 			row(w, "ID", "NAME", "TENANT", "PROJECT", "VCLUSTER", "STATE", "PRIO", "TIME", "TIME_LIMIT", "SUBMIT_TIME", "START_TIME", "EXIT", "NODES", "NODELIST(REASON)")
-		} else {
+		default:
 			row(w, "ID", "NAME", "TENANT", "VCLUSTER", "STATE", "TIME", "NODES", "NODELIST(REASON)")
 		}
 		for _, a := range allocs {
 			v := allocationOf(a, false)
 			if wide {
-				exit := "-"
-				if v.ExitCode != nil {
-					exit = fmt.Sprint(*v.ExitCode)
-				}
 				row(w, v.DisplayID, v.Name, v.Tenant, orDash(v.Project), orDash(v.VCluster), v.State, v.PriorityClass,
 					r.runTime(a), model.FormatWalltime(secondsDur(v.WalltimeSeconds)),
-					r.tableTime(a.GetSubmitTimeUnixMs()), r.tableTime(a.GetStartTimeUnixMs()), exit, v.NodeCount, nodelistReason(a))
+					r.tableTime(a.GetSubmitTimeUnixMs()), r.tableTime(a.GetStartTimeUnixMs()), exitText(a), v.NodeCount, nodelistReason(a))
 			} else {
 				row(w, v.DisplayID, truncate(v.Name, 20), v.Tenant, orDash(v.VCluster), v.State, r.runTime(a), v.NodeCount, nodelistReason(a))
 			}
@@ -144,17 +158,61 @@ func (r *runner) status(c *cli.Context) error {
 	})
 }
 
+// listAllocations lists allocations page by page: a page stays under the
+// message limit however many allocations the state holds.
+func (r *runner) listAllocations(c *cli.Context, req *latticev1.ListAllocationsRequest) ([]*latticev1.Allocation, error) {
+	cn, err := r.connect(c)
+	if err != nil {
+		return nil, err
+	}
+	var allocs []*latticev1.Allocation
+	for {
+		var resp *latticev1.ListAllocationsResponse
+		err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			resp, err = latticev1.NewAllocationServiceClient(cc).List(ctx, req)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		allocs = append(allocs, resp.GetAllocations()...)
+		if resp.GetNextPageToken() == "" {
+			return allocs, nil
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // runTime is squeue's TIME: how long the allocation has run (so far).
-func (r *runner) runTime(a *latticev1.Allocation) string {
+func (r *runner) runTime(a *latticev1.Allocation) string { return elapsed(r.runDuration(a)) }
+
+// runDuration is how long a ran: end − start once it ended, now − start
+// while it runs, nothing before it started. A pending allocation that ran
+// before (requeued) counts nothing until it starts again.
+func (r *runner) runDuration(a *latticev1.Allocation) time.Duration {
 	start := a.GetStartTimeUnixMs()
-	if start == 0 {
-		return elapsed(0)
+	if start == 0 || model.AllocState(a.GetState()) == model.StatePending {
+		return 0
 	}
 	end := a.GetEndTimeUnixMs()
 	if end == 0 {
 		end = r.Now().UnixMilli()
 	}
-	return elapsed(time.Duration(end-start) * time.Millisecond)
+	if end < start {
+		return 0
+	}
+	return time.Duration(end-start) * time.Millisecond
 }
 
 // nodelistReason is squeue's NODELIST(REASON): the nodes held or last
@@ -290,9 +348,16 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 func (r *runner) explainCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "explain",
-		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor",
-		ArgsUsage: "ID",
+		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor (no ID: every pending allocation, like sprio)",
+		ArgsUsage: "[ID]",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "without ID: only allocations submitted by USER[,USER...]"},
+			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "without ID: only this vCluster"},
+		}, listingFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return r.explainPending(c)
+			}
 			format, cn, err := r.oneID(c)
 			if err != nil {
 				return err
@@ -472,35 +537,79 @@ func isNotFoundText(s string) bool {
 func (r *runner) logsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",
-		Usage:     "print an allocation's output",
+		Usage:     "print an allocation's output: its standard output on stdout and its standard error on stderr",
 		ArgsUsage: "ID",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "stderr", Usage: "print its standard error instead of its standard output"},
+			&cli.BoolFlag{Name: "stdout", Usage: "print only its standard output"},
+			&cli.BoolFlag{Name: "stderr", Usage: "print only its standard error (on stdout)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the allocation ends"},
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := r.format(c); err != nil {
 				return err
 			}
-			if err := needArgs(c, 1, 1, "ID [--stderr] [-f]"); err != nil {
+			if err := needArgs(c, 1, 1, "ID [--stdout|--stderr] [-f]"); err != nil {
 				return err
 			}
 			if err := checkIDs(c.Args().Slice()); err != nil {
 				return err
 			}
+			if c.Bool("stdout") && c.Bool("stderr") {
+				return usageErrorf("--stdout and --stderr pick one stream; without either, logs prints both")
+			}
 			cn, err := r.connect(c)
 			if err != nil {
 				return err
 			}
-			return r.logs(c.Context, cn, &latticev1.LogsRequest{Id: c.Args().First(), Stderr: c.Bool("stderr"), Follow: c.Bool("follow")})
+			id, follow := c.Args().First(), c.Bool("follow")
+			if c.Bool("stdout") || c.Bool("stderr") {
+				return r.logs(c.Context, cn, r.Stdout, &latticev1.LogsRequest{Id: id, Stderr: c.Bool("stderr"), Follow: follow})
+			}
+			a, err := getAllocation(c.Context, cn, id)
+			if err != nil {
+				return err
+			}
+			stdout := &latticev1.LogsRequest{Id: id, Follow: follow}
+			if oneFile(a.GetRequest()) {
+				return r.logs(c.Context, cn, r.Stdout, stdout) // slurm-%j.out: both streams, interleaved as written
+			}
+			stderr := &latticev1.LogsRequest{Id: id, Stderr: true, Follow: follow}
+			if !follow {
+				if err := r.logs(c.Context, cn, r.Stdout, stdout); err != nil {
+					return err
+				}
+				return r.logs(c.Context, cn, r.Stderr, stderr)
+			}
+			// Both followed at once; the first to fail stops the other.
+			ctx, cancel := context.WithCancel(c.Context)
+			defer cancel()
+			errc := make(chan error, 2)
+			go func() { errc <- r.logs(ctx, cn, r.Stderr, stderr) }()
+			go func() { errc <- r.logs(ctx, cn, r.Stdout, stdout) }()
+			var first error
+			for range 2 {
+				if err := <-errc; err != nil && first == nil && (c.Context.Err() != nil || !errors.Is(err, context.Canceled)) {
+					first = err
+					cancel()
+				}
+			}
+			return first
 		},
 	}
+}
+
+// oneFile reports whether an allocation's standard output and error go
+// to the same file: -o without -e (Slurm's rule, and the slurm-%j.out
+// default), or both naming the same pattern.
+func oneFile(req *latticev1.AllocationRequest) bool {
+	out, errf := req.GetStdout(), req.GetStderr()
+	return out != "" && (errf == "" || errf == out)
 }
 
 // logs streams an allocation's output to stdout. When the stream breaks
 // (leader change, member down) it resumes from the last offset received,
 // on any server, so nothing is printed twice.
-func (r *runner) logs(ctx context.Context, cn *conn, req *latticev1.LogsRequest) error {
+func (r *runner) logs(ctx context.Context, cn *conn, out io.Writer, req *latticev1.LogsRequest) error {
 	progress := false
 	for {
 		err := cn.stream(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
@@ -517,7 +626,7 @@ func (r *runner) logs(ctx context.Context, cn *conn, req *latticev1.LogsRequest)
 					return err
 				}
 				if d := ch.GetData(); len(d) > 0 {
-					if _, err := r.Stdout.Write(d); err != nil {
+					if _, err := out.Write(d); err != nil {
 						return withCode(ExitError, err)
 					}
 					progress = true

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -76,12 +77,25 @@ type runner struct {
 	sawDash   bool
 	requestID string
 	conn      *conn
+	// shape is how listings print their table (--no-header, --parsable).
+	shape tableShape
 }
 
 // Main runs latticectl with args (without the program name) and returns
 // the process exit code. Errors are printed on env.Stderr as one line.
-func Main(ctx context.Context, env Env, args []string) int {
+func Main(ctx context.Context, env Env, args []string) (code int) {
 	r := &runner{Env: env}
+	defer func() {
+		// A bug must not greet a user with a Go stack trace: one line, exit
+		// 1, and the trace only when LATTICE_DEBUG asks for it.
+		if p := recover(); p != nil {
+			fmt.Fprintf(r.Stderr, "latticectl: internal error: %v (please report it with the command you ran; LATTICE_DEBUG=1 shows where)\n", p)
+			if r.Getenv != nil && r.Getenv("LATTICE_DEBUG") != "" {
+				fmt.Fprintf(r.Stderr, "%s", debug.Stack())
+			}
+			code = ExitError
+		}
+	}()
 	app := r.app()
 	if len(args) > 0 && args[0] == "srun" { // the srun shim on a job's PATH
 		translated, err := srunArgs(args[1:])
@@ -98,7 +112,7 @@ func Main(ctx context.Context, env Env, args []string) int {
 	if r.conn != nil {
 		r.conn.close()
 	}
-	code := ExitCode(err)
+	code = ExitCode(err)
 	if err != nil && code != ExitInterrupted {
 		fmt.Fprintf(r.Stderr, "%s: %v\n", app.Name, err)
 	}
@@ -129,7 +143,8 @@ func (r *runner) app() *cli.App {
 		OnUsageError:         onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usageErrorf("unknown command %q; run `latticectl --help` for the list", c.Args().First())
+				word := c.Args().First()
+				return usageErrorf("unknown command %q%s; run `latticectl --help` for the list", word, didYouMean(suggest(word, commandNames(c.App.Commands))))
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -143,6 +158,7 @@ func (r *runner) app() *cli.App {
 			r.runCommand(),
 			r.dagCommand(),
 			r.logsCommand(),
+			r.historyCommand(),
 			r.nodesCommand(),
 			r.vclusterCommand(),
 			r.quorumCommand(),
@@ -177,7 +193,9 @@ func prepare(c *cli.Command) {
 	if len(c.Subcommands) > 0 && c.Action == nil {
 		c.Action = func(cc *cli.Context) error {
 			if cc.Args().Present() {
-				return usageErrorf("unknown command %q for %q; run `%s --help`", cc.Args().First(), cc.Command.HelpName, cc.Command.HelpName)
+				word := cc.Args().First()
+				return usageErrorf("unknown command %q for %q%s; run `%s --help`", word, cc.Command.HelpName,
+					didYouMean(suggest(word, commandNames(cc.Command.Subcommands))), cc.Command.HelpName)
 			}
 			return cli.ShowSubcommandHelp(cc)
 		}
@@ -207,10 +225,14 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 			dashes = "-"
 		}
 		help := "latticectl"
-		if c != nil && c.Command != nil && c.Command.HelpName != "" {
-			help = c.Command.HelpName
+		var flags []cli.Flag
+		if c != nil && c.App != nil {
+			flags = c.App.Flags
 		}
-		return usageErrorf("unknown flag %s%s for %q; run `%s --help`", dashes, name, help, help)
+		if c != nil && c.Command != nil && c.Command.HelpName != "" {
+			help, flags = c.Command.HelpName, c.Command.Flags
+		}
+		return usageErrorf("unknown flag %s%s for %q%s; run `%s --help`", dashes, name, help, didYouMean(flagSuggestion(flags, name)), help)
 	}
 	return usageErrorf("%s", msg)
 }
@@ -263,6 +285,7 @@ const (
 )
 
 func (r *runner) format(c *cli.Context) (string, error) {
+	r.shape = shapeOf(c)
 	v := r.global(c, "output", "LATTICE_OUTPUT", formatTable)
 	switch f := strings.ToLower(strings.TrimSpace(v)); f {
 	case formatTable, formatWide, formatJSON, formatYAML:
@@ -333,6 +356,11 @@ func (r *runner) reorder(flags []cli.Flag, subs []*cli.Command, args []string) [
 	var flagArgs, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if parts := splitJoined(flags, a); len(parts) > 1 {
+			// -N1: the flag and its value as two arguments.
+			args = concat(args[:i:i], parts, args[i+1:])
+			a = args[i]
+		}
 		if a == "--" {
 			rest := args[i+1:]
 			r.sawDash, r.afterDash = true, len(rest)

@@ -146,7 +146,7 @@ func TestTokenIsSentAsBearer(t *testing.T) {
 	mustCode(t, run(t, servers(f.addr), "status", "--token", "s3cret"), 0)
 	env := servers(f.addr)
 	env["LATTICE_TOKEN"] = "fromenv"
-	mustCode(t, run(t, env, "logs", "12"), 0)
+	mustCode(t, run(t, env, "logs", "12", "--stdout"), 0)
 	mustCode(t, run(t, servers(f.addr), "status"), 0)
 	if _, _, auth := f.snapshot(); !reflect.DeepEqual(auth, []string{"Bearer s3cret", "Bearer fromenv"}) {
 		t.Errorf("authorization %q", auth)
@@ -349,8 +349,8 @@ func TestLogs(t *testing.T) {
 	env := servers(f.addr)
 	r := run(t, env, "logs", "12")
 	mustCode(t, r, 0)
-	if r.stdout != "hello\nworld\n" {
-		t.Errorf("stdout %q", r.stdout)
+	if r.stdout != "hello\nworld\n" || r.stderr != "to stderr\n" {
+		t.Errorf("without --stdout/--stderr both streams print, each on its own: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	r = run(t, env, "logs", "12", "--stderr", "-f")
 	mustCode(t, r, 0)
@@ -366,7 +366,7 @@ func TestLogs(t *testing.T) {
 	t.Run("a broken stream resumes at its offset on the next server", func(t *testing.T) {
 		f1, f2 := newFakeServer(t), newFakeServer(t)
 		f1.logsBreakAfter = true
-		r := run(t, servers(f1.addr, f2.addr), "logs", "-f", "12")
+		r := run(t, servers(f1.addr, f2.addr), "logs", "-f", "12", "--stdout")
 		mustCode(t, r, 0)
 		if r.stdout != "hello\nworld\n" {
 			t.Errorf("stdout %q", r.stdout)

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -37,6 +39,7 @@ type conn struct {
 	budget time.Duration
 	opts   []grpc.DialOption
 
+	mu      sync.Mutex // logs -f follows two streams at once
 	clients []*grpc.ClientConn
 	pref    int // the address that answered last; tried first
 }
@@ -73,6 +76,8 @@ func parseServers(s string) ([]string, error) {
 }
 
 func (c *conn) client(i int) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.clients[i] != nil {
 		return c.clients[i], nil
 	}
@@ -111,8 +116,11 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 	pause := 100 * time.Millisecond
 	var last error
 	for {
+		c.mu.Lock()
+		pref := c.pref
+		c.mu.Unlock()
 		for k := range c.addrs {
-			i := (c.pref + k) % len(c.addrs)
+			i := (pref + k) % len(c.addrs)
 			cc, err := c.client(i)
 			if err != nil {
 				return err
@@ -124,17 +132,17 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 			err = fn(actx, cc)
 			cancel()
 			if err == nil {
-				c.pref = i
+				c.prefer(i)
 				return nil
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			if !retryable(err) {
-				c.pref = i
+				c.prefer(i)
 				return fromRPC(err)
 			}
-			last = fmt.Errorf("%s: %w", c.addrs[i], fromRPC(err))
+			last = fmt.Errorf("%s: %s", c.addrs[i], transportText(fromRPC(err)))
 		}
 		if time.Now().Add(pause).After(deadline) {
 			break
@@ -148,6 +156,26 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 	}
 	return &exitError{code: ExitUnavailable, err: fmt.Errorf("no Lattice server answered (tried %s for %s): %v; retry later",
 		strings.Join(c.addrs, ", "), c.budget, last)}
+}
+
+// dialDetail is the tail of gRPC's "connection error: desc = \"transport:
+// Error while dialing: dial tcp ADDR: connect: connection refused\"".
+var dialDetail = regexp.MustCompile(`^connection error: desc = "(?:transport: )?(?:[Ee]rror while dialing:? )?(?:dial tcp [^ ]+: )?(.*?)"?$`)
+
+// transportText says why an address did not answer in a few words
+// ("connect: connection refused"), without gRPC's wrapping.
+func transportText(err error) string {
+	msg := err.Error()
+	if m := dialDetail.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return msg
+}
+
+func (c *conn) prefer(i int) {
+	c.mu.Lock()
+	c.pref = i
+	c.mu.Unlock()
 }
 
 // retryable reports whether another address (or a later attempt) may

@@ -56,7 +56,7 @@ func (r *runner) dagCommand() *cli.Command {
 			{
 				Name:   "list",
 				Usage:  "workflows and their states",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "mine", Usage: "only this tenant's (--tenant / LATTICE_TENANT / your user name)"}},
+				Flags:  append([]cli.Flag{&cli.BoolFlag{Name: "mine", Usage: "only this tenant's (--tenant / LATTICE_TENANT / your user name)"}}, listingFlags()...),
 				Action: r.dagList,
 			},
 		},

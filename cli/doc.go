@@ -6,7 +6,10 @@
 // the contract in CLI.md: data on stdout, messages on stderr, -o
 // table|json|yaml|wide with stable JSON shapes, and exit codes 0 ok, 1
 // error, 2 usage or invalid input, 3 not found, 75 temporarily unavailable
-// (no leader, no server answered; retry).
+// (no leader, no server answered; retry). Slurm habits carry over: joined
+// short options (-N1), Slurm state codes (PD, R, TO, ...), squeue/sacct
+// --format fields, sacct time forms, and listings that look like squeue,
+// sinfo, sacct and sprio; a mistyped command or flag gets a suggestion.
 //
 // It talks to the quorum only through the gRPC API (api/lattice/v1),
 // trying every --server address before giving up, and sends each write

@@ -17,10 +17,11 @@ func (r *runner) nodesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "nodes",
 		Usage: "list nodes (sinfo-like), show, drain or undrain one",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only nodes whose current vCluster is this one"},
 			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (Ready, Draining, Drained, Degraded, Down)"},
-		},
+			&cli.BoolFlag{Name: "summary", Usage: "sinfo's default view: per vCluster, how many nodes are idle, alloc, drain... with their hostlists"},
+		}, listingFlags()...),
 		Action: r.nodesList,
 		Subcommands: []*cli.Command{
 			{
@@ -78,7 +79,9 @@ func (r *runner) nodesList(c *cli.Context) error {
 		return err
 	}
 	if c.Args().Present() {
-		return usageErrorf("unknown command %q for \"latticectl nodes\"; use nodes show NODE, nodes drain NODE --reason R or nodes undrain NODE", c.Args().First())
+		word := c.Args().First()
+		return usageErrorf("unknown command %q for \"latticectl nodes\"%s; use nodes show NODE, nodes drain NODE --reason R or nodes undrain NODE",
+			word, didYouMean(suggest(word, commandNames(c.Command.Subcommands))))
 	}
 	req := &latticev1.ListNodesRequest{Vcluster: c.String("vcluster")}
 	if s := c.String("state"); s != "" {
@@ -93,6 +96,9 @@ func (r *runner) nodesList(c *cli.Context) error {
 	nodes, err := r.listNodes(c, req)
 	if err != nil {
 		return err
+	}
+	if c.Bool("summary") {
+		return r.nodesSummary(format, nodes)
 	}
 	views := make([]nodeView, 0, len(nodes))
 	for _, n := range nodes {

@@ -32,7 +32,17 @@ func (r *runner) emitAs(format string, v any, table func(w io.Writer, wide bool)
 		return writeYAML(r.Stdout, v)
 	}
 	tw := tabwriter.NewWriter(r.Stdout, 0, 4, 2, ' ', 0)
-	if err := table(tw, format == formatWide); err != nil {
+	if r.shape == (tableShape{}) {
+		if err := table(tw, format == formatWide); err != nil {
+			return err
+		}
+		return tw.Flush()
+	}
+	sw := &shapedWriter{shape: r.shape, aligned: tw, raw: r.Stdout}
+	if err := table(sw, format == formatWide); err != nil {
+		return err
+	}
+	if err := sw.flush(); err != nil {
 		return err
 	}
 	return tw.Flush()

@@ -216,6 +216,10 @@ func srunArgs(args []string) ([]string, error) {
 func runArgs(flags []cli.Flag, args []string) []string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if parts := splitJoined(flags, a); len(parts) > 1 {
+			args = concat(args[:i:i], parts, args[i+1:])
+			a = args[i]
+		}
 		if a == "--" {
 			return args
 		}

@@ -53,6 +53,8 @@ type allocationView struct {
 	History            []transitionView `json:"history,omitempty"`     // show only
 	Steps              []stepView       `json:"steps,omitempty"`       // show only
 	Explanation        *explanationView `json:"explanation,omitempty"` // show only, while pending
+	// ExpectedStart is the backfill plan's start of a pending allocation (status --start).
+	ExpectedStart *string `json:"expected_start,omitempty"`
 }
 
 // preemptionView says who took an allocation's nodes, for whom and when.

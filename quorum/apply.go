@@ -451,7 +451,7 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		c.RequeueCount++
 		c.CancelRequested = false
 	case model.StateCompleted, model.StateFailed, model.StateCancelled:
-		s.finish(c, u.State, reason, u.ExitCode, t)
+		s.finishAt(c, u.State, reason, u.ExitCode, reportedEnd(c, u.EndTime, t), t)
 	default:
 		return reject(CodeInvalid, "", "state %s cannot be reported", u.State)
 	}
@@ -461,6 +461,23 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		s.dependencyChanged(c.ID, t)
 	}
 	return nil
+}
+
+// reportedEnd is when a run ended: the agent's end time when it has one,
+// kept between the allocation's start (and its latest transition, so its
+// history stays in order) and t, the command's time; else t.
+func reportedEnd(c *model.Allocation, end, t time.Time) time.Time {
+	if end.IsZero() || !end.Before(t) {
+		return t
+	}
+	floor := c.StartTime
+	if n := len(c.History); n > 0 && c.History[n-1].Time.After(floor) {
+		floor = c.History[n-1].Time
+	}
+	if end.Before(floor) {
+		return floor
+	}
+	return end
 }
 
 // checkpointEnded records the end of a checkpoint request on c (a copy
@@ -476,14 +493,20 @@ func (s *State) checkpointEnded(c *model.Allocation, reason string, t time.Time)
 // finish ends c (a copy being changed): end time, exit code, nodes freed,
 // tenant usage charged.
 func (s *State) finish(c *model.Allocation, st model.AllocState, reason string, exit *int, t time.Time) {
-	transition(c, st, reason, t)
-	c.EndTime = t
+	s.finishAt(c, st, reason, exit, t, t)
+}
+
+// finishAt is finish for a run that ended at end (≤ t, the command's
+// time): its record and its usage end then; its nodes are freed now.
+func (s *State) finishAt(c *model.Allocation, st model.AllocState, reason string, exit *int, end, t time.Time) {
+	transition(c, st, reason, end)
+	c.EndTime = end
 	if exit != nil {
 		e := *exit
 		c.ExitCode = &e
 	}
 	if !c.StartTime.IsZero() && len(c.Nodes) > 0 {
-		s.chargeUsage(c.Tenant, float64(len(c.Nodes))*t.Sub(c.StartTime).Seconds(), t)
+		s.chargeUsage(c.Tenant, float64(len(c.Nodes))*end.Sub(c.StartTime).Seconds(), t)
 	}
 	s.releaseNodes(c, t)
 	c.CancelRequested = false

@@ -429,3 +429,45 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("prune removed %v", r.IDs)
 	}
 }
+
+// A final report carries when its run ended; a late delivery (after a
+// leader change, or a member that was down) does not stretch the run, and
+// an end time from a skewed agent clock stays between start and now.
+func TestReportedEndTime(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(start, now time.Time) time.Time
+		want func(start, now time.Time) time.Time
+	}{
+		{"none: the commit's time", func(_, _ time.Time) time.Time { return time.Time{} }, func(_, now time.Time) time.Time { return now }},
+		{"late delivery: the agent's time", func(start, _ time.Time) time.Time { return start.Add(1500 * time.Millisecond) },
+			func(start, _ time.Time) time.Time { return start.Add(1500 * time.Millisecond) }},
+		{"before its start: its start", func(start, _ time.Time) time.Time { return start.Add(-time.Hour) }, func(start, _ time.Time) time.Time { return start }},
+		{"in the future: now", func(_, now time.Time) time.Time { return now.Add(time.Hour) }, func(_, now time.Time) time.Time { return now }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.submit("batch", 1)
+			if r := f.assign("batch", id, "b0"); !r.Committed {
+				t.Fatalf("assign: %v", r.Rejection)
+			}
+			f.ok(&UpdateAllocs{Updates: []AllocUpdate{{AllocID: id, State: model.StateRunning}}})
+			start := f.s.Allocation(id).StartTime
+			f.now = f.now.Add(time.Hour) // the report arrives an hour late
+			now := f.now.Add(time.Second)
+			f.ok(&UpdateAllocs{Updates: []AllocUpdate{{AllocID: id, State: model.StateFailed, Reason: model.ReasonNodeFailure,
+				EndTime: tt.end(start, now)}}})
+			a := f.s.Allocation(id)
+			if want := tt.want(start, now); !a.EndTime.Equal(want) {
+				t.Errorf("end %s, want %s (start %s, now %s)", a.EndTime, want, start, now)
+			}
+			if h := a.History; !h[len(h)-1].Time.Equal(a.EndTime) {
+				t.Errorf("last transition at %s, end %s", h[len(h)-1].Time, a.EndTime)
+			}
+			if n := f.s.Node("b0"); n.Allocation != 0 {
+				t.Errorf("b0 still held by %d", n.Allocation)
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ const (
 const (
 	flagExitCode = 1 << 0
 	flagRun      = 1 << 1 // followed by the run (requeue count + 1)
+	flagEndTime  = 1 << 2 // followed by the end time, unix milliseconds (varint)
 )
 
 // zeroTimeUnix is time.Time{}.Unix(): the zero time encodes like any other.
@@ -148,12 +149,18 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		if u.Run > 0 {
 			flags |= flagRun
 		}
+		if !u.EndTime.IsZero() {
+			flags |= flagEndTime
+		}
 		b = append(b, flags)
 		if u.ExitCode != nil {
 			b = binary.AppendVarint(b, int64(*u.ExitCode))
 		}
 		if u.Run > 0 {
 			b = binary.AppendUvarint(b, uint64(u.Run))
+		}
+		if !u.EndTime.IsZero() {
+			b = binary.AppendVarint(b, u.EndTime.UnixMilli())
 		}
 	}
 	return b, nil
@@ -420,7 +427,7 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if flags&^(flagExitCode|flagRun) != 0 {
+		if flags&^(flagExitCode|flagRun|flagEndTime) != 0 {
 			r.fail(fmt.Errorf("unknown update flags %#x", flags))
 			return nil, r.err
 		}
@@ -449,6 +456,13 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 				return nil, r.err
 			}
 			u.Run = int(run)
+		}
+		if flags&flagEndTime != 0 {
+			ms := r.varint()
+			if r.err != nil {
+				return nil, r.err
+			}
+			u.EndTime = time.UnixMilli(ms).UTC()
 		}
 	}
 	if err := r.end(); err != nil {

@@ -38,6 +38,8 @@ func codecSamples() []Command {
 			{AllocID: 7, State: model.StateCancelled, ExitCode: intPtr(math.MinInt)},
 			{AllocID: 8, State: model.StateSuspended, Reason: model.ReasonCheckpointed, Run: 3},
 			{AllocID: 9, State: model.StateCompleted, ExitCode: intPtr(0), Run: math.MaxInt32},
+			{AllocID: 10, State: model.StateFailed, Reason: model.ReasonNodeFailure, Run: 1, EndTime: time.UnixMilli(1772600000123).UTC()},
+			{AllocID: 11, State: model.StateCompleted, EndTime: time.UnixMilli(-5).UTC()},
 		}},
 		&UpdateAllocs{Header: Header{Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}},
 		&UpdateAllocs{Header: Header{Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}},
@@ -138,7 +140,7 @@ func TestCodecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[AssignBatch]():  "Header VCluster Items",
 		reflect.TypeFor[AssignItem]():   "AllocID Nodes Version",
 		reflect.TypeFor[UpdateAllocs](): "Header Updates",
-		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run",
+		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime",
 	}
 	for typ, fields := range want {
 		var got []string

@@ -118,6 +118,10 @@ type AllocUpdate struct {
 	// Run is the reported run's requeue count + 1 (0 = unknown): a report
 	// of an earlier run of a requeued allocation is refused as stale.
 	Run int `json:"run,omitempty"`
+	// EndTime is when the run ended by its agent's clock (zero: unknown).
+	// A final report applies it, clamped between the run's start and the
+	// command's time, so a late delivery does not stretch the run.
+	EndTime time.Time `json:"end_time,omitzero"`
 }
 
 // UpdateAllocs applies state reports (from agents, the checkpoint broker...).

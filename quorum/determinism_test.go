@@ -177,6 +177,9 @@ func (g *commandLog) next() Command {
 				code := 1 + g.pick(3)
 				u.ExitCode, u.Reason = &code, model.ReasonNonZeroExit
 			}
+			if st.Terminal() && g.pick(2) == 0 {
+				u.EndTime = g.now.Add(-time.Duration(g.pick(90)) * time.Second) // a late report
+			}
 			cmd.Updates = append(cmd.Updates, u)
 		}
 		return cmd

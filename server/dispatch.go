@@ -384,6 +384,9 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			continue
 		}
 		u := quorum.AllocUpdate{AllocID: in.report.AllocationId, State: st, Reason: in.report.Reason, Run: int(in.report.Run)}
+		if ms := in.report.EndUnixMs; ms > 0 && st.Terminal() {
+			u.EndTime = time.UnixMilli(ms).UTC()
+		}
 		if in.report.HasExitCode {
 			code := int(in.report.ExitCode)
 			u.ExitCode = &code

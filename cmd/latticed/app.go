@@ -192,11 +192,16 @@ func runDev(c *cli.Context) error {
 		_ = ag.Run(agentCtx)
 	}()
 	shutdown := func() {
+		// Stop the work while the agent can still report it: the records
+		// end when the work did, not when dev next starts.
+		sctx, cancel := context.WithTimeout(context.Background(), min(grace, 5*time.Second)+5*time.Second)
+		ag.StopAll(sctx, min(grace, 5*time.Second))
+		cancel()
 		stopAgent()
 		<-agentDone
 		srv.Stop()
 	}
-	if err := waitReady(ctx, srv.APIAddr(), adminToken, len(nodes)); err != nil {
+	if err := waitReady(ctx, srv.APIAddr(), adminToken, len(nodes), ag.Connected, 60*time.Second); err != nil {
 		shutdown()
 		if ctx.Err() != nil {
 			return nil

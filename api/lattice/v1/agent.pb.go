@@ -333,7 +333,12 @@ type AllocationReport struct {
 	Seq uint64 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`
 	// run is the reported run's requeue count + 1 (0 = unknown): a report of
 	// an earlier run of a requeued allocation is not applied to a later one.
-	Run           int32 `protobuf:"varint,8,opt,name=run,proto3" json:"run,omitempty"`
+	Run int32 `protobuf:"varint,8,opt,name=run,proto3" json:"run,omitempty"`
+	// end_unix_ms is when a final report's run ended, by the agent's clock
+	// (0 = unknown). The leader records it as the end time (clamped to the
+	// run's start and the commit's time), so a report delivered late — after
+	// a leader change or a restart — does not stretch the run.
+	EndUnixMs     int64 `protobuf:"varint,9,opt,name=end_unix_ms,json=endUnixMs,proto3" json:"end_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -420,6 +425,13 @@ func (x *AllocationReport) GetSeq() uint64 {
 func (x *AllocationReport) GetRun() int32 {
 	if x != nil {
 		return x.Run
+	}
+	return 0
+}
+
+func (x *AllocationReport) GetEndUnixMs() int64 {
+	if x != nil {
+		return x.EndUnixMs
 	}
 	return 0
 }
@@ -1121,7 +1133,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"7\n" +
 	"\tHeartbeat\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x14\n" +
-	"\x05watts\x18\x02 \x03(\x05R\x05watts\"\xe4\x01\n" +
+	"\x05watts\x18\x02 \x03(\x05R\x05watts\"\x84\x02\n" +
 	"\x10AllocationReport\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1130,7 +1142,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\texit_code\x18\x05 \x01(\x05R\bexitCode\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
 	"\x03seq\x18\a \x01(\x04R\x03seq\x12\x10\n" +
-	"\x03run\x18\b \x01(\x05R\x03run\"\x99\x01\n" +
+	"\x03run\x18\b \x01(\x05R\x03run\x12\x1e\n" +
+	"\vend_unix_ms\x18\t \x01(\x03R\tendUnixMs\"\x99\x01\n" +
 	"\aLogData\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
