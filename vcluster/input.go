@@ -274,11 +274,16 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			CheckpointMinutes: a.CheckpointMinutes,
 			HotDataFraction:   -1,
 			OwnNodesOnly:      vc.CheckpointableOnlyOnBorrowed && !a.Checkpoint.Checkpointable(),
+			NodeList:          a.NodeList,
+			ExcludeNodes:      a.ExcludeNodes,
+		}
+		if why := a.Waiting(s.Now); why != "" {
+			j.Hold = why // held, or before its begin time: scored and explained, never started
 		}
 		if a.HotDataFraction != nil {
 			j.HotDataFraction = *a.HotDataFraction
 		}
-		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 {
+		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 && j.Hold == "" {
 			if activeTasks[a.ArrayJobID] >= a.ArrayMaxConcurrent {
 				j.Hold = ReasonArrayTaskLimit
 			} else {
