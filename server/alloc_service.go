@@ -33,6 +33,9 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, err
 	}
 	r := requestFromProto(req.Request)
+	if err := a.s.resolveSite(&r); err != nil {
+		return nil, err
+	}
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {
@@ -46,6 +49,15 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 	}
 	if err := a.s.admitSubmission(ctx, &check); err != nil {
 		return nil, err
+	}
+	keep := req.Request.GetKeepIfNeverFits()
+	if keep && !a.s.isAdmin(ctx) {
+		return nil, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
+	}
+	if !keep && !check.Hold {
+		if err := a.s.checkEverFits(&check); err != nil {
+			return nil, err
+		}
 	}
 	r.User = check.User
 	res, err := a.s.propose(ctx, &quorum.Submit{
@@ -115,6 +127,12 @@ func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
 func (a *allocService) withExplanation(al *model.Allocation) *latticev1.Allocation {
 	p := allocToProto(al)
 	if al.State == model.StatePending {
+		defer func() {
+			// A hold or a begin time outranks what the scheduler last said.
+			if why := al.Waiting(a.s.cfg.Clock()); why != "" {
+				p.Reason = why
+			}
+		}()
 		if e := a.explanation(al); e != nil {
 			p.Explanation = explanationToProto(al.DisplayID(), al.State, e)
 			if al.Reason == model.ReasonWaitingForScheduling || al.Reason == "" {
@@ -317,6 +335,12 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		}
 	}()
 	switch {
+	case al.State == model.StatePending && al.Held != "":
+		out.Reason = model.HoldReason(al.Held)
+		out.Message = "held by " + map[string]string{model.HoldUser: "its owner", model.HoldAdmin: "an admin"}[al.Held] + "; `latticectl release " + al.DisplayID() + "` lets it run"
+	case al.State == model.StatePending && al.Waiting(a.s.cfg.Clock()) == model.ReasonBeginTime:
+		out.Reason = model.ReasonBeginTime
+		out.Message = "not eligible before its begin time " + al.BeginTime.Format(time.RFC3339)
 	case al.State == model.StatePending && al.EligibleTime.IsZero():
 		out.Message = "waits for its dependencies"
 	case al.State == model.StatePending:
