@@ -233,7 +233,8 @@ func Env(l Launch, base []string) []string {
 }
 
 // ExpandPattern expands Slurm's filename patterns: %j job id, %A array job
-// id, %a array index, %x job name, %N first node, %u user, %% a percent sign.
+// id, %a array index, %x job name, %N first node, %u user (the tenant when
+// it has no owner), %% a percent sign.
 func ExpandPattern(p string, l Launch) string {
 	if !strings.Contains(p, "%") {
 		return p
@@ -263,7 +264,11 @@ func ExpandPattern(p string, l Launch) string {
 				b.WriteString(l.Nodes[0])
 			}
 		case 'u':
-			b.WriteString(l.Tenant)
+			if l.User != "" {
+				b.WriteString(l.User)
+			} else {
+				b.WriteString(l.Tenant)
+			}
 		case '%':
 			b.WriteByte('%')
 		default:

@@ -152,7 +152,7 @@ func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
 	if s.vclusters[r.VCluster] == nil {
 		return r, reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", r.VCluster, s.vclusterNames())
 	}
-	if n := len(s.nodeNames); n > 0 && r.NodesMin > n {
+	if n := len(s.nodeNames); n > 0 && r.NodesMin > n && !r.Hold { // held: kept until the cluster grows or it is updated
 		return r, reject(CodeInvalid, model.ReasonBadConstraints, "invalid nodes %d: the cluster has %d nodes", r.NodesMin, n)
 	}
 	for _, name := range r.NodeList {
