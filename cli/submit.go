@@ -219,7 +219,10 @@ func (r *runner) submit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	warnings = append(warnings, submitWarnings(req)...)
+	if dry {
+		warnings = append(warnings, r.resolveSiteDry(c, req)...)
+	}
+	warnings = append(warnings, submitWarnings(req, dry)...)
 	for _, w := range warnings {
 		fmt.Fprintf(r.Stderr, "warning: %s\n", w)
 	}
@@ -868,15 +871,65 @@ func unixMSOrZero(t time.Time) int64 {
 
 // submitWarnings are the things a request keeps but that will not act as a
 // Slurm user may expect.
-func submitWarnings(req *model.Request) []string {
+func submitWarnings(req *model.Request, dry bool) []string {
 	var out []string
-	if req.QOS != "" {
-		if _, err := qosClass(req.QOS); err != nil {
-			out = append(out, fmt.Sprintf("qos %q is not a built-in name: the server's QOS table (latticectl qos list) decides its priority class and limits", req.QOS))
-		}
-	}
 	if (req.MailType != "" && req.MailType != "NONE") || req.MailUser != "" {
 		out = append(out, "--mail-type/--mail-user are kept with the job, but no site mail hook is configured: no mail will be sent")
+	}
+	return out
+}
+
+// resolveSiteDry resolves a dry run's QOS and partition names through the
+// server's site configuration when one answers within a second; without a
+// server it keeps them as written and says so. Built-in QOS names and no
+// partition need no server.
+func (r *runner) resolveSiteDry(c *cli.Context, req *model.Request) []string {
+	_, builtin := qosClass(req.QOS)
+	if (req.QOS == "" || builtin == nil) && req.VCluster == "" {
+		return nil
+	}
+	addrs, err := parseServers(r.global(c, "server", "LATTICE_SERVER", DefaultServer))
+	var site *latticev1.ListQOSResponse
+	if err == nil {
+		tok, _ := r.token(r.global(c, "token", "LATTICE_TOKEN", ""))
+		cn := newConn(addrs, tok, 0, r.DialOptions...)
+		defer cn.close()
+		ctx, cancel := context.WithTimeout(c.Context, time.Second)
+		defer cancel()
+		err = cn.unary(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			var err error
+			site, err = latticev1.NewAllocationServiceClient(cc).ListQOS(ctx, &latticev1.ListQOSRequest{})
+			return err
+		})
+	}
+	var out []string
+	if err != nil || site == nil {
+		if req.QOS != "" && builtin != nil {
+			out = append(out, fmt.Sprintf("qos %q is not a built-in name and no server answered: kept as written; the server's QOS table (latticectl qos list) decides its priority class and limits at submit", req.QOS))
+		}
+		return out // a vCluster or partition name is kept as written, as ever
+	}
+	if req.QOS != "" {
+		found := false
+		for _, q := range site.GetQos() {
+			if strings.EqualFold(q.GetName(), req.QOS) {
+				found = true
+				req.QOS, req.PriorityClass = q.GetName(), int(q.GetPriorityClass())
+				if req.VCluster == "" {
+					req.VCluster = q.GetVcluster()
+				}
+			}
+		}
+		if !found {
+			out = append(out, fmt.Sprintf("qos %q is not in the server's QOS table (latticectl qos list): a submission would be refused", req.QOS))
+		}
+	}
+	for _, p := range site.GetPartitions() {
+		if p.GetName() == req.VCluster {
+			out = append(out, fmt.Sprintf("partition %q is vCluster %s", req.VCluster, p.GetVcluster()))
+			req.VCluster = p.GetVcluster()
+			break
+		}
 	}
 	return out
 }
