@@ -202,6 +202,9 @@ func expandItem(item string) ([]string, error) {
 			if len(num) < len(lo) {
 				num = strings.Repeat("0", len(lo)-len(num)) + num
 			}
+			if len(out)+len(rests) > MaxHostlistNodes {
+				return nil, fmt.Errorf("too many names")
+			}
 			for _, r := range rests {
 				name := prefix + num + r
 				if !validName(name) {
@@ -235,6 +238,9 @@ func ParseBeginTime(s string, now time.Time) (time.Time, error) {
 			t = t.AddDate(0, 0, 1)
 		}
 		return t
+	}
+	if strings.HasPrefix(v, "now") {
+		v = strings.ReplaceAll(v, " ", "") // Slurm takes "now + 5"
 	}
 	if rest, ok := strings.CutPrefix(v, "now"); ok {
 		if rest == "" {
