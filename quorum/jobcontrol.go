@@ -38,12 +38,13 @@ type Hold struct {
 	Admin   bool     `json:"admin,omitempty"`
 }
 
-// UpdateAlloc changes what a user asked for. A pending allocation may
-// change every field given; an active one only its name and, shrinking
-// only unless Admin, its walltime.
+// UpdateAlloc changes what a user asked for, in every allocation of IDs (an
+// array's tasks) or in none. A pending allocation may change every field
+// given; an active one only its name and, shrinking only unless Admin, its
+// walltime.
 type UpdateAlloc struct {
 	Header
-	ID            uint64         `json:"id"`
+	IDs           []uint64       `json:"ids"`
 	Walltime      *time.Duration `json:"walltime,omitempty"`
 	NodesMin      *int           `json:"nodes_min,omitempty"`
 	NodesMax      *int           `json:"nodes_max,omitempty"`
@@ -162,22 +163,47 @@ func (s *State) applyHold(c *Hold) *Result {
 }
 
 func (s *State) applyUpdateAlloc(c *UpdateAlloc) *Result {
-	a := s.allocs[c.ID]
-	if a == nil {
-		return &Result{Rejection: reject(CodeNotFound, "", "allocation %d does not exist", c.ID)}
+	if len(c.IDs) == 0 {
+		return &Result{Rejection: reject(CodeInvalid, "", "update names no allocation")}
 	}
+	olds := make([]*model.Allocation, len(c.IDs))
+	news := make([]*model.Allocation, len(c.IDs))
+	for i, id := range c.IDs {
+		a := s.allocs[id]
+		if a == nil {
+			return &Result{Rejection: reject(CodeNotFound, "", "allocation %d does not exist", id)}
+		}
+		if slices.Contains(c.IDs[:i], id) {
+			return &Result{Rejection: reject(CodeInvalid, "", "allocation %d named twice", id)}
+		}
+		cp, rej := s.updated(a, c)
+		if rej != nil {
+			return &Result{Rejection: rej}
+		}
+		olds[i], news[i] = a, cp
+	}
+	for i := range olds {
+		s.replaceAlloc(olds[i], news[i])
+	}
+	s.touch()
+	return &Result{IDs: slices.Clone(c.IDs)}
+}
+
+// updated is a with c's changes, or why not.
+func (s *State) updated(a *model.Allocation, c *UpdateAlloc) (*model.Allocation, *Rejection) {
+	id := a.ID
 	if a.State.Terminal() {
-		return &Result{Rejection: reject(CodeConflict, "", "allocation %d already ended %s", c.ID, a.State)}
+		return nil, reject(CodeConflict, "", "allocation %d already ended %s", id, a.State)
 	}
 	pending := a.State == model.StatePending
 	if !pending && (c.NodesMin != nil || c.NodesMax != nil || c.PriorityClass != nil || c.VCluster != nil || c.BeginTime != nil || c.QOS != nil) {
-		return &Result{Rejection: reject(CodeConflict, "", "allocation %d is %s: only its time limit (shorter) and name can change; nodes, priority, vcluster, qos and begin time only while PENDING", c.ID, a.State)}
+		return nil, reject(CodeConflict, "", "allocation %d is %s: only its time limit (shorter) and name can change; nodes, priority, vcluster, qos and begin time only while PENDING", id, a.State)
 	}
 	cp := modify(a)
 	if c.Walltime != nil {
 		if !pending && !c.Admin && *c.Walltime > a.Walltime {
-			return &Result{Rejection: reject(CodeConflict, "", "allocation %d is %s: its time limit may only shrink (now %s, asked %s); an admin may extend it",
-				c.ID, a.State, model.FormatWalltime(a.Walltime), model.FormatWalltime(*c.Walltime))}
+			return nil, reject(CodeConflict, "", "allocation %d is %s: its time limit may only shrink (now %s, asked %s); an admin may extend it",
+				id, a.State, model.FormatWalltime(a.Walltime), model.FormatWalltime(*c.Walltime))
 		}
 		cp.Walltime = *c.Walltime
 	}
@@ -205,19 +231,17 @@ func (s *State) applyUpdateAlloc(c *UpdateAlloc) *Result {
 	if c.VCluster != nil {
 		vc := s.resolvePartition(*c.VCluster)
 		if s.vclusters[vc] == nil {
-			return &Result{Rejection: reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", *c.VCluster, s.vclusterNames())}
+			return nil, reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", *c.VCluster, s.vclusterNames())
 		}
 		cp.VCluster = vc
 	}
 	if err := cp.Request.Validate(); err != nil {
-		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
+		return nil, reject(CodeInvalid, "", "%v", err)
 	}
-	if n := len(s.nodeNames); n > 0 && cp.NodesMin > n {
-		return &Result{Rejection: reject(CodeInvalid, model.ReasonBadConstraints, "invalid nodes %d: the cluster has %d nodes", cp.NodesMin, n)}
+	if n := len(s.nodeNames); n > 0 && cp.NodesMin > n && cp.Held == "" {
+		return nil, reject(CodeInvalid, model.ReasonBadConstraints, "invalid nodes %d: the cluster has %d nodes", cp.NodesMin, n)
 	}
-	s.replaceAlloc(a, cp)
-	s.touch()
-	return &Result{IDs: []uint64{c.ID}}
+	return cp, nil
 }
 
 func (s *State) applyRequeueJobs(c *RequeueJobs) *Result {

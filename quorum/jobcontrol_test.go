@@ -165,7 +165,7 @@ func TestUpdateAlloc(t *testing.T) {
 			} else {
 				id = f.submit("batch", 1)
 			}
-			tc.cmd.ID = id
+			tc.cmd.IDs = []uint64{id}
 			r := f.apply(&tc.cmd)
 			msg := ""
 			if r.Rejection != nil {
@@ -266,5 +266,33 @@ func TestSiteConfig(t *testing.T) {
 	}
 	if s2.Partitions()["regular"] != "batch" {
 		t.Errorf("partitions after restore: %v", s2.Partitions())
+	}
+}
+
+func TestUpdateArrayAllOrNothing(t *testing.T) {
+	f := newFixture(t)
+	r := f.ok(&Submit{Items: []SubmitItem{{Request: model.Request{VCluster: "batch", Command: []string{"true"}, NodesMin: 1,
+		Array: &model.ArraySpec{Start: 0, End: 2, Step: 1}}}}})
+	ids := r.IDs
+	f.ok(&UpdateAlloc{IDs: ids, Walltime: ptr(2 * time.Hour)})
+	for _, id := range ids {
+		if a := f.s.Allocation(id); a.Walltime != 2*time.Hour {
+			t.Fatalf("task %d walltime %s", id, a.Walltime)
+		}
+	}
+	// One task runs: a node change is refused for all of them.
+	if it := f.assign("batch", ids[1], "b0"); !it.Committed {
+		t.Fatal(it.Rejection.Message)
+	}
+	if r := f.apply(&UpdateAlloc{IDs: ids, NodesMin: ptr(2)}); r.Rejection == nil || !strings.Contains(r.Rejection.Message, "only while PENDING") {
+		t.Fatalf("update with a running task: %+v", r.Rejection)
+	}
+	if a := f.s.Allocation(ids[0]); a.NodesMin != 1 {
+		t.Fatalf("task 0 changed although the update was refused: %d nodes", a.NodesMin)
+	}
+	for _, bad := range []*UpdateAlloc{{}, {IDs: []uint64{ids[0], ids[0]}, Name: ptr("x")}, {IDs: []uint64{999}, Name: ptr("x")}} {
+		if r := f.apply(bad); r.Rejection == nil {
+			t.Errorf("%+v accepted", bad)
+		}
 	}
 }

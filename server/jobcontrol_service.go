@@ -123,22 +123,21 @@ func (a *allocService) Requeue(ctx context.Context, req *latticev1.JobControlReq
 }
 
 func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocationRequest) (*latticev1.Allocation, error) {
-	var al *model.Allocation
+	var found []*model.Allocation
 	var err error
-	a.s.view(func(st *quorum.State) {
-		var found []*model.Allocation
-		if found, err = resolveIDs(st, req.Id, false); err == nil {
-			al = found[0]
-		}
-	})
+	a.s.view(func(st *quorum.State) { found, err = resolveIDs(st, req.Id, true) }) // an array's id: every task
 	if err != nil {
 		return nil, err
 	}
+	al := found[0]
 	if err := a.s.canChange(ctx, "update", allocObject(al)); err != nil {
 		return nil, err
 	}
 	admin := a.s.isAdmin(ctx)
-	c := &quorum.UpdateAlloc{Header: quorum.Header{RequestID: req.ClientRequestId}, ID: al.ID, Admin: admin}
+	c := &quorum.UpdateAlloc{Header: quorum.Header{RequestID: req.ClientRequestId}, Admin: admin}
+	for _, f := range found {
+		c.IDs = append(c.IDs, f.ID)
+	}
 	changed := false
 	if req.WalltimeSeconds != nil {
 		w := *req.WalltimeSeconds
@@ -182,7 +181,7 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 		class, changed = int(*req.PriorityClass), true
 	}
 	if class >= 0 {
-		if a.s.authOn() && class > caller(ctx).PriorityCeiling() && class > al.PriorityClass {
+		if a.s.authOn() && class > caller(ctx).PriorityCeiling() && slices.ContainsFunc(found, func(f *model.Allocation) bool { return class > f.PriorityClass }) {
 			return nil, status.Errorf(codes.PermissionDenied, "permission denied: %s may not raise priority class to %d: their QOS ceiling is %d",
 				caller(ctx), class, caller(ctx).PriorityCeiling())
 		}
