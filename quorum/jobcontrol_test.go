@@ -224,7 +224,7 @@ func TestRequeueJobs(t *testing.T) {
 
 func TestSiteConfig(t *testing.T) {
 	f := newFixture(t)
-	if q, ok := f.s.QOS("debug"); !ok || q.MaxWalltime != 30*time.Minute {
+	if q, ok := f.s.QOS("debug"); !ok || q.PriorityClass != 8 {
 		t.Fatalf("default debug qos: %+v %v", q, ok)
 	}
 	f.ok(&SetQOS{QOS: model.QOS{Name: "regular", PriorityClass: 4, MaxNodes: 4}})

@@ -202,6 +202,9 @@ func TestJobControlOnDevStack(t *testing.T) {
 		if err != nil || !slices.ContainsFunc(list.Qos, func(q *latticev1.QOS) bool { return q.Name == "debug" }) {
 			t.Fatalf("list: %v %v", err, list)
 		}
+		if _, err := d.allocs.SetQOS(ctx, &latticev1.SetQOSRequest{Qos: &latticev1.QOS{Name: "debug", PriorityClass: 8, MaxWalltimeSeconds: 1800}}); err != nil {
+			t.Fatal(err)
+		}
 		_, err = d.allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{NodesMin: 1, Command: []string{"true"}, Qos: "debug", WalltimeSeconds: 7200}})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "qos debug") {
 			t.Fatalf("2h in debug: %v", err)
