@@ -277,6 +277,9 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			NodeList:          a.NodeList,
 			ExcludeNodes:      a.ExcludeNodes,
 		}
+		if a.BeginTime.After(j.EligibleTime) {
+			j.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
+		}
 		if why := a.Waiting(s.Now); why != "" {
 			j.Hold = why // held, or before its begin time: scored and explained, never started
 		}
