@@ -501,6 +501,11 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		} else {
 			a.log.Info("signalled allocation", "alloc", msg.Signal.AllocationId, "signal", sig)
 		}
+	case *latticev1.ServerMessage_SetWalltime:
+		w := time.Duration(msg.SetWalltime.WalltimeSeconds) * time.Second
+		if a.runner.SetWalltime(msg.SetWalltime.AllocationId, w) {
+			a.log.Info("walltime changed", "alloc", msg.SetWalltime.AllocationId, "walltime", w)
+		}
 	case *latticev1.ServerMessage_CheckpointAck:
 		if !a.runner.CheckpointAck(msg.CheckpointAck.AllocationId, msg.CheckpointAck.Failed) {
 			a.log.Info("checkpoint acknowledgement with no checkpoint in progress", "alloc", msg.CheckpointAck.AllocationId)

@@ -616,6 +616,21 @@ func (r *Runner) Signal(id uint64, sig syscall.Signal) bool {
 	return syscall.Kill(-p.pgid, sig) == nil
 }
 
+// SetWalltime moves a running allocation's walltime timer to walltime
+// after its start (latticectl update --time); false when it does not run
+// here or has no timer.
+func (r *Runner) SetWalltime(id uint64, walltime time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.running[id]
+	if p == nil || p.timer == nil || walltime <= 0 {
+		return false
+	}
+	p.launch.Walltime = walltime
+	p.timer.Reset(max(time.Until(p.launch.Started.Add(walltime)), 0))
+	return true
+}
+
 // Running lists the allocations running now, in id order.
 func (r *Runner) Running() []uint64 {
 	r.mu.Lock()

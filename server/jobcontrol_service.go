@@ -198,9 +198,29 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 		return nil, rejectionError(r.Rejection)
 	}
 	var out *model.Allocation
-	a.s.view(func(st *quorum.State) { out = st.Allocation(al.ID) })
+	var active []*model.Allocation
+	a.s.view(func(st *quorum.State) {
+		out = st.Allocation(al.ID)
+		for _, f := range found {
+			if cur := st.Allocation(f.ID); cur != nil && cur.State.Active() && len(cur.Nodes) > 0 {
+				active = append(active, cur)
+			}
+		}
+	})
 	if out == nil {
 		return nil, notFound("allocation %s not found", req.Id)
+	}
+	if c.Walltime != nil {
+		// A running one's agent moves its timer now; if that agent is not
+		// connected, the walltime backstop still ends it at its new limit.
+		if l := a.s.currentLeader(); l != nil {
+			for _, cur := range active {
+				if conn := l.disp.connFor(cur.Nodes[0]); conn != nil {
+					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_SetWalltime{SetWalltime: &latticev1.SetWalltime{
+						AllocationId: cur.ID, WalltimeSeconds: int64(cur.Walltime / time.Second)}}})
+				}
+			}
+		}
 	}
 	return a.withExplanation(out), nil
 }

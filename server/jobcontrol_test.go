@@ -113,8 +113,18 @@ func TestJobControlOnDevStack(t *testing.T) {
 		if _, err := d.allocs.Update(ctx, &latticev1.UpdateAllocationRequest{Id: id, NodesMin: &n}); status.Code(err) != codes.FailedPrecondition {
 			t.Fatalf("nodes of a running job: %v", err)
 		}
-		d.allocs.Cancel(ctx, &latticev1.CancelRequest{Ids: []string{id}})
-		d.waitState(t, id, model.StateCancelled)
+		// The agent moves its timer: a limit already passed ends it now.
+		w = 1
+		if _, err := d.allocs.Update(ctx, &latticev1.UpdateAllocationRequest{Id: id, WalltimeSeconds: &w}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if a := d.waitState(t, id, model.StateFailed); a.Reason != model.ReasonWalltimeExceeded {
+			t.Fatalf("reason %s", a.Reason)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("ended %s after its new limit", time.Since(start))
+		}
 	})
 	t.Run("requeue a running job", func(t *testing.T) {
 		id := d.submit(t, &latticev1.AllocationRequest{NodesMin: 1, Command: []string{"sleep", "30"}})
