@@ -323,6 +323,9 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 	}
 	if e := a.explanation(al); e != nil && al.State == model.StatePending {
 		out := explanationToProto(al.DisplayID(), al.State, e)
+		if why := al.Waiting(a.s.cfg.Clock()); why != "" {
+			out.Reason, out.Message = why, waitingSentence(al)
+		}
 		if p := preemptionSentence(al); p != "" {
 			out.Message = p + "; " + out.Message
 		}
@@ -335,12 +338,8 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		}
 	}()
 	switch {
-	case al.State == model.StatePending && al.Held != "":
-		out.Reason = model.HoldReason(al.Held)
-		out.Message = "held by " + map[string]string{model.HoldUser: "its owner", model.HoldAdmin: "an admin"}[al.Held] + "; `latticectl release " + al.DisplayID() + "` lets it run"
-	case al.State == model.StatePending && al.Waiting(a.s.cfg.Clock()) == model.ReasonBeginTime:
-		out.Reason = model.ReasonBeginTime
-		out.Message = "not eligible before its begin time " + al.BeginTime.Format(time.RFC3339)
+	case al.State == model.StatePending && al.Waiting(a.s.cfg.Clock()) != "":
+		out.Reason, out.Message = al.Waiting(a.s.cfg.Clock()), waitingSentence(al)
 	case al.State == model.StatePending && al.EligibleTime.IsZero():
 		out.Message = "waits for its dependencies"
 	case al.State == model.StatePending:
@@ -496,4 +495,16 @@ func preemptionSentence(al *model.Allocation) string {
 		return s + fmt.Sprintf("; checkpointing until %s, then it is stopped and requeued", p.Deadline.Format(time.RFC3339))
 	}
 	return s + fmt.Sprintf("; requeued (restart %d)", al.RequeueCount)
+}
+
+// waitingSentence says why a held or not-yet-begun allocation waits and
+// what lets it run.
+func waitingSentence(al *model.Allocation) string {
+	switch al.Held {
+	case model.HoldUser:
+		return "held by its owner; `latticectl release " + al.DisplayID() + "` lets it run"
+	case model.HoldAdmin:
+		return "held by an admin; only an admin's `latticectl release " + al.DisplayID() + "` lets it run"
+	}
+	return "not eligible before its begin time " + al.BeginTime.Format(time.RFC3339) + "; `latticectl update " + al.DisplayID() + " --begin now` changes it"
 }
