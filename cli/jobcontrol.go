@@ -448,7 +448,7 @@ func (r *runner) qosCommand() *cli.Command {
 					&cli.StringFlag{Name: "max-walltime", Usage: "longest time limit of one job (0 = none)"},
 					&cli.IntFlag{Name: "max-nodes", Usage: "most nodes of one job (0 = none)"},
 					&cli.StringFlag{Name: "vcluster", Usage: "where its jobs run unless they name a vCluster"},
-					&cli.StringFlag{Name: "description", Usage: "one line for `qos list`"},
+					&cli.StringFlag{Name: "description", Usage: "one line shown by qos list"},
 				},
 				Action: func(c *cli.Context) error {
 					if err := needArgs(c, 1, 1, "NAME --priority-class C"); err != nil {
