@@ -67,7 +67,8 @@ func (r *runner) jobControlCommands() []*cli.Command {
 			Name: name, Usage: usage, ArgsUsage: "ID...  (12, 12_3, 12_[1-3])", Flags: flags,
 			Action: func(c *cli.Context) error {
 				return r.control(c, done, func(ctx context.Context, cc grpc.ClientConnInterface, ids []string, reqID string) (*latticev1.JobControlResponse, error) {
-					return call(latticev1.NewAllocationServiceClient(cc))(ctx, &latticev1.JobControlRequest{Ids: ids, ClientRequestId: reqID, UserHold: c.Bool("user")})
+					return call(latticev1.NewAllocationServiceClient(cc))(ctx, &latticev1.JobControlRequest{Ids: ids, ClientRequestId: reqID,
+						UserHold: c.Bool("user"), Hold: c.Bool("hold")})
 				})
 			},
 		}
@@ -84,7 +85,8 @@ func (r *runner) jobControlCommands() []*cli.Command {
 		simple("requeue", "send allocations back to the queue (scontrol requeue): running ones are stopped (SIGTERM, grace, SIGKILL) first", "requeued",
 			func(c latticev1.AllocationServiceClient) func(context.Context, *latticev1.JobControlRequest, ...grpc.CallOption) (*latticev1.JobControlResponse, error) {
 				return c.Requeue
-			}),
+			}, &cli.BoolFlag{Name: "hold", Aliases: []string{"H"}, Usage: "requeue them held (scontrol requeuehold)"},
+			&cli.BoolFlag{Name: "user", Usage: "admins: with --hold, a user hold"}),
 		{
 			Name:      "signal",
 			Usage:     "send a signal to running allocations' processes (scancel --signal)",

@@ -120,6 +120,10 @@ func TestJobControlCommands(t *testing.T) {
 		t.Fatalf("release json %s %v", r.stdout, err)
 	}
 	mustCode(t, run(t, srv, "requeue", "12"), 0)
+	mustCode(t, run(t, srv, "requeue", "--hold", "12"), 0)
+	if got := f.lastControl(); !got.GetHold() {
+		t.Fatalf("requeue --hold sent %+v", got)
+	}
 	mustCode(t, run(t, srv, "requeue", "busy"), ExitUsage)
 	mustCode(t, run(t, srv, "hold"), ExitUsage)
 	r = run(t, srv, "signal", "12", "USR1")

@@ -62,6 +62,9 @@ type UpdateAlloc struct {
 type RequeueJobs struct {
 	Header
 	IDs []uint64 `json:"ids"`
+	// Hold, when set (model.HoldUser or HoldAdmin), requeues them held
+	// (scontrol requeuehold).
+	Hold string `json:"hold,omitempty"`
 }
 
 // SetQOS creates or replaces one QOS entry, or deletes it.
@@ -267,6 +270,14 @@ func (s *State) applyRequeueJobs(c *RequeueJobs) *Result {
 			cp.CancelRequested, cp.RequeueRequested = true, true
 			s.replaceAlloc(a, cp)
 			s.touch()
+		}
+		if rej == nil && c.Hold != "" {
+			if b := s.allocs[id]; b.Held != model.HoldAdmin {
+				cp := modify(b)
+				cp.Held = c.Hold // takes effect once it is PENDING again
+				s.replaceAlloc(b, cp)
+				s.touch()
+			}
 		}
 		res.Items[i].Rejection = rej
 		res.Items[i].Committed = rej == nil

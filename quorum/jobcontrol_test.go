@@ -212,6 +212,13 @@ func TestRequeueJobs(t *testing.T) {
 	if it := f.apply(&RequeueJobs{IDs: []uint64{id}}).Items[0]; it.Committed || !strings.Contains(it.Rejection.Message, "already ended") {
 		t.Errorf("requeue of an ended allocation: %+v", it)
 	}
+	// requeuehold: back in the queue, held.
+	id3 := f.running("batch", "b2")
+	f.ok(&RequeueJobs{IDs: []uint64{id3}, Hold: model.HoldUser})
+	f.ok(&UpdateAllocs{Updates: []AllocUpdate{{AllocID: id3, State: model.StateCancelled, Run: 1}}})
+	if a := f.s.Allocation(id3); a.State != model.StatePending || a.Waiting(f.now) != model.ReasonJobHeldUser {
+		t.Fatalf("requeuehold: %s %q", a.State, a.Held)
+	}
 	// A cancel after a requeue request wins.
 	id2 := f.running("batch", "b1")
 	f.ok(&RequeueJobs{IDs: []uint64{id2}})

@@ -117,8 +117,15 @@ func (a *allocService) Release(ctx context.Context, req *latticev1.JobControlReq
 }
 
 func (a *allocService) Requeue(ctx context.Context, req *latticev1.JobControlRequest) (*latticev1.JobControlResponse, error) {
+	hold := ""
+	if req.Hold {
+		hold = model.HoldUser
+		if a.s.isAdmin(ctx) && !req.UserHold {
+			hold = model.HoldAdmin
+		}
+	}
 	return a.jobControl(ctx, "requeue", req, func(ids []uint64) quorum.Command {
-		return &quorum.RequeueJobs{IDs: ids}
+		return &quorum.RequeueJobs{IDs: ids, Hold: hold}
 	})
 }
 

@@ -28,7 +28,9 @@ type JobControlRequest struct {
 	ClientRequestId string                 `protobuf:"bytes,2,opt,name=client_request_id,json=clientRequestId,proto3" json:"client_request_id,omitempty"`
 	// user_hold: an admin's Hold is an admin hold (JobHeldAdmin) unless this
 	// asks for a user hold (scontrol uhold).
-	UserHold      bool `protobuf:"varint,3,opt,name=user_hold,json=userHold,proto3" json:"user_hold,omitempty"`
+	UserHold bool `protobuf:"varint,3,opt,name=user_hold,json=userHold,proto3" json:"user_hold,omitempty"`
+	// hold, for Requeue: requeued held (scontrol requeuehold), as Hold would hold it.
+	Hold          bool `protobuf:"varint,4,opt,name=hold,proto3" json:"hold,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -80,6 +82,13 @@ func (x *JobControlRequest) GetClientRequestId() string {
 func (x *JobControlRequest) GetUserHold() bool {
 	if x != nil {
 		return x.UserHold
+	}
+	return false
+}
+
+func (x *JobControlRequest) GetHold() bool {
+	if x != nil {
+		return x.Hold
 	}
 	return false
 }
@@ -2819,11 +2828,12 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"n\n" +
+	"lattice.v1\"\x82\x01\n" +
 	"\x11JobControlRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\x12\x1b\n" +
-	"\tuser_hold\x18\x03 \x01(\bR\buserHold\"H\n" +
+	"\tuser_hold\x18\x03 \x01(\bR\buserHold\x12\x12\n" +
+	"\x04hold\x18\x04 \x01(\bR\x04hold\"H\n" +
 	"\x10JobControlResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
