@@ -307,13 +307,13 @@ func checkOwnership(s *State, ctx *assignCtx) *Rejection {
 
 // reservedAgainst reports whether n is held at t for a pending allocation
 // other than id. A reservation for an allocation that is no longer pending
-// (it started elsewhere, was cancelled) holds nothing.
+// (it started elsewhere, was cancelled) or is held holds nothing.
 func (s *State) reservedAgainst(n *model.Node, id uint64, t time.Time) bool {
 	if !n.ReservedAgainst(id, t) {
 		return false
 	}
 	r := s.allocs[n.ReservedFor]
-	return r != nil && r.State == model.StatePending
+	return r != nil && r.State == model.StatePending && r.Held == "" // a held one holds no nodes
 }
 
 // checkQuota enforces I4.

@@ -526,7 +526,7 @@ func (b *Builder) borrowable(s *Snapshot) {
 // is assumed pending.
 func holdLive(s *Snapshot, id uint64) bool {
 	a, ok := s.Allocations[id]
-	return !ok || a.State == model.StatePending
+	return !ok || (a.State == model.StatePending && a.Held == "") // a held one holds no nodes
 }
 
 // grow returns b with n zero elements, reusing its array when it can.
