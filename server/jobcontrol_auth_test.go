@@ -116,8 +116,16 @@ func TestJobControlPermissions(t *testing.T) {
 		t.Fatalf("root sets a QOS: %v", err)
 	}
 
+	// More nodes than the tenant's quota ever allows.
+	admin := latticev1.NewAdminServiceClient(s.conn)
+	if _, err := admin.SetTenant(s.as("root"), &latticev1.SetTenantRequest{Name: "physics", MaxNodes: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = allocs.Submit(s.as("alice"), &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{Tenant: "physics", NodesMin: 3, WalltimeSeconds: 60, Command: []string{"true"}}})
+	wantCode(t, "3 nodes over a quota of 2", err, codes.InvalidArgument, "nodes: 3 requested, tenant physics may use at most 2")
+
 	// Never fits: only an admin keeps one without holding it.
-	big := &latticev1.AllocationRequest{Tenant: "physics", NodesMin: 4, WalltimeSeconds: 60, Command: []string{"true"}, GpusPerNode: 8, KeepIfNeverFits: true}
+	big := &latticev1.AllocationRequest{Tenant: "physics", NodesMin: 2, WalltimeSeconds: 60, Command: []string{"true"}, GpusPerNode: 8, KeepIfNeverFits: true}
 	_, err = allocs.Submit(s.as("alice"), &latticev1.SubmitRequest{Request: big})
 	wantCode(t, "alice keeps a request that never fits", err, codes.PermissionDenied, "only an admin")
 	big.KeepIfNeverFits = false

@@ -383,7 +383,7 @@ func (s *Server) resolveSite(r *model.Request) error {
 // checkEverFits refuses a request no set of nodes its vCluster can own or
 // borrow could ever satisfy: more nodes than it has, counting only those
 // that meet its constraints (features, GPUs, node list) and, for borrowed
-// ones, what their homes may lend. A cluster with no nodes yet (agents not
+// ones, what their homes may lend; or more than its tenant's node quota. A cluster with no nodes yet (agents not
 // registered) is not judged.
 func (s *Server) checkEverFits(r *model.Request) error {
 	var msg string
@@ -425,6 +425,14 @@ func (s *Server) checkEverFits(r *model.Request) error {
 					most += min(c, h.MaxLendable(st.HomeNodes(home)))
 				}
 			}
+		}
+		tenant := r.Tenant
+		if tenant == "" {
+			tenant = model.DefaultTenant
+		}
+		if t := st.Tenant(tenant); t != nil && t.MaxNodes > 0 && r.NodesMin > t.MaxNodes {
+			msg = fmt.Sprintf("nodes: %d requested, tenant %s may use at most %d at once (its quota)", r.NodesMin, tenant, t.MaxNodes)
+			return
 		}
 		if r.NodesMin <= most {
 			return
