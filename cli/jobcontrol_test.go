@@ -82,7 +82,7 @@ func TestSiteStyleScriptsDryRun(t *testing.T) {
 	if va.NodesMin != 2 || va.GPUsPerNode != 4 || va.GPUType != "a100" || !va.Hold || va.Begin == nil || !va.Begin.Equal(t0.Add(time.Hour)) || va.MailType != "END" {
 		t.Errorf("%+v", va)
 	}
-	if !strings.Contains(a.stderr, "no mail will be sent") {
+	if !strings.Contains(a.stderr, "mail is sent only where the site configured a mail hook") {
 		t.Errorf("no mail warning: %s", a.stderr)
 	}
 }

@@ -241,6 +241,10 @@ func (r *runner) submit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range resp.GetWarnings() {
+		fmt.Fprintf(r.Stderr, "warning: %s\n", w)
+		warnings = append(warnings, w)
+	}
 	display := resp.GetDisplayId()
 	if display == "" && len(resp.GetIds()) > 0 {
 		display = strconv.FormatUint(resp.GetIds()[0], 10)
@@ -873,8 +877,8 @@ func unixMSOrZero(t time.Time) int64 {
 // Slurm user may expect.
 func submitWarnings(req *model.Request, dry bool) []string {
 	var out []string
-	if (req.MailType != "" && req.MailType != "NONE") || req.MailUser != "" {
-		out = append(out, "--mail-type/--mail-user are kept with the job, but no site mail hook is configured: no mail will be sent")
+	if dry && ((req.MailType != "" && req.MailType != "NONE") || req.MailUser != "") { // a submission hears it from the server
+		out = append(out, "--mail-type/--mail-user are kept with the job; mail is sent only where the site configured a mail hook (latticed --mail-hook)")
 	}
 	return out
 }

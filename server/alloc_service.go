@@ -71,7 +71,7 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, rejectionError(res.Rejection)
 	}
 	a.s.metrics.submitted.Add(float64(len(res.IDs)))
-	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10)}, nil
+	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check)}, nil
 }
 
 // resolveIDs turns user ids into allocations: "12" is allocation 12 — or,
@@ -286,10 +286,12 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 		}
 		return resp, nil
 	}
+	mail := a.s.mailSnapshot(ids)
 	r, err := a.s.propose(ctx, &quorum.Cancel{Header: quorum.Header{RequestID: req.ClientRequestId}, IDs: ids})
 	if err != nil {
 		return nil, rpcError(err)
 	}
+	a.s.mailAfter(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}

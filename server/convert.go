@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"slices"
 	"strconv"
 	"time"
@@ -41,7 +42,7 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 	if p.BeginUnixMs > 0 {
 		r.BeginTime = time.UnixMilli(p.BeginUnixMs).UTC()
 	}
-	r.Hold, r.MailType, r.MailUser, r.QOS = p.Hold, p.MailType, p.MailUser, p.Qos
+	r.Hold, r.MailType, r.MailUser, r.QOS = p.Hold, strings.ToUpper(strings.ReplaceAll(p.MailType, " ", "")), p.MailUser, p.Qos
 	if len(p.NodeList) > 0 {
 		r.NodeList = slices.Compact(slices.Sorted(slices.Values(p.NodeList)))
 	}

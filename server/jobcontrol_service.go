@@ -77,10 +77,12 @@ func (a *allocService) jobControl(ctx context.Context, verb string, req *lattice
 	}
 	c := cmd(ids)
 	c.CommandHeader().RequestID = req.ClientRequestId
+	mail := a.s.mailSnapshot(ids)
 	r, err := a.s.propose(ctx, c)
 	if err != nil {
 		return nil, rpcError(err)
 	}
+	a.s.mailAfter(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}

@@ -1575,7 +1575,10 @@ type SubmitResponse struct {
 	// ids of the created allocations (one, or one per array task).
 	Ids []uint64 `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
 	// display_id is what users see: "12", or "12" for an array whose tasks are "12_0", "12_1", ...
-	DisplayId     string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
+	DisplayId string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
+	// warnings about what the request keeps but the site will not act on
+	// (e.g. --mail-type without a site mail hook).
+	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1622,6 +1625,13 @@ func (x *SubmitResponse) GetDisplayId() string {
 		return x.DisplayId
 	}
 	return ""
+}
+
+func (x *SubmitResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 type Transition struct {
@@ -2964,11 +2974,12 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
-	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"A\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"]\n" +
 	"\x0eSubmitResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
 	"\n" +
-	"display_id\x18\x02 \x01(\tR\tdisplayId\"\\\n" +
+	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x1a\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\\\n" +
 	"\n" +
 	"Transition\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
