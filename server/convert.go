@@ -1,9 +1,9 @@
 package server
 
 import (
-	"strings"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
