@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -315,21 +316,11 @@ func (a *allocService) ListQOS(ctx context.Context, _ *latticev1.ListQOSRequest)
 			resp.Qos = append(resp.Qos, qosToProto(q))
 		}
 		parts := st.Partitions()
-		for _, name := range slices.Sorted(mapsKeys(parts)) {
+		for _, name := range slices.Sorted(maps.Keys(parts)) {
 			resp.Partitions = append(resp.Partitions, &latticev1.Partition{Name: name, Vcluster: parts[name]})
 		}
 	})
 	return resp, nil
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func (a *allocService) SetQOS(ctx context.Context, req *latticev1.SetQOSRequest) (*latticev1.SetQOSResponse, error) {
