@@ -525,6 +525,20 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 			grace = time.Duration(msg.StepKill.GraceSeconds) * time.Second
 		}
 		a.killSteps(msg.StepKill.AllocationId, msg.StepKill.StepId, grace)
+	case *latticev1.ServerMessage_Signal:
+		// latticectl signal / cancel --signal: to the job's process group
+		// (the supervisor passes it by).
+		sig := msg.Signal.Signal
+		if sig < 1 || sig > 64 || !a.runner.Signal(msg.Signal.AllocationId, syscall.Signal(sig)) {
+			a.log.Info("signal for an allocation not running here", "alloc", msg.Signal.AllocationId, "signal", sig)
+		} else {
+			a.log.Info("signalled allocation", "alloc", msg.Signal.AllocationId, "signal", sig)
+		}
+	case *latticev1.ServerMessage_SetWalltime:
+		w := time.Duration(msg.SetWalltime.WalltimeSeconds) * time.Second
+		if a.runner.SetWalltime(msg.SetWalltime.AllocationId, w) {
+			a.log.Info("walltime changed", "alloc", msg.SetWalltime.AllocationId, "walltime", w)
+		}
 	case *latticev1.ServerMessage_CheckpointAck:
 		if !a.runner.CheckpointAck(msg.CheckpointAck.AllocationId, msg.CheckpointAck.Failed) {
 			a.log.Info("checkpoint acknowledgement with no checkpoint in progress", "alloc", msg.CheckpointAck.AllocationId)

@@ -235,7 +235,8 @@ func Env(l Launch, base []string) []string {
 }
 
 // ExpandPattern expands Slurm's filename patterns: %j job id, %A array job
-// id, %a array index, %x job name, %N first node, %u user, %% a percent sign.
+// id, %a array index, %x job name, %N first node, %u user (the tenant when
+// it has no owner), %% a percent sign.
 func ExpandPattern(p string, l Launch) string {
 	if !strings.Contains(p, "%") {
 		return p
@@ -265,7 +266,11 @@ func ExpandPattern(p string, l Launch) string {
 				b.WriteString(l.Nodes[0])
 			}
 		case 'u':
-			b.WriteString(l.Tenant)
+			if l.User != "" {
+				b.WriteString(l.User)
+			} else {
+				b.WriteString(l.Tenant)
+			}
 		case '%':
 			b.WriteByte('%')
 		default:
@@ -620,6 +625,21 @@ func (r *Runner) Signal(id uint64, sig syscall.Signal) bool {
 		return false
 	}
 	return syscall.Kill(-p.pgid, sig) == nil
+}
+
+// SetWalltime moves a running allocation's walltime timer to walltime
+// after its start (latticectl update --time); false when it does not run
+// here or has no timer.
+func (r *Runner) SetWalltime(id uint64, walltime time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.running[id]
+	if p == nil || p.timer == nil || walltime <= 0 {
+		return false
+	}
+	p.launch.Walltime = walltime
+	p.timer.Reset(max(time.Until(p.launch.Started.Add(walltime)), 0))
+	return true
 }
 
 // Running lists the allocations running now, in id order.

@@ -52,6 +52,16 @@ var Rules = map[string]Access{
 	"/lattice.v1.AllocationService/Explain":        Human,
 	"/lattice.v1.AllocationService/Checkpoint":     Human,
 	"/lattice.v1.AllocationService/CheckpointDone": Human,
+	// Job control: the handler applies CanChange to each allocation.
+	"/lattice.v1.AllocationService/Hold":    Human,
+	"/lattice.v1.AllocationService/Release": Human,
+	"/lattice.v1.AllocationService/Requeue": Human,
+	"/lattice.v1.AllocationService/Update":  Human,
+	"/lattice.v1.AllocationService/Signal":  Human,
+	// Site configuration: everyone reads it, admins change it.
+	"/lattice.v1.AllocationService/ListQOS":      Human,
+	"/lattice.v1.AllocationService/SetQOS":       Admin,
+	"/lattice.v1.AllocationService/SetPartition": Admin,
 
 	// A step runs inside an allocation its caller may change (the object rule
 	// is checked by the handler); the srun shim calls it from the job.

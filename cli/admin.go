@@ -146,6 +146,9 @@ func (r *runner) printVCluster(format string, info *latticev1.VClusterInfo) erro
 		kv(w, "Reclaim back-off", secondsText(v.ReclaimBackoffSeconds))
 		kv(w, "Preemption", fmt.Sprintf("%s (horizon %s)", yesNo(v.Preemption), secondsText(v.PreemptHorizonSeconds)))
 		kv(w, "Checkpointable only on borrowed", yesNo(v.CheckpointableOnlyOnBorrowed))
+		if p := info.GetPartitions(); len(p) > 0 {
+			kv(w, "Partitions", strings.Join(p, ", "))
+		}
 		if v.LoopPanics > 0 {
 			kv(w, "Recovered loop panics", v.LoopPanics)
 		}

@@ -433,8 +433,9 @@ func (r *runner) explanationTable(w io.Writer, e *latticev1.Explanation) {
 func (r *runner) cancelCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cancel",
-		Usage:     "cancel allocations (running work gets SIGTERM, a grace period, then SIGKILL)",
-		ArgsUsage: "ID...",
+		Usage:     "cancel allocations (running work gets SIGTERM, a grace period, then SIGKILL), by id or by filter (scancel)",
+		ArgsUsage: "[ID...] (12, 12_3, 12_[1-3,7]) [-u USER] [--state S] [--name N] [--vcluster V] [--signal SIG]",
+		Flags:     cancelFlags(),
 		Action:    r.cancel,
 	}
 }
@@ -451,16 +452,37 @@ func (r *runner) cancel(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := needArgs(c, 1, -1, "ID..."); err != nil {
+	if _, err := expandIDs(c.Args().Slice()); err != nil {
 		return err
 	}
-	ids := c.Args().Slice()
-	if err := checkIDs(ids); err != nil {
-		return err
+	if sig := c.String("signal"); sig != "" {
+		if _, err := model.ParseSignal(sig); err != nil {
+			return err
+		}
 	}
 	cn, err := r.connect(c)
 	if err != nil {
 		return err
+	}
+	ids, err := r.cancelSelection(c, cn)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		fmt.Fprintln(r.Stderr, "nothing matches: no allocation cancelled")
+		return r.emitAs(format, []cancelView{}, func(io.Writer, bool) error { return nil })
+	}
+	if sig := c.String("signal"); sig != "" { // scancel --signal: signal, do not cancel
+		var resp *latticev1.JobControlResponse
+		err := cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			var err error
+			resp, err = latticev1.NewAllocationServiceClient(cc).Signal(ctx, &latticev1.SignalRequest{Ids: ids, Signal: sig})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return r.reportControl(format, "signalled", resp.GetResults())
 	}
 	call := func(ids []string, reqID string) (*latticev1.CancelResponse, error) {
 		var resp *latticev1.CancelResponse

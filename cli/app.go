@@ -169,6 +169,7 @@ func (r *runner) app() *cli.App {
 			r.completionCommand(),
 		},
 	}
+	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
 	for _, c := range app.Commands {
 		prepare(c)
 	}

@@ -41,7 +41,22 @@ const (
 	optCkptHook    = "checkpoint-hook"
 	optCkptWebhook = "checkpoint-webhook"
 	optRequeue     = "requeue" // "true" or "false"
+	optBegin       = "begin"
+	optHold        = "hold" // "true"
+	optNodeList    = "nodelist"
+	optExclude     = "exclude"
+	optGPUs        = "gpus"
+	optMailType    = "mail-type"
+	optMailUser    = "mail-user"
 )
+
+// sbatchSwitches are the options that take no value, with the value they set.
+var sbatchSwitches = map[string]struct{ key, value string }{
+	"--requeue":    {optRequeue, "true"},
+	"--no-requeue": {optRequeue, "false"},
+	"--hold":       {optHold, "true"},
+	"-H":           {optHold, "true"},
+}
 
 func (o submitOptions) set(key, value, origin string) {
 	switch key {
@@ -90,6 +105,13 @@ var sbatchLong = map[string]string{
 	"checkpoint-webhook": optCkptWebhook,
 	"requeue":            optRequeue,
 	"no-requeue":         optRequeue,
+	"begin":              optBegin,
+	"hold":               optHold,
+	"nodelist":           optNodeList,
+	"exclude":            optExclude,
+	"gpus":               optGPUs,
+	"mail-type":          optMailType,
+	"mail-user":          optMailUser,
 }
 
 // sbatchShort maps Slurm's one-letter options. In a script -o and -e are
@@ -107,6 +129,12 @@ var sbatchShort = map[byte]string{
 	'o': optStdout,
 	'e': optStderr,
 	'D': optWorkDir,
+	'b': optBegin,
+	'H': optHold,
+	'w': optNodeList,
+	'x': optExclude,
+	'G': optGPUs,
+	'q': "qos",
 }
 
 // parseSbatch reads the #SBATCH lines of a batch script into opts. Like
@@ -163,8 +191,8 @@ func sbatchTokens(where string, toks []string, opts submitOptions) (warnings []s
 			warnings = append(warnings, fmt.Sprintf("%s: unexpected %q in #SBATCH line ignored", where, t))
 			continue
 		}
-		if key == optRequeue { // a switch: --requeue, --no-requeue
-			opts.set(optRequeue, fmt.Sprint(spelled == "--requeue"), fmt.Sprintf("%s (#SBATCH %s)", where, spelled))
+		if sw, ok := sbatchSwitches[spelled]; ok && !hasValue { // --requeue, --no-requeue, --hold, -H
+			opts.set(sw.key, sw.value, fmt.Sprintf("%s (#SBATCH %s)", where, spelled))
 			continue
 		}
 		shown := t

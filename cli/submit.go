@@ -35,6 +35,7 @@ var qosClasses = []struct {
 	{"normal", DefaultPriorityClass},
 	{"high", 8},
 	{"urgent", 10},
+	{"debug", 8},
 }
 
 func qosClass(name string) (int, error) {
@@ -76,6 +77,12 @@ var submitFlags = []struct {
 	{"stderr", optStderr},
 	{"workdir", optWorkDir},
 	{"export", optExport},
+	{"begin", optBegin},
+	{"nodelist", optNodeList},
+	{"exclude", optExclude},
+	{"gpus", optGPUs},
+	{"mail-type", optMailType},
+	{"mail-user", optMailUser},
 }
 
 func (r *runner) submitCommand() *cli.Command {
@@ -85,7 +92,8 @@ func (r *runner) submitCommand() *cli.Command {
 		ArgsUsage: "SCRIPT | -- CMD [ARGS...]",
 		Description: "#SBATCH lines in SCRIPT are honoured; command-line flags win over them.\n" +
 			"On the command line -o is the output format; in a script #SBATCH -o/-e set the output files.\n" +
-			"qos → priority class: scavenger 0, low 2, normal 5 (default), high 8, urgent 10.",
+			"--qos names a QOS of the site's table (`latticectl qos list`); built in: scavenger 0, low 2, normal 5 (default), high 8, urgent 10, debug 8.\n" +
+			"A batch script's stdout and stderr go to slurm-%j.out (arrays slurm-%A_%a.out) in the submit directory unless --stdout/--stderr (#SBATCH -o/-e) say otherwise.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "node count N or MIN-MAX", DefaultText: "1"},
 			&cli.StringFlag{Name: "walltime", Aliases: []string{"t", "time"}, Usage: "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or a Go duration (90m)", DefaultText: "1h"},
@@ -94,7 +102,7 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "project", Usage: "project, for accounting"},
 			&cli.StringFlag{Name: "name", Aliases: []string{"J", "job-name"}, Usage: "name (default: the script's or the command's name)"},
 			&cli.StringFlag{Name: "priority-class", Usage: "priority class 0..10", DefaultText: strconv.Itoa(DefaultPriorityClass)},
-			&cli.StringFlag{Name: "qos", Usage: "Slurm QOS, mapped to a priority class: scavenger, low, normal, high, urgent"},
+			&cli.StringFlag{Name: "qos", Aliases: []string{"q"}, Usage: "a QOS of the site's table (latticectl qos list): its priority class and limits"},
 			&cli.StringFlag{Name: "checkpoint", Usage: "how the job is asked to checkpoint before its nodes are taken back: signal, hook, webhook or none", DefaultText: "none (signal with --signal)"},
 			&cli.StringFlag{Name: "checkpoint-hook", Usage: "hook mode: command run (sh -c, with the job's environment) to checkpoint; exit 0 = done"},
 			&cli.StringFlag{Name: "checkpoint-webhook", Usage: "webhook mode: URL POSTed {allocation, deadline, checkpoint_dir}; acknowledge with `latticectl checkpoint done ID`"},
@@ -105,11 +113,20 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "gpu-type", Usage: "GPU type, e.g. a100"},
 			&cli.StringFlag{Name: "gres", Usage: "Slurm generic resource gpu[:TYPE][:N]"},
 			&cli.StringFlag{Name: "gpus-per-node", Usage: "GPUs per node [TYPE:]N"},
-			&cli.StringFlag{Name: "stdout", Usage: "output file (%j %A %a %x are expanded by the server)"},
+			&cli.StringFlag{Name: "stdout", Usage: "output file (%j %A %a %x %u %N expanded; a script's default: slurm-%j.out, stderr with it)"},
 			&cli.StringFlag{Name: "stderr", Usage: "error file (%j %A %a %x are expanded by the server)"},
 			&cli.StringFlag{Name: "workdir", Aliases: []string{"D", "chdir"}, Usage: "working directory", DefaultText: "the current directory"},
 			&cli.StringFlag{Name: "export", Usage: "environment to pass: NONE, ALL, or NAME[=VALUE][,...] (ALL may start the list)", DefaultText: "ALL, as sbatch"},
 			&cli.BoolFlag{Name: "requeue", Usage: "put the job back in the queue, rather than failing it, when one of its nodes fails (#SBATCH --requeue)"},
+			&cli.BoolFlag{Name: "no-requeue", Usage: "fail the job when one of its nodes fails (the default)"},
+			&cli.StringFlag{Name: "begin", Aliases: []string{"b"}, Usage: "not before this time: now+N[seconds|minutes|hours|days|weeks], HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], midnight, noon, teatime, tomorrow"},
+			&cli.BoolFlag{Name: "hold", Aliases: []string{"H"}, Usage: "submit it held (reason JobHeldUser) until latticectl release ID"},
+			&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run only on these nodes: a hostlist such as node[003-004]"},
+			&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes: a hostlist such as node[001-002]"},
+			&cli.StringFlag{Name: "gpus", Aliases: []string{"G"}, Usage: "GPUs for the whole job [TYPE:]N, spread evenly over its nodes"},
+			&cli.StringFlag{Name: "mail-type", Usage: "sbatch's mail events (NONE, BEGIN, END, FAIL, ALL, ...); kept, but mail is sent only by a site mail hook"},
+			&cli.StringFlag{Name: "mail-user", Usage: "where mail goes; see --mail-type"},
+			&cli.BoolFlag{Name: "keep-never-fits", Usage: "admins: keep a request no node set of its vCluster could ever satisfy (refused otherwise; --hold keeps it too)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "validate and print the resolved request; submit nothing (needs no server)"},
 			&cli.BoolFlag{Name: "parsable", Aliases: []string{"parseable"}, Usage: "print only the id"},
 		},
@@ -126,6 +143,7 @@ type submitInput struct {
 	cwd           string
 	defaultTenant string
 	environ       []string
+	now           time.Time // what --begin is relative to
 	// resolveTask turns an array task id ("12_3") into its allocation id;
 	// nil when no server may be asked (--dry-run).
 	resolveTask func(display string) (uint64, error)
@@ -170,6 +188,13 @@ func (r *runner) submit(c *cli.Context) error {
 	if c.IsSet("requeue") {
 		in.opts.set(optRequeue, fmt.Sprint(c.Bool("requeue")), "")
 	}
+	if c.IsSet("no-requeue") {
+		in.opts.set(optRequeue, fmt.Sprint(!c.Bool("no-requeue")), "")
+	}
+	if c.IsSet("hold") {
+		in.opts.set(optHold, fmt.Sprint(c.Bool("hold")), "")
+	}
+	in.now = r.Now()
 	if v, ok := explicit(c, "tenant"); ok {
 		in.opts.set(optTenant, v, "")
 	}
@@ -194,6 +219,10 @@ func (r *runner) submit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if dry {
+		warnings = append(warnings, r.resolveSiteDry(c, req)...)
+	}
+	warnings = append(warnings, submitWarnings(req, dry)...)
 	for _, w := range warnings {
 		fmt.Fprintf(r.Stderr, "warning: %s\n", w)
 	}
@@ -203,6 +232,7 @@ func (r *runner) submit(c *cli.Context) error {
 	}
 	var resp *latticev1.SubmitResponse
 	sr := &latticev1.SubmitRequest{Request: requestProto(req), ClientRequestId: r.reqID()}
+	sr.Request.KeepIfNeverFits = c.Bool("keep-never-fits")
 	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		var err error
 		resp, err = latticev1.NewAllocationServiceClient(cc).Submit(ctx, sr)
@@ -210,6 +240,10 @@ func (r *runner) submit(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, w := range resp.GetWarnings() {
+		fmt.Fprintf(r.Stderr, "warning: %s\n", w)
+		warnings = append(warnings, w)
 	}
 	display := resp.GetDisplayId()
 	if display == "" && len(resp.GetIds()) > 0 {
@@ -343,8 +377,14 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 	if v, wrap := get(optPriority, ""); v != "" {
 		kind, val, _ := strings.Cut(v, ":")
 		if kind == "qos" {
-			if req.PriorityClass, err = qosClass(val); err != nil {
-				return nil, wrap(err)
+			// The server's QOS table decides; the built-in names give the
+			// class shown by --dry-run, another name is kept as written.
+			req.QOS = strings.TrimSpace(val)
+			if !model.IsName(req.QOS) {
+				return nil, wrap(&model.FieldError{Field: "qos", Value: val, Allowed: "a QOS name of letters, digits, '.', '-' and '_' (latticectl qos list)"})
+			}
+			if class, err := qosClass(req.QOS); err == nil {
+				req.PriorityClass = class
 			}
 		} else {
 			n, err := strconv.Atoi(strings.TrimSpace(val))
@@ -411,6 +451,57 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 	}
 	req.Stdout, _ = get(optStdout, "")
 	req.Stderr, _ = get(optStderr, "")
+	if v, _ := get(optHold, ""); v == "true" {
+		req.Hold = true
+	}
+	if v, wrap := get(optBegin, ""); hasKey(o, optBegin) {
+		t, err := model.ParseBeginTime(v, in.now)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if t.After(in.now) {
+			req.BeginTime = t.UTC()
+		}
+	}
+	if v, wrap := get(optNodeList, ""); hasKey(o, optNodeList) {
+		if req.NodeList, err = model.ExpandHostlist(v); err != nil {
+			return nil, wrap(err)
+		}
+		if !hasKey(o, optNodes) {
+			// sbatch: -w alone asks for as many nodes as it names.
+			req.NodesMin, req.NodesMax = len(req.NodeList), len(req.NodeList)
+		}
+	}
+	if v, wrap := get(optExclude, ""); hasKey(o, optExclude) {
+		if req.ExcludeNodes, err = model.ExpandHostlist(v); err != nil {
+			return nil, wrap(&model.FieldError{Field: "exclude", Value: v, Allowed: "node names or Slurm hostlists such as node[001-004,007],gpu01"})
+		}
+	}
+	if v, wrap := get(optGPUs, ""); hasKey(o, optGPUs) {
+		typ, n, err := parseGPUsPerNode(v)
+		if err != nil {
+			return nil, wrap(&model.FieldError{Field: "gpus", Value: v, Allowed: "[TYPE:]N with N >= 0, e.g. 8 or a100:8 (GPUs for the whole job)"})
+		}
+		// Spread over the nodes: per node, rounded up.
+		req.GPUsPerNode = (n + req.NodesMin - 1) / max(req.NodesMin, 1)
+		if typ != "" {
+			req.GPUType = typ
+		}
+	}
+	if v, wrap := get(optMailType, ""); hasKey(o, optMailType) {
+		if req.MailType, err = model.ParseMailType(v); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	req.MailUser, _ = get(optMailUser, "")
+	if len(in.command) == 0 && req.Stdout == "" {
+		// sbatch's default: slurm-%j.out in the submit directory, stderr
+		// with it unless --error says otherwise.
+		req.Stdout = "slurm-%j.out"
+		if req.Array != nil {
+			req.Stdout = "slurm-%A_%a.out"
+		}
+	}
 	if v, _ := get(optWorkDir, ""); v != "" {
 		if !filepath.IsAbs(v) {
 			v = filepath.Join(in.cwd, v)
@@ -582,6 +673,13 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		GpusPerNode:          int32(req.GPUsPerNode),
 		Stdout:               req.Stdout,
 		Stderr:               req.Stderr,
+		BeginUnixMs:          unixMSOrZero(req.BeginTime),
+		Hold:                 req.Hold,
+		NodeList:             req.NodeList,
+		ExcludeNodes:         req.ExcludeNodes,
+		MailType:             req.MailType,
+		MailUser:             req.MailUser,
+		Qos:                  req.QOS,
 	}
 	if req.HotDataFraction != nil {
 		p.HotDataFraction = *req.HotDataFraction
@@ -632,6 +730,15 @@ type dryRunView struct {
 	ScriptBytes    int      `json:"script_bytes"`
 	WorkDir        string   `json:"work_dir"`
 	Env            []string `json:"env"`
+	// QOS as written (the server's table resolves it), begin time, hold,
+	// node lists, mail.
+	QOS          string     `json:"qos,omitempty"`
+	Begin        *time.Time `json:"begin,omitempty"`
+	Hold         bool       `json:"hold,omitempty"`
+	NodeList     []string   `json:"nodelist,omitempty"`
+	ExcludeNodes []string   `json:"exclude,omitempty"`
+	MailType     string     `json:"mail_type,omitempty"`
+	MailUser     string     `json:"mail_user,omitempty"`
 }
 
 func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView {
@@ -652,6 +759,8 @@ func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView 
 		Checkpoint:       string(req.Checkpoint),
 		CheckpointSignal: req.CheckpointSignal, CheckpointSignalSecs: req.CheckpointSignalSecs,
 		CheckpointHook: req.CheckpointHook, CheckpointWebhook: req.CheckpointWebhook, Requeue: req.Requeue,
+		QOS: req.QOS, Hold: req.Hold, NodeList: req.NodeList, ExcludeNodes: req.ExcludeNodes,
+		MailType: req.MailType, MailUser: req.MailUser,
 		Output:   req.Stdout,
 		Error:    req.Stderr,
 		Warnings: nonNil(warnings),
@@ -663,6 +772,10 @@ func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView 
 		v.DependsOn = append(v.DependsOn, d)
 	}
 	v.DependencyAny = req.DependencyAny
+	if !req.BeginTime.IsZero() {
+		b := req.BeginTime
+		v.Begin = &b
+	}
 	if len(req.Command) > 0 {
 		v.EntrypointKind, v.Command, v.Entrypoint = "command", req.Command, shellJoin(req.Command)
 	} else {
@@ -678,7 +791,23 @@ func dryRunTable(w io.Writer, v dryRunView) error {
 	kv(w, "vCluster", orDash(v.VCluster))
 	kv(w, "Nodes", nodeRange(v.NodesMin, v.NodesMax))
 	kv(w, "Walltime", fmt.Sprintf("%s (%ds)", model.FormatWalltime(secondsDur(v.WalltimeSeconds)), v.WalltimeSeconds))
-	kv(w, "Priority class", v.PriorityClass)
+	if v.QOS != "" {
+		kv(w, "Priority class", fmt.Sprintf("%d (qos %s)", v.PriorityClass, v.QOS))
+	} else {
+		kv(w, "Priority class", v.PriorityClass)
+	}
+	if v.Begin != nil {
+		kv(w, "Begin", v.Begin.Format(time.RFC3339))
+	}
+	if v.Hold {
+		kv(w, "Hold", "yes (latticectl release ID lets it run)")
+	}
+	if len(v.NodeList) > 0 {
+		kv(w, "Node list", model.CompressHostlist(v.NodeList))
+	}
+	if len(v.ExcludeNodes) > 0 {
+		kv(w, "Exclude", model.CompressHostlist(v.ExcludeNodes))
+	}
 	if a := v.Array; a != nil {
 		s := fmt.Sprintf("%d-%d:%d", a.Start, a.End, a.Step)
 		if a.MaxConcurrent > 0 {
@@ -735,4 +864,76 @@ func checkpointSummary(mode, signal string, secs int, hook, webhook string) stri
 		return "webhook: " + webhook
 	}
 	return orDash(mode)
+}
+
+func unixMSOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// submitWarnings are the things a request keeps but that will not act as a
+// Slurm user may expect.
+func submitWarnings(req *model.Request, dry bool) []string {
+	var out []string
+	if dry && ((req.MailType != "" && req.MailType != "NONE") || req.MailUser != "") { // a submission hears it from the server
+		out = append(out, "--mail-type/--mail-user are kept with the job; mail is sent only where the site configured a mail hook (latticed --mail-hook)")
+	}
+	return out
+}
+
+// resolveSiteDry resolves a dry run's QOS and partition names through the
+// server's site configuration when one answers within a second; without a
+// server it keeps them as written and says so. Built-in QOS names and no
+// partition need no server.
+func (r *runner) resolveSiteDry(c *cli.Context, req *model.Request) []string {
+	_, builtin := qosClass(req.QOS)
+	if (req.QOS == "" || builtin == nil) && req.VCluster == "" {
+		return nil
+	}
+	addrs, err := parseServers(r.global(c, "server", "LATTICE_SERVER", DefaultServer))
+	var site *latticev1.ListQOSResponse
+	if err == nil {
+		tok, _ := r.token(r.global(c, "token", "LATTICE_TOKEN", ""))
+		cn := newConn(addrs, tok, 0, r.DialOptions...)
+		defer cn.close()
+		ctx, cancel := context.WithTimeout(c.Context, time.Second)
+		defer cancel()
+		err = cn.unary(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			var err error
+			site, err = latticev1.NewAllocationServiceClient(cc).ListQOS(ctx, &latticev1.ListQOSRequest{})
+			return err
+		})
+	}
+	var out []string
+	if err != nil || site == nil {
+		if req.QOS != "" && builtin != nil {
+			out = append(out, fmt.Sprintf("qos %q is not a built-in name and no server answered: kept as written; the server's QOS table (latticectl qos list) decides its priority class and limits at submit", req.QOS))
+		}
+		return out // a vCluster or partition name is kept as written, as ever
+	}
+	if req.QOS != "" {
+		found := false
+		for _, q := range site.GetQos() {
+			if strings.EqualFold(q.GetName(), req.QOS) {
+				found = true
+				req.QOS, req.PriorityClass = q.GetName(), int(q.GetPriorityClass())
+				if req.VCluster == "" {
+					req.VCluster = q.GetVcluster()
+				}
+			}
+		}
+		if !found {
+			out = append(out, fmt.Sprintf("qos %q is not in the server's QOS table (latticectl qos list): a submission would be refused", req.QOS))
+		}
+	}
+	for _, p := range site.GetPartitions() {
+		if p.GetName() == req.VCluster {
+			out = append(out, fmt.Sprintf("partition %q is vCluster %s", req.VCluster, p.GetVcluster()))
+			req.VCluster = p.GetVcluster()
+			break
+		}
+	}
+	return out
 }

@@ -40,8 +40,15 @@ func TestParseSbatch(t *testing.T) {
 		{
 			name:     "unknown options warn, with their values; comments and blank lines are skipped",
 			script:   "#!/bin/sh\n\n# a comment\n#SBATCH --mem=4G\n#SBATCH --ntasks 8 -N 2 # two nodes\n#SBATCH --exclusive\n#SBATCH -x n01\n",
-			want:     map[string]string{optNodes: "2"},
-			warnings: []string{":4: #SBATCH --mem=4G is not supported", ":5: #SBATCH --ntasks 8 is not supported", ":6: #SBATCH --exclusive is not supported", ":7: #SBATCH -x n01 is not supported"},
+			want:     map[string]string{optNodes: "2", optExclude: "n01"},
+			warnings: []string{":4: #SBATCH --mem=4G is not supported", ":5: #SBATCH --ntasks 8 is not supported", ":6: #SBATCH --exclusive is not supported"},
+		},
+		{
+			name: "begin, hold, node lists, gpus, mail, requeue switches",
+			script: "#!/bin/sh\n#SBATCH --begin=now+1hour -H\n#SBATCH -w nid[001-004] --exclude=nid002\n#SBATCH -G a100:8 --mail-type=END,FAIL --mail-user a@b.c\n" +
+				"#SBATCH --requeue\n#SBATCH --no-requeue\n#SBATCH -q debug\n",
+			want: map[string]string{optBegin: "now+1hour", optHold: "true", optNodeList: "nid[001-004]", optExclude: "nid002", optGPUs: "a100:8",
+				optMailType: "END,FAIL", optMailUser: "a@b.c", optRequeue: "false", optPriority: "qos:debug"},
 		},
 		{
 			name:   "checkpoint directives: --signal and Lattice's hook and webhook",
@@ -180,7 +187,13 @@ func TestSubmitInvalidInput(t *testing.T) {
 		{"walltime abc", []string{"--walltime", "abc", "--", "true"}, `invalid walltime "abc": allowed MM, MM:SS`},
 		{"walltime in script names the line", []string{script}, `job.sh:2 (#SBATCH -t): invalid walltime "abc"`},
 		{"priority class", []string{"--priority-class", "11", "--", "true"}, `invalid priority-class "11": allowed an integer 0..10`},
-		{"qos", []string{"--qos", "gold", "--", "true"}, `invalid qos "gold": allowed scavenger (0), low (2), normal (5), high (8), urgent (10)`},
+		{"qos", []string{"--qos", "go/ld", "--", "true"}, `invalid qos "go/ld": allowed a QOS name`},
+		{"begin", []string{"--begin", "yesterday-ish", "--", "true"}, `invalid begin "yesterday-ish": allowed now+N`},
+		{"nodelist", []string{"-w", "node[3-", "--", "true"}, `invalid nodelist "node[3-"`},
+		{"nodelist smaller than nodes", []string{"-w", "node[1-2]", "-N", "3", "--", "true"}, `invalid nodes "3": allowed at most 2`},
+		{"exclude", []string{"-x", "a,,b", "--", "true"}, `invalid exclude "a,,b"`},
+		{"gpus", []string{"--gpus", "x", "--", "true"}, `invalid gpus "x"`},
+		{"mail-type", []string{"--mail-type", "SOMETIMES", "--", "true"}, `invalid mail-type "SOMETIMES": allowed NONE, BEGIN`},
 		{"checkpoint", []string{"--checkpoint", "maybe", "--", "true"}, `invalid checkpoint "maybe"`},
 		{"signal name", []string{"--signal", "USR9@30", "--", "true"}, `invalid signal "USR9@30": allowed [{R|B}:]SIG[@SECONDS]`},
 		{"signal seconds", []string{"--signal", "USR1@-5", "--", "true"}, `invalid signal "USR1@-5"`},
@@ -464,7 +477,8 @@ func TestDryRunJSONShape(t *testing.T) {
     "HOME=/home/alice",
     "OMP_NUM_THREADS=8",
     "PATH=/usr/bin"
-  ]
+  ],
+  "qos": "high"
 }
 `
 	want = strings.ReplaceAll(want, "SCRIPT", script)

@@ -242,6 +242,21 @@ type Request struct {
 	// Requeue puts the allocation back in the queue, rather than failing
 	// it, when one of its nodes fails (sbatch --requeue).
 	Requeue bool `json:"requeue,omitempty"`
+
+	// BeginTime: not eligible to start before then (sbatch --begin); zero = at once.
+	BeginTime time.Time `json:"begin_time,omitzero"`
+	// Hold submits it held (sbatch --hold): it waits, JobHeldUser, until released.
+	Hold bool `json:"hold,omitempty"`
+	// NodeList restricts it to these nodes (sbatch -w, expanded, sorted);
+	// ExcludeNodes keeps it off these (sbatch -x).
+	NodeList     []string `json:"node_list,omitempty"`
+	ExcludeNodes []string `json:"exclude_nodes,omitempty"`
+	// MailType and MailUser are sbatch's --mail-type/--mail-user, kept for a
+	// site mail hook.
+	MailType string `json:"mail_type,omitempty"`
+	MailUser string `json:"mail_user,omitempty"`
+	// QOS is the site QOS name it was submitted with (its class is in PriorityClass).
+	QOS string `json:"qos,omitempty"`
 }
 
 // Limits on requests.
@@ -341,6 +356,38 @@ func (r *Request) Validate() error {
 			return fieldErr("env", e, "KEY=VALUE")
 		}
 	}
+	for _, n := range r.NodeList {
+		if !validName(n) {
+			return fieldErr("nodelist", n, hostlistAllowed)
+		}
+	}
+	for _, n := range r.ExcludeNodes {
+		if !validName(n) {
+			return fieldErr("exclude", n, hostlistAllowed)
+		}
+	}
+	if len(r.NodeList) > 0 {
+		allowed := 0
+		for _, n := range r.NodeList {
+			if !slices.Contains(r.ExcludeNodes, n) {
+				allowed++
+			}
+		}
+		if r.NodesMin > allowed {
+			return fieldErr("nodes", itoa(r.NodesMin), fmt.Sprintf("at most %d: --nodelist names %d node(s) not excluded", allowed, allowed))
+		}
+	}
+	if r.QOS != "" && !validName(r.QOS) {
+		return fieldErr("qos", r.QOS, "letters, digits, '.', '-' and '_'")
+	}
+	if r.MailType != "" {
+		if _, err := ParseMailType(r.MailType); err != nil {
+			return err
+		}
+	}
+	if len(r.MailUser) > 256 || strings.ContainsAny(r.MailUser, " \t\n\r\x00") {
+		return fieldErr("mail-user", r.MailUser, "one address of up to 256 characters")
+	}
 	return nil
 }
 
@@ -394,6 +441,11 @@ type Allocation struct {
 	Steps []Step `json:"steps,omitempty"`
 	// ModifyVersion is the quorum state version of the allocation's last change.
 	ModifyVersion uint64 `json:"modify_version,omitempty"`
+	// Held is who holds it while pending: HoldUser, HoldAdmin or "" (not held).
+	Held string `json:"held,omitempty"`
+	// RequeueRequested marks an active allocation a user requeued: its agent
+	// is stopping it, and its end sends it back to PENDING.
+	RequeueRequested bool `json:"requeue_requested,omitempty"`
 }
 
 // DisplayID is the id users see: "ID", or "ARRAYID_INDEX" for array tasks.
@@ -410,6 +462,8 @@ func (a *Allocation) Clone() *Allocation {
 	c.Command = slices.Clone(a.Command)
 	c.Env = slices.Clone(a.Env)
 	c.Constraints = slices.Clone(a.Constraints)
+	c.NodeList = slices.Clone(a.NodeList)
+	c.ExcludeNodes = slices.Clone(a.ExcludeNodes)
 	c.DependsOn = slices.Clone(a.DependsOn)
 	for i := range c.DependsOn {
 		c.DependsOn[i].IDs = slices.Clone(c.DependsOn[i].IDs)

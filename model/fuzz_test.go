@@ -76,3 +76,36 @@ func FuzzRequestLimits(f *testing.F) {
 		_ = r.Validate()
 	})
 }
+
+func FuzzParseBeginTime(f *testing.F) {
+	for _, s := range []string{"now+5", "now+1hour", "16:00", "4:00pm", "teatime", "2026-12-01T10:00", "12/01/27", "now+99999999999", ""} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 23, 14, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseBeginTime(s, now)
+		if err == nil && b.Before(now.AddDate(-200, 0, 0)) {
+			t.Fatalf("ParseBeginTime(%q) = %v", s, b)
+		}
+	})
+}
+
+func FuzzExpandHostlist(f *testing.F) {
+	for _, s := range []string{"node00[3-4]", "n[001-003,007],gpu1", "r[1-2]n[1-2]", "n[3-", "n[0-99999]", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := ExpandHostlist(s)
+		if err != nil {
+			return
+		}
+		if len(names) == 0 || len(names) > MaxHostlistNodes {
+			t.Fatalf("ExpandHostlist(%q): %d names", s, len(names))
+		}
+		for _, n := range names {
+			if !IsName(n) {
+				t.Fatalf("ExpandHostlist(%q) gave %q", s, n)
+			}
+		}
+	})
+}

@@ -115,6 +115,9 @@ func (s *State) dispatch(c Command) *Result {
 		s.touch()
 		return &Result{}
 	}
+	if r := s.dispatchJobControl(c); r != nil {
+		return r
+	}
 	panic(fmt.Sprintf("quorum: no applier for %T", c))
 }
 
@@ -192,6 +195,16 @@ func checkAllocState(s *State, ctx *assignCtx) *Rejection {
 	}
 	if a.VCluster != ctx.vc.Name {
 		return reject(CodeConflict, "", "allocation %d belongs to vcluster %s, not %s", a.ID, a.VCluster, ctx.vc.Name)
+	}
+	if why := a.Waiting(ctx.t); why != "" {
+		return reject(CodeConflict, why, "allocation %d may not start yet (%s)", a.ID, why)
+	}
+	if len(a.NodeList) > 0 || len(a.ExcludeNodes) > 0 {
+		for _, name := range ctx.item.Nodes {
+			if !a.NodeAllowed(name) {
+				return reject(CodeConflict, model.ReasonBadConstraints, "allocation %d may not run on node %s (its --nodelist/--exclude)", a.ID, name)
+			}
+		}
 	}
 	n := len(ctx.item.Nodes)
 	if n < a.NodesMin || n > a.NodesMax {
@@ -294,13 +307,13 @@ func checkOwnership(s *State, ctx *assignCtx) *Rejection {
 
 // reservedAgainst reports whether n is held at t for a pending allocation
 // other than id. A reservation for an allocation that is no longer pending
-// (it started elsewhere, was cancelled) holds nothing.
+// (it started elsewhere, was cancelled) or is held holds nothing.
 func (s *State) reservedAgainst(n *model.Node, id uint64, t time.Time) bool {
 	if !n.ReservedAgainst(id, t) {
 		return false
 	}
 	r := s.allocs[n.ReservedFor]
-	return r != nil && r.State == model.StatePending
+	return r != nil && r.State == model.StatePending && r.Held == "" // a held one holds no nodes
 }
 
 // checkQuota enforces I4.
@@ -405,6 +418,12 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	}
 	c := modify(a)
 	reason := u.Reason
+	if a.RequeueRequested && a.State.Active() && (u.State == model.StateFailed || u.State == model.StateCancelled || u.State == model.StateSuspended) {
+		s.requeueStopped(c, t) // a user's requeue: the stop it asked for is done
+		s.replaceAlloc(a, c)
+		s.touch()
+		return nil
+	}
 	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled || u.State == model.StateSuspended) {
 		u.State, reason = model.StateCancelled, model.ReasonCancelled
 	}
@@ -509,7 +528,7 @@ func (s *State) finishAt(c *model.Allocation, st model.AllocState, reason string
 		s.chargeUsage(c.Tenant, float64(len(c.Nodes))*end.Sub(c.StartTime).Seconds(), t)
 	}
 	s.releaseNodes(c, t)
-	c.CancelRequested = false
+	c.CancelRequested, c.RequeueRequested = false, false
 	c.CheckpointReason, c.CheckpointDeadline = "", time.Time{}
 }
 
@@ -573,11 +592,11 @@ func (s *State) applyCancel(c *Cancel) *Result {
 		}
 		cp := modify(a)
 		if a.State.Active() {
-			if a.CancelRequested {
+			if a.CancelRequested && !a.RequeueRequested {
 				res.Items[i].Committed = true
 				continue
 			}
-			cp.CancelRequested = true
+			cp.CancelRequested, cp.RequeueRequested = true, false
 		} else {
 			s.finish(cp, model.StateCancelled, reason, nil, c.Time)
 		}
@@ -712,6 +731,10 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 			} else if a != nil && stopping(a) {
 				// It was being stopped to be requeued anyway.
 				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StateSuspended, Reason: model.ReasonNodeFailure}, c.Time)
+			} else if a != nil && a.RequeueRequested && a.State.Active() {
+				ac := modify(a)
+				s.requeueStopped(ac, c.Time)
+				s.putAlloc(ac)
 			} else if a != nil && requeuesOnLoss(a) {
 				ac := modify(a)
 				s.requeueLost(ac, c.Time)

@@ -389,6 +389,10 @@ func Decode(data []byte) (Command, error) {
 	case CmdStep:
 		c = &StepCommand{}
 	default:
+		if jc := decodeJobControl(CommandType(data[0])); jc != nil {
+			c = jc
+			break
+		}
 		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
 	}
 	if err := json.Unmarshal(data[1:], c); err != nil {

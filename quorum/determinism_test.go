@@ -109,6 +109,17 @@ func (g *commandLog) next() Command {
 		if g.pick(8) == 0 {
 			req.DependsOn = append(req.DependsOn, model.Dependency{Condition: model.Singleton})
 		}
+		switch g.pick(12) { // issue 12's request fields
+		case 0:
+			req.Hold = true
+		case 1:
+			req.BeginTime = g.now.Add(time.Duration(g.pick(20)) * time.Second)
+		case 2:
+			req.NodeList = []string{fmt.Sprintf("n%03d", g.pick(20)), fmt.Sprintf("n%03d", 20+g.pick(20))}
+			req.NodesMin = 1 + g.pick(2)
+		case 3:
+			req.ExcludeNodes = []string{fmt.Sprintf("n%03d", g.pick(40))}
+		}
 		items := []SubmitItem{{Request: req}}
 		if g.pick(10) != 0 {
 			return &Submit{Header: h, Items: items}
@@ -183,6 +194,26 @@ func (g *commandLog) next() Command {
 			cmd.Updates = append(cmd.Updates, u)
 		}
 		return cmd
+	case r < 82 && len(s.allocs) > 0: // job control and site configuration (issue 12)
+		ids := s.allocIDs()
+		id := ids[g.pick(len(ids))]
+		switch g.pick(6) {
+		case 0:
+			return &Hold{Header: h, IDs: []uint64{id}, Release: g.pick(2) == 0, Kind: []string{model.HoldUser, model.HoldAdmin}[g.pick(2)], Admin: g.pick(2) == 0}
+		case 1:
+			w := time.Duration(1+g.pick(120)) * time.Minute
+			n := 1 + g.pick(3)
+			return &UpdateAlloc{Header: h, IDs: []uint64{id}, Walltime: &w, NodesMin: &n, Admin: g.pick(2) == 0}
+		case 2:
+			return &RequeueJobs{Header: h, IDs: []uint64{id}}
+		case 3:
+			return &SetQOS{Header: h, QOS: model.QOS{Name: fmt.Sprintf("q%d", g.pick(3)), PriorityClass: g.pick(11)}, Delete: g.pick(3) == 0}
+		case 4:
+			return &SetPartition{Header: h, Name: fmt.Sprintf("p%d", g.pick(3)), VCluster: []string{"", "batch", "ml"}[g.pick(3)]}
+		default:
+			name := vcs[g.pick(3)]
+			return &UpdateAlloc{Header: h, IDs: []uint64{id}, VCluster: &name}
+		}
 	case r < 85 && len(s.allocs) > 0:
 		ids := s.allocIDs()
 		return &Cancel{Header: h, IDs: []uint64{ids[g.pick(len(ids))], uint64(g.pick(500))}}

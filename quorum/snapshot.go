@@ -42,6 +42,10 @@ type snapMeta struct {
 	DefaultVCluster  string `json:"default_vcluster,omitempty"`
 	PowerBudgetWatts int64  `json:"power_budget_watts,omitempty"`
 	DirtyAt          uint64 `json:"dirty_at,omitempty"`
+	// QOS is the site's QOS table when it was ever set (nil = defaults).
+	QOS        []model.QOS       `json:"qos,omitempty"`
+	QOSSet     bool              `json:"qos_set,omitempty"`
+	Partitions map[string]string `json:"partitions,omitempty"`
 }
 
 // image is a point-in-time copy of the state's references.
@@ -60,7 +64,8 @@ type image struct {
 func (s *State) image() *image {
 	im := &image{
 		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
-			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt},
+			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt,
+			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions()},
 		vclusters: s.VClusters(),
 		tenants:   s.Tenants(),
 		members:   s.Members(),
@@ -207,6 +212,15 @@ func (s *State) load(rec *record, line int, sawHeader *bool) error {
 		s.Version, s.NextID = rec.Meta.Version, rec.Meta.NextID
 		s.DefaultVCluster, s.PowerBudgetWatts = rec.Meta.DefaultVCluster, rec.Meta.PowerBudgetWatts
 		s.dirtyAt = rec.Meta.DirtyAt
+		if rec.Meta.QOSSet {
+			s.qos = slices.Clone(rec.Meta.QOS)
+			if s.qos == nil {
+				s.qos = []model.QOS{}
+			}
+		}
+		if len(rec.Meta.Partitions) > 0 {
+			s.partitions = rec.Meta.Partitions
+		}
 	case "vcluster":
 		if rec.VCluster == nil {
 			return missing()

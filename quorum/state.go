@@ -25,6 +25,10 @@ type State struct {
 	tenants   map[string]*model.Tenant
 	members   map[string]Member
 	dags      map[uint64]*model.DAG // workflows, by the id of their first allocation
+	// qos is the site's QOS table sorted by name; nil = never set (model.DefaultQOS).
+	qos []model.QOS
+	// partitions maps partition names (aliases users write) to vClusters.
+	partitions map[string]string
 
 	// Idempotency: outcome of recent commands by request id, evicted oldest first.
 	requests     map[string]*Result

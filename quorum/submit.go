@@ -96,6 +96,9 @@ func (s *State) applySubmit(c *Submit) *Result {
 			// each its own.
 			a.DependsOn = s.resolveCorr(deps, a.ArrayIndex, r.Array != nil)
 			s.NextID++
+			if r.Hold {
+				a.Held = model.HoldUser
+			}
 			transition(a, model.StatePending, "", c.Time)
 			s.settleNew(a, c.Time)
 			s.putAlloc(a)
@@ -133,6 +136,7 @@ func itemCondition(c model.DependencyCondition) bool {
 
 // resolveRequest fills defaults and checks the request against the cluster.
 func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
+	r.VCluster = s.resolvePartition(r.VCluster)
 	if r.VCluster == "" {
 		r.VCluster = s.DefaultVCluster
 	}
@@ -148,8 +152,13 @@ func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
 	if s.vclusters[r.VCluster] == nil {
 		return r, reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", r.VCluster, s.vclusterNames())
 	}
-	if n := len(s.nodeNames); n > 0 && r.NodesMin > n {
+	if n := len(s.nodeNames); n > 0 && r.NodesMin > n && !r.Hold { // held: kept until the cluster grows or it is updated
 		return r, reject(CodeInvalid, model.ReasonBadConstraints, "invalid nodes %d: the cluster has %d nodes", r.NodesMin, n)
+	}
+	for _, name := range r.NodeList {
+		if len(s.nodeNames) > 0 && s.nodes[name] == nil {
+			return r, reject(CodeInvalid, model.ReasonBadConstraints, "invalid nodelist: node %s does not exist", name)
+		}
 	}
 	for _, d := range r.DependsOn {
 		for _, id := range d.IDs {

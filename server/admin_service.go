@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -235,6 +236,12 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 	if l := a.s.currentLeader(); l != nil {
 		info.Panics = l.panics(v.Name)
 	}
+	for name, vc := range st.Partitions() {
+		if vc == v.Name {
+			info.Partitions = append(info.Partitions, name)
+		}
+	}
+	slices.Sort(info.Partitions)
 	for i, w := range v.Weights {
 		info.Weights = append(info.Weights, &latticev1.Weight{Factor: fmt.Sprintf("f%d", i+1), Value: w})
 	}

@@ -33,6 +33,9 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, err
 	}
 	r := requestFromProto(req.Request)
+	if err := a.s.resolveSite(&r); err != nil {
+		return nil, err
+	}
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {
@@ -47,6 +50,15 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 	if err := a.s.admitSubmission(ctx, &check); err != nil {
 		return nil, err
 	}
+	keep := req.Request.GetKeepIfNeverFits()
+	if keep && !a.s.isAdmin(ctx) {
+		return nil, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
+	}
+	if !keep && !check.Hold {
+		if err := a.s.checkEverFits(&check); err != nil {
+			return nil, err
+		}
+	}
 	r.User = check.User
 	res, err := a.s.propose(ctx, &quorum.Submit{
 		Header: quorum.Header{RequestID: req.ClientRequestId},
@@ -59,7 +71,7 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, rejectionError(res.Rejection)
 	}
 	a.s.metrics.submitted.Add(float64(len(res.IDs)))
-	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10)}, nil
+	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check)}, nil
 }
 
 // resolveIDs turns user ids into allocations: "12" is allocation 12 — or,
@@ -115,6 +127,12 @@ func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
 func (a *allocService) withExplanation(al *model.Allocation) *latticev1.Allocation {
 	p := allocToProto(al)
 	if al.State == model.StatePending {
+		defer func() {
+			// A hold or a begin time outranks what the scheduler last said.
+			if why := al.Waiting(a.s.cfg.Clock()); why != "" {
+				p.Reason = why
+			}
+		}()
 		if e := a.explanation(al); e != nil {
 			p.Explanation = explanationToProto(al.DisplayID(), al.State, e)
 			if al.Reason == model.ReasonWaitingForScheduling || al.Reason == "" {
@@ -268,10 +286,12 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 		}
 		return resp, nil
 	}
+	mail := a.s.mailSnapshot(ids)
 	r, err := a.s.propose(ctx, &quorum.Cancel{Header: quorum.Header{RequestID: req.ClientRequestId}, IDs: ids})
 	if err != nil {
 		return nil, rpcError(err)
 	}
+	a.s.mailAfter(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}
@@ -305,6 +325,9 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 	}
 	if e := a.explanation(al); e != nil && al.State == model.StatePending {
 		out := explanationToProto(al.DisplayID(), al.State, e)
+		if why := al.Waiting(a.s.cfg.Clock()); why != "" {
+			out.Reason, out.Message = why, waitingSentence(al)
+		}
 		if p := preemptionSentence(al); p != "" {
 			out.Message = p + "; " + out.Message
 		}
@@ -317,6 +340,8 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		}
 	}()
 	switch {
+	case al.State == model.StatePending && al.Waiting(a.s.cfg.Clock()) != "":
+		out.Reason, out.Message = al.Waiting(a.s.cfg.Clock()), waitingSentence(al)
 	case al.State == model.StatePending && al.EligibleTime.IsZero():
 		out.Message = "waits for its dependencies"
 	case al.State == model.StatePending:
@@ -472,4 +497,16 @@ func preemptionSentence(al *model.Allocation) string {
 		return s + fmt.Sprintf("; checkpointing until %s, then it is stopped and requeued", p.Deadline.Format(time.RFC3339))
 	}
 	return s + fmt.Sprintf("; requeued (restart %d)", al.RequeueCount)
+}
+
+// waitingSentence says why a held or not-yet-begun allocation waits and
+// what lets it run.
+func waitingSentence(al *model.Allocation) string {
+	switch al.Held {
+	case model.HoldUser:
+		return "held by its owner; `latticectl release " + al.DisplayID() + "` lets it run"
+	case model.HoldAdmin:
+		return "held by an admin; only an admin's `latticectl release " + al.DisplayID() + "` lets it run"
+	}
+	return "not eligible before its begin time " + al.BeginTime.Format(time.RFC3339) + "; `latticectl update " + al.DisplayID() + " --begin now` changes it"
 }

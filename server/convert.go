@@ -1,7 +1,9 @@
 package server
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
@@ -37,6 +39,16 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		f := p.HotDataFraction
 		r.HotDataFraction = &f
 	}
+	if p.BeginUnixMs > 0 {
+		r.BeginTime = time.UnixMilli(p.BeginUnixMs).UTC()
+	}
+	r.Hold, r.MailType, r.MailUser, r.QOS = p.Hold, strings.ToUpper(strings.ReplaceAll(p.MailType, " ", "")), p.MailUser, p.Qos
+	if len(p.NodeList) > 0 {
+		r.NodeList = slices.Compact(slices.Sorted(slices.Values(p.NodeList)))
+	}
+	if len(p.ExcludeNodes) > 0 {
+		r.ExcludeNodes = slices.Compact(slices.Sorted(slices.Values(p.ExcludeNodes)))
+	}
 	for _, d := range p.DependsOn {
 		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids, Task: d.Task})
 	}
@@ -65,6 +77,9 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 	if r.HotDataFraction != nil {
 		p.HotDataFraction = *r.HotDataFraction
 	}
+	p.BeginUnixMs = unixMS(r.BeginTime)
+	p.Hold, p.NodeList, p.ExcludeNodes = r.Hold, r.NodeList, r.ExcludeNodes
+	p.MailType, p.MailUser, p.Qos = r.MailType, r.MailUser, r.QOS
 	for _, d := range r.DependsOn {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
@@ -85,6 +100,7 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 		RequeueCount: int32(a.RequeueCount), CheckpointCount: int32(a.CheckpointCount),
 		LastCheckpointUnixMs: unixMS(a.LastCheckpointAt), CheckpointReason: a.CheckpointReason,
 		CheckpointDeadlineUnixMs: unixMS(a.CheckpointDeadline), ReasonDetail: a.ReasonDetail,
+		Held: a.Held,
 	}
 	if pr := a.Preemption; pr != nil {
 		p.Preemption = &latticev1.Preemption{Kind: pr.Kind, ByVcluster: pr.ByVCluster, ForAllocation: pr.ForAlloc,

@@ -408,6 +408,14 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			}
 		}
 	})
+	var mail map[uint64]mailBefore
+	if d.l.s.cfg.MailHook != "" {
+		ids := make([]uint64, len(cmd.Updates))
+		for i, u := range cmd.Updates {
+			ids[i] = u.AllocID
+		}
+		mail = d.l.s.mailSnapshot(ids)
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	r, err := d.l.s.propose(pctx, cmd)
 	cancel()
@@ -416,6 +424,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 		d.l.s.log.Warn("commit agent reports", "count", len(cmd.Updates), "err", err)
 		return
 	}
+	d.l.s.mailAfter(mail)
 	for i, u := range cmd.Updates {
 		if o := outcomes[i]; o.reason != "" && i < len(r.Items) && r.Items[i].Committed {
 			d.l.s.metrics.checkpoints.WithLabelValues(o.vc, o.reason, checkpointResult(u)).Inc()

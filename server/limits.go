@@ -23,6 +23,10 @@ func checkWireRequest(p *latticev1.AllocationRequest) error {
 		return status.Error(codes.InvalidArgument, (&model.FieldError{Field: "walltime",
 			Value: fmt.Sprintf("%d seconds", p.WalltimeSeconds), Allowed: "a duration > 0 and at most 365 days"}).Error())
 	}
+	if n := len(p.NodeList) + len(p.ExcludeNodes); n > model.MaxHostlistNodes {
+		return status.Error(codes.InvalidArgument, (&model.FieldError{Field: "nodelist",
+			Value: fmt.Sprintf("%d names", n), Allowed: fmt.Sprintf("at most %d node names", model.MaxHostlistNodes)}).Error())
+	}
 	return nil
 }
 

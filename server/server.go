@@ -61,6 +61,10 @@ type Config struct {
 	LivenessGrace time.Duration
 	// KillGrace is the SIGTERM→SIGKILL grace sent with cancellations.
 	KillGrace time.Duration
+	// MailHook is the site's mail command (sh -c, run by the leader) for
+	// allocations submitted with --mail-type (mail.go); empty = none, and
+	// submissions that ask for mail are told so.
+	MailHook string
 	// WalltimeBackstop is how long past walltime + KillGrace a RUNNING
 	// allocation with no report may go before the leader stops it through
 	// its agent, and then as long again before it ends it (backstop.go;

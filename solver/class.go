@@ -14,6 +14,9 @@ type class struct {
 	gpuType     string
 	gpus        int
 	constraints []string
+	// only and not are a job's node list and exclusions (sbatch -w, -x):
+	// sorted node names.
+	only, not []string
 
 	elig    []bool // by node: passes the constraints
 	allElig bool   // every node passes
@@ -109,6 +112,16 @@ func (c *class) passes(n *Node) bool {
 	}
 	for _, f := range c.constraints {
 		if !slices.Contains(n.Features, f) {
+			return false
+		}
+	}
+	if len(c.only) > 0 {
+		if _, ok := slices.BinarySearch(c.only, n.Name); !ok {
+			return false
+		}
+	}
+	if len(c.not) > 0 {
+		if _, ok := slices.BinarySearch(c.not, n.Name); ok {
 			return false
 		}
 	}

@@ -450,9 +450,9 @@ func (s *state) reset(in *Input, out *Plan) {
 
 // classFor returns the class of a job's constraints, creating it on first use.
 func (s *state) classFor(j *Job) *class {
-	if j.GPUType == "" && j.GPUsPerNode <= 0 && len(j.Constraints) == 0 {
+	if j.GPUType == "" && j.GPUsPerNode <= 0 && len(j.Constraints) == 0 && len(j.NodeList) == 0 && len(j.ExcludeNodes) == 0 {
 		if s.plainCls == nil {
-			s.plainCls = s.newClass("", 0, nil)
+			s.plainCls = s.newClass("", 0, nil, nil, nil)
 		}
 		return s.plainCls
 	}
@@ -471,18 +471,27 @@ func (s *state) classFor(j *Job) *class {
 		b = append(b, 0)
 		b = append(b, c...)
 	}
+	// Node lists (-w, -x): their names, after markers no feature contains.
+	for _, n := range j.NodeList {
+		b = append(b, 1)
+		b = append(b, n...)
+	}
+	for _, n := range j.ExcludeNodes {
+		b = append(b, 2)
+		b = append(b, n...)
+	}
 	s.keyBuf = b
 	if c, ok := s.classByKey[string(b)]; ok {
 		return c
 	}
-	c := s.newClass(j.GPUType, j.GPUsPerNode, slices.Clone(cons))
+	c := s.newClass(j.GPUType, j.GPUsPerNode, slices.Clone(cons), j.NodeList, j.ExcludeNodes)
 	s.classByKey[string(b)] = c
 	return c
 }
 
 // newClass builds a class's counts and pools from the cycle-start state,
 // reusing a class of an earlier cycle when there is one.
-func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
+func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []string) *class {
 	n := len(s.nodes)
 	var c *class
 	if k := len(s.spareClasses); k > 0 {
@@ -493,7 +502,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 		c = new(class)
 	}
 	*c = class{
-		gpuType: gpuType, gpus: gpus, constraints: cons,
+		gpuType: gpuType, gpus: gpus, constraints: cons, only: only, not: not,
 		elig:      grow(c.elig, n),
 		eligAll:   grow(c.eligAll, s.nFps),
 		eligReady: grow(c.eligReady, s.nFps),
@@ -515,7 +524,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string) *class {
 	firstFp := int32(-1)
 	// Without constraints every node passes (unless it has fewer than zero
 	// GPUs): the node list need not be read.
-	all := gpuType == "" && len(cons) == 0 && gpus <= s.minGPUs
+	all := gpuType == "" && len(cons) == 0 && gpus <= s.minGPUs && len(only) == 0 && len(not) == 0
 	c.allElig = all
 	for i := range s.nodes {
 		x := int32(i)

@@ -71,6 +71,10 @@ type Job struct {
 	// array's concurrency limit) that keeps the job from starting this
 	// cycle. It is still scored and explained, and gets no reservation.
 	Hold string
+	// NodeList, when set, is the only nodes the job may run on; ExcludeNodes
+	// the nodes it may not (sbatch -w, -x). Both sorted.
+	NodeList     []string
+	ExcludeNodes []string
 	// OwnNodesOnly keeps the job off borrowed nodes (its vCluster runs only
 	// checkpointable work on borrowed nodes, and it cannot checkpoint).
 	OwnNodesOnly bool

@@ -379,11 +379,19 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			CheckpointMinutes: a.CheckpointMinutes,
 			HotDataFraction:   -1,
 			OwnNodesOnly:      vc.CheckpointableOnlyOnBorrowed && !a.Checkpoint.Checkpointable(),
+			NodeList:          a.NodeList,
+			ExcludeNodes:      a.ExcludeNodes,
+		}
+		if a.BeginTime.After(j.EligibleTime) {
+			j.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
+		}
+		if why := a.Waiting(s.Now); why != "" {
+			j.Hold = why // held, or before its begin time: scored and explained, never started
 		}
 		if a.HotDataFraction != nil {
 			j.HotDataFraction = *a.HotDataFraction
 		}
-		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 {
+		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 && j.Hold == "" {
 			if activeTasks[a.ArrayJobID] >= a.ArrayMaxConcurrent {
 				j.Hold = ReasonArrayTaskLimit
 			} else {
@@ -623,7 +631,7 @@ func (b *Builder) borrowable(s *Snapshot) {
 // is assumed pending.
 func holdLive(s *Snapshot, id uint64) bool {
 	a, ok := s.Allocations[id]
-	return !ok || a.State == model.StatePending
+	return !ok || (a.State == model.StatePending && a.Held == "") // a held one holds no nodes
 }
 
 // grow returns b with n zero elements, reusing its array when it can.

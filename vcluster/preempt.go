@@ -176,7 +176,7 @@ func (pm *preemption) findVictims(cost VictimCost) {
 // taken by another decision of this cycle.
 func (pm *preemption) usable(a *model.Allocation, n *model.Node) bool {
 	s := pm.snap
-	if n.State != model.NodeReady || pm.busy[n.Name] || !n.HasFeatures(a.Constraints) || n.GPUs < a.GPUsPerNode {
+	if n.State != model.NodeReady || pm.busy[n.Name] || !n.HasFeatures(a.Constraints) || n.GPUs < a.GPUsPerNode || !a.NodeAllowed(n.Name) {
 		return false
 	}
 	if a.GPUType != "" && !equalFold(n.GPUType, a.GPUType) {

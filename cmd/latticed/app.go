@@ -100,7 +100,7 @@ func devCommand() *cli.Command {
 			str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
-			maxArraySizeFlag(), maxDAGStagesFlag(),
+			maxArraySizeFlag(), maxDAGStagesFlag(), mailHookFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
@@ -166,6 +166,7 @@ func runDev(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
+		MailHook: c.String("mail-hook"),
 	})
 	if err != nil {
 		return err
@@ -251,6 +252,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		altsrc.NewIntFlag(maxArraySizeFlag()),
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
+		altsrc.NewStringFlag(mailHookFlag()),
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
@@ -342,6 +344,7 @@ func runServer(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
+		MailHook: c.String("mail-hook"),
 	})
 	if err != nil {
 		return err

@@ -877,7 +877,8 @@ type VClusterInfo struct {
 	Preemption                   bool                   `protobuf:"varint,18,opt,name=preemption,proto3" json:"preemption,omitempty"`
 	PreemptHorizonMs             int64                  `protobuf:"varint,19,opt,name=preempt_horizon_ms,json=preemptHorizonMs,proto3" json:"preempt_horizon_ms,omitempty"`
 	CheckpointableOnlyOnBorrowed bool                   `protobuf:"varint,20,opt,name=checkpointable_only_on_borrowed,json=checkpointableOnlyOnBorrowed,proto3" json:"checkpointable_only_on_borrowed,omitempty"`
-	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"` // recovered panics of its loop since this member leads
+	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"`        // recovered panics of its loop since this member leads
+	Partitions                   []string               `protobuf:"bytes,22,rep,name=partitions,proto3" json:"partitions,omitempty"` // partition names that stand for it (latticectl partition set)
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -1057,6 +1058,13 @@ func (x *VClusterInfo) GetPanics() int64 {
 		return x.Panics
 	}
 	return 0
+}
+
+func (x *VClusterInfo) GetPartitions() []string {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
 }
 
 type ListVClustersRequest struct {
@@ -1928,7 +1936,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\apending\x18\a \x01(\x05R\apending\x12\x18\n" +
 	"\arunning\x18\b \x01(\x05R\arunning\x12\x1f\n" +
 	"\vpower_watts\x18\t \x01(\x03R\n" +
-	"powerWatts\"\xce\x06\n" +
+	"powerWatts\"\xee\x06\n" +
 	"\fVClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12'\n" +
@@ -1953,7 +1961,10 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"preemption\x12,\n" +
 	"\x12preempt_horizon_ms\x18\x13 \x01(\x03R\x10preemptHorizonMs\x12E\n" +
 	"\x1fcheckpointable_only_on_borrowed\x18\x14 \x01(\bR\x1ccheckpointableOnlyOnBorrowed\x12\x16\n" +
-	"\x06panics\x18\x15 \x01(\x03R\x06panics\"\x16\n" +
+	"\x06panics\x18\x15 \x01(\x03R\x06panics\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x16 \x03(\tR\n" +
+	"partitions\"\x16\n" +
 	"\x14ListVClustersRequest\"O\n" +
 	"\x15ListVClustersResponse\x126\n" +
 	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x92\b\n" +

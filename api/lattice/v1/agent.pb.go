@@ -532,6 +532,8 @@ type ServerMessage struct {
 	//	*ServerMessage_CheckpointAck
 	//	*ServerMessage_StepLaunch
 	//	*ServerMessage_StepKill
+	//	*ServerMessage_Signal
+	//	*ServerMessage_SetWalltime
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -646,6 +648,24 @@ func (x *ServerMessage) GetStepKill() *StepKill {
 	return nil
 }
 
+func (x *ServerMessage) GetSignal() *SignalAllocation {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Signal); ok {
+			return x.Signal
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetSetWalltime() *SetWalltime {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_SetWalltime); ok {
+			return x.SetWalltime
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -682,6 +702,14 @@ type ServerMessage_StepKill struct {
 	StepKill *StepKill `protobuf:"bytes,8,opt,name=step_kill,json=stepKill,proto3,oneof"`
 }
 
+type ServerMessage_Signal struct {
+	Signal *SignalAllocation `protobuf:"bytes,9,opt,name=signal,proto3,oneof"`
+}
+
+type ServerMessage_SetWalltime struct {
+	SetWalltime *SetWalltime `protobuf:"bytes,10,opt,name=set_walltime,json=setWalltime,proto3,oneof"`
+}
+
 func (*ServerMessage_Assign) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
@@ -698,6 +726,119 @@ func (*ServerMessage_StepLaunch) isServerMessage_Msg() {}
 
 func (*ServerMessage_StepKill) isServerMessage_Msg() {}
 
+func (*ServerMessage_Signal) isServerMessage_Msg() {}
+
+func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
+
+// SetWalltime gives a running allocation a new time limit (latticectl
+// update --time): the agent moves its walltime timer, counted from the
+// run's start.
+type SetWalltime struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId    uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	WalltimeSeconds int64                  `protobuf:"varint,2,opt,name=walltime_seconds,json=walltimeSeconds,proto3" json:"walltime_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SetWalltime) Reset() {
+	*x = SetWalltime{}
+	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWalltime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWalltime) ProtoMessage() {}
+
+func (x *SetWalltime) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWalltime.ProtoReflect.Descriptor instead.
+func (*SetWalltime) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetWalltime) GetAllocationId() uint64 {
+	if x != nil {
+		return x.AllocationId
+	}
+	return 0
+}
+
+func (x *SetWalltime) GetWalltimeSeconds() int64 {
+	if x != nil {
+		return x.WalltimeSeconds
+	}
+	return 0
+}
+
+// SignalAllocation asks the agent running an allocation to send a signal
+// to its processes (latticectl signal, cancel --signal).
+type SignalAllocation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"` // Linux signal number
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalAllocation) Reset() {
+	*x = SignalAllocation{}
+	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalAllocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalAllocation) ProtoMessage() {}
+
+func (x *SignalAllocation) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalAllocation.ProtoReflect.Descriptor instead.
+func (*SignalAllocation) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SignalAllocation) GetAllocationId() uint64 {
+	if x != nil {
+		return x.AllocationId
+	}
+	return 0
+}
+
+func (x *SignalAllocation) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
 // CheckpointAck forwards a webhook-mode acknowledgement (CheckpointDone) to
 // the agent that waits for it.
 type CheckpointAck struct {
@@ -710,7 +851,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	mi := &file_lattice_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +863,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	mi := &file_lattice_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +876,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckpointAck) GetAllocationId() uint64 {
@@ -765,7 +906,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	mi := &file_lattice_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +918,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	mi := &file_lattice_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +931,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Assignment) GetAllocation() *Allocation {
@@ -825,7 +966,7 @@ type CancelAllocation struct {
 
 func (x *CancelAllocation) Reset() {
 	*x = CancelAllocation{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[9]
+	mi := &file_lattice_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +978,7 @@ func (x *CancelAllocation) String() string {
 func (*CancelAllocation) ProtoMessage() {}
 
 func (x *CancelAllocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[9]
+	mi := &file_lattice_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +991,7 @@ func (x *CancelAllocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelAllocation.ProtoReflect.Descriptor instead.
 func (*CancelAllocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelAllocation) GetAllocationId() uint64 {
@@ -887,7 +1028,7 @@ type LogRequest struct {
 
 func (x *LogRequest) Reset() {
 	*x = LogRequest{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[10]
+	mi := &file_lattice_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1040,7 @@ func (x *LogRequest) String() string {
 func (*LogRequest) ProtoMessage() {}
 
 func (x *LogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[10]
+	mi := &file_lattice_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1053,7 @@ func (x *LogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRequest.ProtoReflect.Descriptor instead.
 func (*LogRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LogRequest) GetRequestId() uint64 {
@@ -974,7 +1115,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[11]
+	mi := &file_lattice_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1127,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[11]
+	mi := &file_lattice_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1140,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CheckpointRequest) GetAllocationId() uint64 {
@@ -1074,7 +1215,7 @@ type ReportAck struct {
 
 func (x *ReportAck) Reset() {
 	*x = ReportAck{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[12]
+	mi := &file_lattice_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1227,7 @@ func (x *ReportAck) String() string {
 func (*ReportAck) ProtoMessage() {}
 
 func (x *ReportAck) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[12]
+	mi := &file_lattice_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1240,7 @@ func (x *ReportAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAck.ProtoReflect.Descriptor instead.
 func (*ReportAck) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReportAck) GetSeq() uint64 {
@@ -1151,7 +1292,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xdb\x03\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xd1\x04\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1164,8 +1305,17 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x0echeckpoint_ack\x18\x06 \x01(\v2\x19.lattice.v1.CheckpointAckH\x00R\rcheckpointAck\x129\n" +
 	"\vstep_launch\x18\a \x01(\v2\x16.lattice.v1.StepLaunchH\x00R\n" +
 	"stepLaunch\x123\n" +
-	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKillB\x05\n" +
-	"\x03msg\"L\n" +
+	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKill\x126\n" +
+	"\x06signal\x18\t \x01(\v2\x1c.lattice.v1.SignalAllocationH\x00R\x06signal\x12<\n" +
+	"\fset_walltime\x18\n" +
+	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltimeB\x05\n" +
+	"\x03msg\"]\n" +
+	"\vSetWalltime\x12#\n" +
+	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12)\n" +
+	"\x10walltime_seconds\x18\x02 \x01(\x03R\x0fwalltimeSeconds\"O\n" +
+	"\x10SignalAllocation\x12#\n" +
+	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\"L\n" +
 	"\rCheckpointAck\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\"\x8a\x01\n" +
@@ -1216,7 +1366,7 @@ func file_lattice_v1_agent_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_agent_proto_rawDescData
 }
 
-var file_lattice_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_lattice_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_lattice_v1_agent_proto_goTypes = []any{
 	(*AgentMessage)(nil),      // 0: lattice.v1.AgentMessage
 	(*AgentHello)(nil),        // 1: lattice.v1.AgentHello
@@ -1225,42 +1375,46 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*AllocationReport)(nil),  // 4: lattice.v1.AllocationReport
 	(*LogData)(nil),           // 5: lattice.v1.LogData
 	(*ServerMessage)(nil),     // 6: lattice.v1.ServerMessage
-	(*CheckpointAck)(nil),     // 7: lattice.v1.CheckpointAck
-	(*Assignment)(nil),        // 8: lattice.v1.Assignment
-	(*CancelAllocation)(nil),  // 9: lattice.v1.CancelAllocation
-	(*LogRequest)(nil),        // 10: lattice.v1.LogRequest
-	(*CheckpointRequest)(nil), // 11: lattice.v1.CheckpointRequest
-	(*ReportAck)(nil),         // 12: lattice.v1.ReportAck
-	(*StepEvent)(nil),         // 13: lattice.v1.StepEvent
-	(*Node)(nil),              // 14: lattice.v1.Node
-	(*StepLaunch)(nil),        // 15: lattice.v1.StepLaunch
-	(*StepKill)(nil),          // 16: lattice.v1.StepKill
-	(*Allocation)(nil),        // 17: lattice.v1.Allocation
+	(*SetWalltime)(nil),       // 7: lattice.v1.SetWalltime
+	(*SignalAllocation)(nil),  // 8: lattice.v1.SignalAllocation
+	(*CheckpointAck)(nil),     // 9: lattice.v1.CheckpointAck
+	(*Assignment)(nil),        // 10: lattice.v1.Assignment
+	(*CancelAllocation)(nil),  // 11: lattice.v1.CancelAllocation
+	(*LogRequest)(nil),        // 12: lattice.v1.LogRequest
+	(*CheckpointRequest)(nil), // 13: lattice.v1.CheckpointRequest
+	(*ReportAck)(nil),         // 14: lattice.v1.ReportAck
+	(*StepEvent)(nil),         // 15: lattice.v1.StepEvent
+	(*Node)(nil),              // 16: lattice.v1.Node
+	(*StepLaunch)(nil),        // 17: lattice.v1.StepLaunch
+	(*StepKill)(nil),          // 18: lattice.v1.StepKill
+	(*Allocation)(nil),        // 19: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
 	4,  // 1: lattice.v1.AgentMessage.report:type_name -> lattice.v1.AllocationReport
 	5,  // 2: lattice.v1.AgentMessage.log_data:type_name -> lattice.v1.LogData
 	3,  // 3: lattice.v1.AgentMessage.heartbeat:type_name -> lattice.v1.Heartbeat
-	13, // 4: lattice.v1.AgentMessage.step_event:type_name -> lattice.v1.StepEvent
-	14, // 5: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
+	15, // 4: lattice.v1.AgentMessage.step_event:type_name -> lattice.v1.StepEvent
+	16, // 5: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
 	2,  // 6: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
-	8,  // 7: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
-	9,  // 8: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
-	10, // 9: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
-	11, // 10: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
-	12, // 11: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
-	7,  // 12: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
-	15, // 13: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
-	16, // 14: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
-	17, // 15: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 16: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	6,  // 17: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	17, // [17:18] is the sub-list for method output_type
-	16, // [16:17] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	10, // 7: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
+	11, // 8: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
+	12, // 9: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
+	13, // 10: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
+	14, // 11: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
+	9,  // 12: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
+	17, // 13: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
+	18, // 14: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
+	8,  // 15: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
+	7,  // 16: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
+	19, // 17: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 18: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	6,  // 19: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	19, // [19:20] is the sub-list for method output_type
+	18, // [18:19] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1287,6 +1441,8 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_CheckpointAck)(nil),
 		(*ServerMessage_StepLaunch)(nil),
 		(*ServerMessage_StepKill)(nil),
+		(*ServerMessage_Signal)(nil),
+		(*ServerMessage_SetWalltime)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1294,7 +1450,7 @@ func file_lattice_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_agent_proto_rawDesc), len(file_lattice_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

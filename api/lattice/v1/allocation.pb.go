@@ -21,6 +21,750 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// JobControlRequest names allocations: "12", "12_3", or "12" for every task of array 12.
+type JobControlRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Ids             []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	ClientRequestId string                 `protobuf:"bytes,2,opt,name=client_request_id,json=clientRequestId,proto3" json:"client_request_id,omitempty"`
+	// user_hold: an admin's Hold is an admin hold (JobHeldAdmin) unless this
+	// asks for a user hold (scontrol uhold).
+	UserHold bool `protobuf:"varint,3,opt,name=user_hold,json=userHold,proto3" json:"user_hold,omitempty"`
+	// hold, for Requeue: requeued held (scontrol requeuehold), as Hold would hold it.
+	Hold          bool `protobuf:"varint,4,opt,name=hold,proto3" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobControlRequest) Reset() {
+	*x = JobControlRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobControlRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobControlRequest) ProtoMessage() {}
+
+func (x *JobControlRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobControlRequest.ProtoReflect.Descriptor instead.
+func (*JobControlRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *JobControlRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *JobControlRequest) GetClientRequestId() string {
+	if x != nil {
+		return x.ClientRequestId
+	}
+	return ""
+}
+
+func (x *JobControlRequest) GetUserHold() bool {
+	if x != nil {
+		return x.UserHold
+	}
+	return false
+}
+
+func (x *JobControlRequest) GetHold() bool {
+	if x != nil {
+		return x.Hold
+	}
+	return false
+}
+
+type JobControlResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"` // why not, when not ok
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobControlResult) Reset() {
+	*x = JobControlResult{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobControlResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobControlResult) ProtoMessage() {}
+
+func (x *JobControlResult) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobControlResult.ProtoReflect.Descriptor instead.
+func (*JobControlResult) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JobControlResult) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobControlResult) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *JobControlResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type JobControlResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*JobControlResult    `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobControlResponse) Reset() {
+	*x = JobControlResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobControlResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobControlResponse) ProtoMessage() {}
+
+func (x *JobControlResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobControlResponse.ProtoReflect.Descriptor instead.
+func (*JobControlResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *JobControlResponse) GetResults() []*JobControlResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type UpdateAllocationRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	WalltimeSeconds *int64                 `protobuf:"varint,2,opt,name=walltime_seconds,json=walltimeSeconds,proto3,oneof" json:"walltime_seconds,omitempty"`
+	NodesMin        *int32                 `protobuf:"varint,3,opt,name=nodes_min,json=nodesMin,proto3,oneof" json:"nodes_min,omitempty"`
+	NodesMax        *int32                 `protobuf:"varint,4,opt,name=nodes_max,json=nodesMax,proto3,oneof" json:"nodes_max,omitempty"`
+	PriorityClass   *int32                 `protobuf:"varint,5,opt,name=priority_class,json=priorityClass,proto3,oneof" json:"priority_class,omitempty"`
+	Vcluster        *string                `protobuf:"bytes,6,opt,name=vcluster,proto3,oneof" json:"vcluster,omitempty"` // a vCluster or a partition name
+	Name            *string                `protobuf:"bytes,7,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	BeginUnixMs     *int64                 `protobuf:"varint,8,opt,name=begin_unix_ms,json=beginUnixMs,proto3,oneof" json:"begin_unix_ms,omitempty"` // 0 = now
+	Qos             *string                `protobuf:"bytes,9,opt,name=qos,proto3,oneof" json:"qos,omitempty"`
+	ClientRequestId string                 `protobuf:"bytes,10,opt,name=client_request_id,json=clientRequestId,proto3" json:"client_request_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateAllocationRequest) Reset() {
+	*x = UpdateAllocationRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAllocationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAllocationRequest) ProtoMessage() {}
+
+func (x *UpdateAllocationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAllocationRequest.ProtoReflect.Descriptor instead.
+func (*UpdateAllocationRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *UpdateAllocationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateAllocationRequest) GetWalltimeSeconds() int64 {
+	if x != nil && x.WalltimeSeconds != nil {
+		return *x.WalltimeSeconds
+	}
+	return 0
+}
+
+func (x *UpdateAllocationRequest) GetNodesMin() int32 {
+	if x != nil && x.NodesMin != nil {
+		return *x.NodesMin
+	}
+	return 0
+}
+
+func (x *UpdateAllocationRequest) GetNodesMax() int32 {
+	if x != nil && x.NodesMax != nil {
+		return *x.NodesMax
+	}
+	return 0
+}
+
+func (x *UpdateAllocationRequest) GetPriorityClass() int32 {
+	if x != nil && x.PriorityClass != nil {
+		return *x.PriorityClass
+	}
+	return 0
+}
+
+func (x *UpdateAllocationRequest) GetVcluster() string {
+	if x != nil && x.Vcluster != nil {
+		return *x.Vcluster
+	}
+	return ""
+}
+
+func (x *UpdateAllocationRequest) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateAllocationRequest) GetBeginUnixMs() int64 {
+	if x != nil && x.BeginUnixMs != nil {
+		return *x.BeginUnixMs
+	}
+	return 0
+}
+
+func (x *UpdateAllocationRequest) GetQos() string {
+	if x != nil && x.Qos != nil {
+		return *x.Qos
+	}
+	return ""
+}
+
+func (x *UpdateAllocationRequest) GetClientRequestId() string {
+	if x != nil {
+		return x.ClientRequestId
+	}
+	return ""
+}
+
+type SignalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	Signal        string                 `protobuf:"bytes,2,opt,name=signal,proto3" json:"signal,omitempty"` // a name (USR1, SIGTERM) or number
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalRequest) Reset() {
+	*x = SignalRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalRequest) ProtoMessage() {}
+
+func (x *SignalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
+func (*SignalRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SignalRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SignalRequest) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+type QOS struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Name               string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	PriorityClass      int32                  `protobuf:"varint,2,opt,name=priority_class,json=priorityClass,proto3" json:"priority_class,omitempty"`
+	MaxWalltimeSeconds int64                  `protobuf:"varint,3,opt,name=max_walltime_seconds,json=maxWalltimeSeconds,proto3" json:"max_walltime_seconds,omitempty"` // 0 = no limit
+	MaxNodes           int32                  `protobuf:"varint,4,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`                                 // 0 = no limit
+	Vcluster           string                 `protobuf:"bytes,5,opt,name=vcluster,proto3" json:"vcluster,omitempty"`                                                  // where its jobs run unless they name one
+	Description        string                 `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *QOS) Reset() {
+	*x = QOS{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QOS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QOS) ProtoMessage() {}
+
+func (x *QOS) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QOS.ProtoReflect.Descriptor instead.
+func (*QOS) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *QOS) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QOS) GetPriorityClass() int32 {
+	if x != nil {
+		return x.PriorityClass
+	}
+	return 0
+}
+
+func (x *QOS) GetMaxWalltimeSeconds() int64 {
+	if x != nil {
+		return x.MaxWalltimeSeconds
+	}
+	return 0
+}
+
+func (x *QOS) GetMaxNodes() int32 {
+	if x != nil {
+		return x.MaxNodes
+	}
+	return 0
+}
+
+func (x *QOS) GetVcluster() string {
+	if x != nil {
+		return x.Vcluster
+	}
+	return ""
+}
+
+func (x *QOS) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type Partition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Vcluster      string                 `protobuf:"bytes,2,opt,name=vcluster,proto3" json:"vcluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Partition) Reset() {
+	*x = Partition{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Partition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Partition) ProtoMessage() {}
+
+func (x *Partition) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Partition.ProtoReflect.Descriptor instead.
+func (*Partition) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Partition) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Partition) GetVcluster() string {
+	if x != nil {
+		return x.Vcluster
+	}
+	return ""
+}
+
+type ListQOSRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQOSRequest) Reset() {
+	*x = ListQOSRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQOSRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQOSRequest) ProtoMessage() {}
+
+func (x *ListQOSRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQOSRequest.ProtoReflect.Descriptor instead.
+func (*ListQOSRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
+}
+
+type ListQOSResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Qos           []*QOS                 `protobuf:"bytes,1,rep,name=qos,proto3" json:"qos,omitempty"`
+	Partitions    []*Partition           `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQOSResponse) Reset() {
+	*x = ListQOSResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQOSResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQOSResponse) ProtoMessage() {}
+
+func (x *ListQOSResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQOSResponse.ProtoReflect.Descriptor instead.
+func (*ListQOSResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListQOSResponse) GetQos() []*QOS {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
+func (x *ListQOSResponse) GetPartitions() []*Partition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type SetQOSRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Qos           *QOS                   `protobuf:"bytes,1,opt,name=qos,proto3" json:"qos,omitempty"`
+	Delete        bool                   `protobuf:"varint,2,opt,name=delete,proto3" json:"delete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQOSRequest) Reset() {
+	*x = SetQOSRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQOSRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQOSRequest) ProtoMessage() {}
+
+func (x *SetQOSRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQOSRequest.ProtoReflect.Descriptor instead.
+func (*SetQOSRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetQOSRequest) GetQos() *QOS {
+	if x != nil {
+		return x.Qos
+	}
+	return nil
+}
+
+func (x *SetQOSRequest) GetDelete() bool {
+	if x != nil {
+		return x.Delete
+	}
+	return false
+}
+
+type SetQOSResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQOSResponse) Reset() {
+	*x = SetQOSResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQOSResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQOSResponse) ProtoMessage() {}
+
+func (x *SetQOSResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQOSResponse.ProtoReflect.Descriptor instead.
+func (*SetQOSResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
+}
+
+type SetPartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Vcluster      string                 `protobuf:"bytes,2,opt,name=vcluster,proto3" json:"vcluster,omitempty"` // "" deletes the partition
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPartitionRequest) Reset() {
+	*x = SetPartitionRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPartitionRequest) ProtoMessage() {}
+
+func (x *SetPartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPartitionRequest.ProtoReflect.Descriptor instead.
+func (*SetPartitionRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SetPartitionRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetPartitionRequest) GetVcluster() string {
+	if x != nil {
+		return x.Vcluster
+	}
+	return ""
+}
+
+type SetPartitionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPartitionResponse) Reset() {
+	*x = SetPartitionResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPartitionResponse) ProtoMessage() {}
+
+func (x *SetPartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPartitionResponse.ProtoReflect.Descriptor instead.
+func (*SetPartitionResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+}
+
 type CheckpointAllocationRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -31,7 +775,7 @@ type CheckpointAllocationRequest struct {
 
 func (x *CheckpointAllocationRequest) Reset() {
 	*x = CheckpointAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +787,7 @@ func (x *CheckpointAllocationRequest) String() string {
 func (*CheckpointAllocationRequest) ProtoMessage() {}
 
 func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +800,7 @@ func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAllocationRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CheckpointAllocationRequest) GetId() string {
@@ -84,7 +828,7 @@ type CheckpointAllocationResponse struct {
 
 func (x *CheckpointAllocationResponse) Reset() {
 	*x = CheckpointAllocationResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -96,7 +840,7 @@ func (x *CheckpointAllocationResponse) String() string {
 func (*CheckpointAllocationResponse) ProtoMessage() {}
 
 func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -109,7 +853,7 @@ func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAllocationResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointAllocationResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CheckpointAllocationResponse) GetId() string {
@@ -143,7 +887,7 @@ type CheckpointDoneRequest struct {
 
 func (x *CheckpointDoneRequest) Reset() {
 	*x = CheckpointDoneRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +899,7 @@ func (x *CheckpointDoneRequest) String() string {
 func (*CheckpointDoneRequest) ProtoMessage() {}
 
 func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +912,7 @@ func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDoneRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointDoneRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CheckpointDoneRequest) GetId() string {
@@ -193,7 +937,7 @@ type CheckpointDoneResponse struct {
 
 func (x *CheckpointDoneResponse) Reset() {
 	*x = CheckpointDoneResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -205,7 +949,7 @@ func (x *CheckpointDoneResponse) String() string {
 func (*CheckpointDoneResponse) ProtoMessage() {}
 
 func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -218,7 +962,7 @@ func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDoneResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointDoneResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
 }
 
 type Dependency struct {
@@ -232,7 +976,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +988,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +1001,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Dependency) GetCondition() string {
@@ -293,7 +1037,7 @@ type ArraySpec struct {
 
 func (x *ArraySpec) Reset() {
 	*x = ArraySpec{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +1049,7 @@ func (x *ArraySpec) String() string {
 func (*ArraySpec) ProtoMessage() {}
 
 func (x *ArraySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +1062,7 @@ func (x *ArraySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArraySpec.ProtoReflect.Descriptor instead.
 func (*ArraySpec) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ArraySpec) GetStart() int32 {
@@ -384,14 +1128,24 @@ type AllocationRequest struct {
 	// user is who submitted it, as the server authenticated them; set by the
 	// server (ignored in submissions). Agents running as root start the job
 	// as this user.
-	User          string `protobuf:"bytes,33,opt,name=user,proto3" json:"user,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	User         string   `protobuf:"bytes,33,opt,name=user,proto3" json:"user,omitempty"`
+	BeginUnixMs  int64    `protobuf:"varint,34,opt,name=begin_unix_ms,json=beginUnixMs,proto3" json:"begin_unix_ms,omitempty"` // not eligible before then (sbatch --begin); 0 = at once
+	Hold         bool     `protobuf:"varint,35,opt,name=hold,proto3" json:"hold,omitempty"`                                    // submitted held (sbatch --hold)
+	NodeList     []string `protobuf:"bytes,36,rep,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`             // only these nodes (sbatch -w), expanded
+	ExcludeNodes []string `protobuf:"bytes,37,rep,name=exclude_nodes,json=excludeNodes,proto3" json:"exclude_nodes,omitempty"` // never these nodes (sbatch -x), expanded
+	MailType     string   `protobuf:"bytes,38,opt,name=mail_type,json=mailType,proto3" json:"mail_type,omitempty"`
+	MailUser     string   `protobuf:"bytes,39,opt,name=mail_user,json=mailUser,proto3" json:"mail_user,omitempty"`
+	Qos          string   `protobuf:"bytes,40,opt,name=qos,proto3" json:"qos,omitempty"` // the site QOS named at submission
+	// keep_if_never_fits keeps a request no node set of its vCluster could
+	// ever satisfy (admins; --hold keeps it too) instead of refusing it.
+	KeepIfNeverFits bool `protobuf:"varint,41,opt,name=keep_if_never_fits,json=keepIfNeverFits,proto3" json:"keep_if_never_fits,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AllocationRequest) Reset() {
 	*x = AllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +1157,7 @@ func (x *AllocationRequest) String() string {
 func (*AllocationRequest) ProtoMessage() {}
 
 func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +1170,7 @@ func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocationRequest.ProtoReflect.Descriptor instead.
 func (*AllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AllocationRequest) GetName() string {
@@ -622,6 +1376,62 @@ func (x *AllocationRequest) GetUser() string {
 	return ""
 }
 
+func (x *AllocationRequest) GetBeginUnixMs() int64 {
+	if x != nil {
+		return x.BeginUnixMs
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetHold() bool {
+	if x != nil {
+		return x.Hold
+	}
+	return false
+}
+
+func (x *AllocationRequest) GetNodeList() []string {
+	if x != nil {
+		return x.NodeList
+	}
+	return nil
+}
+
+func (x *AllocationRequest) GetExcludeNodes() []string {
+	if x != nil {
+		return x.ExcludeNodes
+	}
+	return nil
+}
+
+func (x *AllocationRequest) GetMailType() string {
+	if x != nil {
+		return x.MailType
+	}
+	return ""
+}
+
+func (x *AllocationRequest) GetMailUser() string {
+	if x != nil {
+		return x.MailUser
+	}
+	return ""
+}
+
+func (x *AllocationRequest) GetQos() string {
+	if x != nil {
+		return x.Qos
+	}
+	return ""
+}
+
+func (x *AllocationRequest) GetKeepIfNeverFits() bool {
+	if x != nil {
+		return x.KeepIfNeverFits
+	}
+	return false
+}
+
 // Preemption is the latest reclaim or preemption of an allocation.
 type Preemption struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -637,7 +1447,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +1459,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +1472,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Preemption) GetKind() string {
@@ -718,7 +1528,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +1540,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +1553,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SubmitRequest) GetRequest() *AllocationRequest {
@@ -765,14 +1575,17 @@ type SubmitResponse struct {
 	// ids of the created allocations (one, or one per array task).
 	Ids []uint64 `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
 	// display_id is what users see: "12", or "12" for an array whose tasks are "12_0", "12_1", ...
-	DisplayId     string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
+	DisplayId string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
+	// warnings about what the request keeps but the site will not act on
+	// (e.g. --mail-type without a site mail hook).
+	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +1597,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +1610,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubmitResponse) GetIds() []uint64 {
@@ -814,6 +1627,13 @@ func (x *SubmitResponse) GetDisplayId() string {
 	return ""
 }
 
+func (x *SubmitResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 type Transition struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	State         string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
@@ -825,7 +1645,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +1657,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1670,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Transition) GetState() string {
@@ -902,13 +1722,14 @@ type Allocation struct {
 	CheckpointReason         string       `protobuf:"bytes,22,opt,name=checkpoint_reason,json=checkpointReason,proto3" json:"checkpoint_reason,omitempty"`                              // while CHECKPOINTING: user, proactive, signal, reclaim, preempt
 	CheckpointDeadlineUnixMs int64        `protobuf:"varint,23,opt,name=checkpoint_deadline_unix_ms,json=checkpointDeadlineUnixMs,proto3" json:"checkpoint_deadline_unix_ms,omitempty"` // while CHECKPOINTING
 	Steps                    []*Step      `protobuf:"bytes,24,rep,name=steps,proto3" json:"steps,omitempty"`                                                                            // steps launched inside it (latticectl run, srun)
+	Held                     string       `protobuf:"bytes,33,opt,name=held,proto3" json:"held,omitempty"`                                                                              // while PENDING: user or admin when held
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1741,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1754,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Allocation) GetId() uint64 {
@@ -1111,6 +1932,13 @@ func (x *Allocation) GetSteps() []*Step {
 	return nil
 }
 
+func (x *Allocation) GetHeld() string {
+	if x != nil {
+		return x.Held
+	}
+	return ""
+}
+
 // Step is one step launched inside an allocation.
 type Step struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -1129,7 +1957,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1969,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1982,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Step) GetId() int32 {
@@ -1230,7 +2058,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +2070,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +2083,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetAllocationRequest) GetId() string {
@@ -1284,7 +2112,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +2124,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +2137,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListAllocationsRequest) GetStates() []string {
@@ -1375,7 +2203,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +2215,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +2228,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -1427,7 +2255,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +2267,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +2280,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelRequest) GetIds() []string {
@@ -1480,7 +2308,7 @@ type CancelResult struct {
 
 func (x *CancelResult) Reset() {
 	*x = CancelResult{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +2320,7 @@ func (x *CancelResult) String() string {
 func (*CancelResult) ProtoMessage() {}
 
 func (x *CancelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +2333,7 @@ func (x *CancelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResult.ProtoReflect.Descriptor instead.
 func (*CancelResult) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CancelResult) GetId() string {
@@ -1538,7 +2366,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +2378,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +2391,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CancelResponse) GetResults() []*CancelResult {
@@ -1585,7 +2413,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +2425,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +2438,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1652,7 +2480,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +2492,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +2505,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -1710,7 +2538,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +2550,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +2563,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExplainRequest) GetId() string {
@@ -1758,7 +2586,7 @@ type FactorScore struct {
 
 func (x *FactorScore) Reset() {
 	*x = FactorScore{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +2598,7 @@ func (x *FactorScore) String() string {
 func (*FactorScore) ProtoMessage() {}
 
 func (x *FactorScore) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +2611,7 @@ func (x *FactorScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactorScore.ProtoReflect.Descriptor instead.
 func (*FactorScore) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FactorScore) GetName() string {
@@ -1831,7 +2659,7 @@ type FilterCount struct {
 
 func (x *FilterCount) Reset() {
 	*x = FilterCount{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2671,7 @@ func (x *FilterCount) String() string {
 func (*FilterCount) ProtoMessage() {}
 
 func (x *FilterCount) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2684,7 @@ func (x *FilterCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterCount.ProtoReflect.Descriptor instead.
 func (*FilterCount) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FilterCount) GetFilter() string {
@@ -1893,7 +2721,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2733,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2746,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Explanation) GetId() string {
@@ -2010,7 +2838,67 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"Y\n" +
+	"lattice.v1\"\x82\x01\n" +
+	"\x11JobControlRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\x12*\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\x12\x1b\n" +
+	"\tuser_hold\x18\x03 \x01(\bR\buserHold\x12\x12\n" +
+	"\x04hold\x18\x04 \x01(\bR\x04hold\"H\n" +
+	"\x10JobControlResult\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"L\n" +
+	"\x12JobControlResponse\x126\n" +
+	"\aresults\x18\x01 \x03(\v2\x1c.lattice.v1.JobControlResultR\aresults\"\xe3\x03\n" +
+	"\x17UpdateAllocationRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x10walltime_seconds\x18\x02 \x01(\x03H\x00R\x0fwalltimeSeconds\x88\x01\x01\x12 \n" +
+	"\tnodes_min\x18\x03 \x01(\x05H\x01R\bnodesMin\x88\x01\x01\x12 \n" +
+	"\tnodes_max\x18\x04 \x01(\x05H\x02R\bnodesMax\x88\x01\x01\x12*\n" +
+	"\x0epriority_class\x18\x05 \x01(\x05H\x03R\rpriorityClass\x88\x01\x01\x12\x1f\n" +
+	"\bvcluster\x18\x06 \x01(\tH\x04R\bvcluster\x88\x01\x01\x12\x17\n" +
+	"\x04name\x18\a \x01(\tH\x05R\x04name\x88\x01\x01\x12'\n" +
+	"\rbegin_unix_ms\x18\b \x01(\x03H\x06R\vbeginUnixMs\x88\x01\x01\x12\x15\n" +
+	"\x03qos\x18\t \x01(\tH\aR\x03qos\x88\x01\x01\x12*\n" +
+	"\x11client_request_id\x18\n" +
+	" \x01(\tR\x0fclientRequestIdB\x13\n" +
+	"\x11_walltime_secondsB\f\n" +
+	"\n" +
+	"_nodes_minB\f\n" +
+	"\n" +
+	"_nodes_maxB\x11\n" +
+	"\x0f_priority_classB\v\n" +
+	"\t_vclusterB\a\n" +
+	"\x05_nameB\x10\n" +
+	"\x0e_begin_unix_msB\x06\n" +
+	"\x04_qos\"9\n" +
+	"\rSignalRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\tR\x06signal\"\xcd\x01\n" +
+	"\x03QOS\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
+	"\x0epriority_class\x18\x02 \x01(\x05R\rpriorityClass\x120\n" +
+	"\x14max_walltime_seconds\x18\x03 \x01(\x03R\x12maxWalltimeSeconds\x12\x1b\n" +
+	"\tmax_nodes\x18\x04 \x01(\x05R\bmaxNodes\x12\x1a\n" +
+	"\bvcluster\x18\x05 \x01(\tR\bvcluster\x12 \n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\";\n" +
+	"\tPartition\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bvcluster\x18\x02 \x01(\tR\bvcluster\"\x10\n" +
+	"\x0eListQOSRequest\"k\n" +
+	"\x0fListQOSResponse\x12!\n" +
+	"\x03qos\x18\x01 \x03(\v2\x0f.lattice.v1.QOSR\x03qos\x125\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x15.lattice.v1.PartitionR\n" +
+	"partitions\"J\n" +
+	"\rSetQOSRequest\x12!\n" +
+	"\x03qos\x18\x01 \x01(\v2\x0f.lattice.v1.QOSR\x03qos\x12\x16\n" +
+	"\x06delete\x18\x02 \x01(\bR\x06delete\"\x10\n" +
+	"\x0eSetQOSResponse\"E\n" +
+	"\x13SetPartitionRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bvcluster\x18\x02 \x01(\tR\bvcluster\"\x16\n" +
+	"\x14SetPartitionResponse\"Y\n" +
 	"\x1bCheckpointAllocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"n\n" +
@@ -2031,7 +2919,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xe0\a\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xd3\t\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -2065,7 +2953,15 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fcheckpoint_hook\x18\x19 \x01(\tR\x0echeckpointHook\x12-\n" +
 	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\x12\x18\n" +
 	"\arequeue\x18\x1b \x01(\bR\arequeue\x12\x12\n" +
-	"\x04user\x18! \x01(\tR\x04user\"\xda\x01\n" +
+	"\x04user\x18! \x01(\tR\x04user\x12\"\n" +
+	"\rbegin_unix_ms\x18\" \x01(\x03R\vbeginUnixMs\x12\x12\n" +
+	"\x04hold\x18# \x01(\bR\x04hold\x12\x1b\n" +
+	"\tnode_list\x18$ \x03(\tR\bnodeList\x12#\n" +
+	"\rexclude_nodes\x18% \x03(\tR\fexcludeNodes\x12\x1b\n" +
+	"\tmail_type\x18& \x01(\tR\bmailType\x12\x1b\n" +
+	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
+	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
+	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -2078,17 +2974,18 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
-	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"A\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"]\n" +
 	"\x0eSubmitResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
 	"\n" +
-	"display_id\x18\x02 \x01(\tR\tdisplayId\"\\\n" +
+	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x1a\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\\\n" +
 	"\n" +
 	"Transition\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\xf0\a\n" +
+	"timeUnixMs\"\x84\b\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -2121,7 +3018,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"preemption\x12+\n" +
 	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
 	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\x12&\n" +
-	"\x05steps\x18\x18 \x03(\v2\x10.lattice.v1.StepR\x05steps\"\x89\x02\n" +
+	"\x05steps\x18\x18 \x03(\v2\x10.lattice.v1.StepR\x05steps\x12\x12\n" +
+	"\x04held\x18! \x01(\tR\x04held\"\x89\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +
@@ -2188,7 +3086,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fweights_profile\x18\n" +
 	" \x01(\tR\x0eweightsProfile\x12%\n" +
 	"\x0equeue_position\x18\v \x01(\x05R\rqueuePosition\x12\x14\n" +
-	"\x05nodes\x18\f \x03(\tR\x05nodes2\xda\x04\n" +
+	"\x05nodes\x18\f \x03(\tR\x05nodes2\x99\t\n" +
 	"\x11AllocationService\x12?\n" +
 	"\x06Submit\x12\x19.lattice.v1.SubmitRequest\x1a\x1a.lattice.v1.SubmitResponse\x12?\n" +
 	"\x03Get\x12 .lattice.v1.GetAllocationRequest\x1a\x16.lattice.v1.Allocation\x12O\n" +
@@ -2198,7 +3096,15 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\aExplain\x12\x1a.lattice.v1.ExplainRequest\x1a\x17.lattice.v1.Explanation\x12_\n" +
 	"\n" +
 	"Checkpoint\x12'.lattice.v1.CheckpointAllocationRequest\x1a(.lattice.v1.CheckpointAllocationResponse\x12W\n" +
-	"\x0eCheckpointDone\x12!.lattice.v1.CheckpointDoneRequest\x1a\".lattice.v1.CheckpointDoneResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
+	"\x0eCheckpointDone\x12!.lattice.v1.CheckpointDoneRequest\x1a\".lattice.v1.CheckpointDoneResponse\x12E\n" +
+	"\x04Hold\x12\x1d.lattice.v1.JobControlRequest\x1a\x1e.lattice.v1.JobControlResponse\x12H\n" +
+	"\aRelease\x12\x1d.lattice.v1.JobControlRequest\x1a\x1e.lattice.v1.JobControlResponse\x12H\n" +
+	"\aRequeue\x12\x1d.lattice.v1.JobControlRequest\x1a\x1e.lattice.v1.JobControlResponse\x12E\n" +
+	"\x06Update\x12#.lattice.v1.UpdateAllocationRequest\x1a\x16.lattice.v1.Allocation\x12C\n" +
+	"\x06Signal\x12\x19.lattice.v1.SignalRequest\x1a\x1e.lattice.v1.JobControlResponse\x12B\n" +
+	"\aListQOS\x12\x1a.lattice.v1.ListQOSRequest\x1a\x1b.lattice.v1.ListQOSResponse\x12?\n" +
+	"\x06SetQOS\x12\x19.lattice.v1.SetQOSRequest\x1a\x1a.lattice.v1.SetQOSResponse\x12Q\n" +
+	"\fSetPartition\x12\x1f.lattice.v1.SetPartitionRequest\x1a .lattice.v1.SetPartitionResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
 var (
 	file_lattice_v1_allocation_proto_rawDescOnce sync.Once
@@ -2212,68 +3118,101 @@ func file_lattice_v1_allocation_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_allocation_proto_rawDescData
 }
 
-var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_lattice_v1_allocation_proto_goTypes = []any{
-	(*CheckpointAllocationRequest)(nil),  // 0: lattice.v1.CheckpointAllocationRequest
-	(*CheckpointAllocationResponse)(nil), // 1: lattice.v1.CheckpointAllocationResponse
-	(*CheckpointDoneRequest)(nil),        // 2: lattice.v1.CheckpointDoneRequest
-	(*CheckpointDoneResponse)(nil),       // 3: lattice.v1.CheckpointDoneResponse
-	(*Dependency)(nil),                   // 4: lattice.v1.Dependency
-	(*ArraySpec)(nil),                    // 5: lattice.v1.ArraySpec
-	(*AllocationRequest)(nil),            // 6: lattice.v1.AllocationRequest
-	(*Preemption)(nil),                   // 7: lattice.v1.Preemption
-	(*SubmitRequest)(nil),                // 8: lattice.v1.SubmitRequest
-	(*SubmitResponse)(nil),               // 9: lattice.v1.SubmitResponse
-	(*Transition)(nil),                   // 10: lattice.v1.Transition
-	(*Allocation)(nil),                   // 11: lattice.v1.Allocation
-	(*Step)(nil),                         // 12: lattice.v1.Step
-	(*GetAllocationRequest)(nil),         // 13: lattice.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 14: lattice.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 15: lattice.v1.ListAllocationsResponse
-	(*CancelRequest)(nil),                // 16: lattice.v1.CancelRequest
-	(*CancelResult)(nil),                 // 17: lattice.v1.CancelResult
-	(*CancelResponse)(nil),               // 18: lattice.v1.CancelResponse
-	(*LogsRequest)(nil),                  // 19: lattice.v1.LogsRequest
-	(*LogChunk)(nil),                     // 20: lattice.v1.LogChunk
-	(*ExplainRequest)(nil),               // 21: lattice.v1.ExplainRequest
-	(*FactorScore)(nil),                  // 22: lattice.v1.FactorScore
-	(*FilterCount)(nil),                  // 23: lattice.v1.FilterCount
-	(*Explanation)(nil),                  // 24: lattice.v1.Explanation
+	(*JobControlRequest)(nil),            // 0: lattice.v1.JobControlRequest
+	(*JobControlResult)(nil),             // 1: lattice.v1.JobControlResult
+	(*JobControlResponse)(nil),           // 2: lattice.v1.JobControlResponse
+	(*UpdateAllocationRequest)(nil),      // 3: lattice.v1.UpdateAllocationRequest
+	(*SignalRequest)(nil),                // 4: lattice.v1.SignalRequest
+	(*QOS)(nil),                          // 5: lattice.v1.QOS
+	(*Partition)(nil),                    // 6: lattice.v1.Partition
+	(*ListQOSRequest)(nil),               // 7: lattice.v1.ListQOSRequest
+	(*ListQOSResponse)(nil),              // 8: lattice.v1.ListQOSResponse
+	(*SetQOSRequest)(nil),                // 9: lattice.v1.SetQOSRequest
+	(*SetQOSResponse)(nil),               // 10: lattice.v1.SetQOSResponse
+	(*SetPartitionRequest)(nil),          // 11: lattice.v1.SetPartitionRequest
+	(*SetPartitionResponse)(nil),         // 12: lattice.v1.SetPartitionResponse
+	(*CheckpointAllocationRequest)(nil),  // 13: lattice.v1.CheckpointAllocationRequest
+	(*CheckpointAllocationResponse)(nil), // 14: lattice.v1.CheckpointAllocationResponse
+	(*CheckpointDoneRequest)(nil),        // 15: lattice.v1.CheckpointDoneRequest
+	(*CheckpointDoneResponse)(nil),       // 16: lattice.v1.CheckpointDoneResponse
+	(*Dependency)(nil),                   // 17: lattice.v1.Dependency
+	(*ArraySpec)(nil),                    // 18: lattice.v1.ArraySpec
+	(*AllocationRequest)(nil),            // 19: lattice.v1.AllocationRequest
+	(*Preemption)(nil),                   // 20: lattice.v1.Preemption
+	(*SubmitRequest)(nil),                // 21: lattice.v1.SubmitRequest
+	(*SubmitResponse)(nil),               // 22: lattice.v1.SubmitResponse
+	(*Transition)(nil),                   // 23: lattice.v1.Transition
+	(*Allocation)(nil),                   // 24: lattice.v1.Allocation
+	(*Step)(nil),                         // 25: lattice.v1.Step
+	(*GetAllocationRequest)(nil),         // 26: lattice.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 27: lattice.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 28: lattice.v1.ListAllocationsResponse
+	(*CancelRequest)(nil),                // 29: lattice.v1.CancelRequest
+	(*CancelResult)(nil),                 // 30: lattice.v1.CancelResult
+	(*CancelResponse)(nil),               // 31: lattice.v1.CancelResponse
+	(*LogsRequest)(nil),                  // 32: lattice.v1.LogsRequest
+	(*LogChunk)(nil),                     // 33: lattice.v1.LogChunk
+	(*ExplainRequest)(nil),               // 34: lattice.v1.ExplainRequest
+	(*FactorScore)(nil),                  // 35: lattice.v1.FactorScore
+	(*FilterCount)(nil),                  // 36: lattice.v1.FilterCount
+	(*Explanation)(nil),                  // 37: lattice.v1.Explanation
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
-	4,  // 0: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
-	5,  // 1: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
-	6,  // 2: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
-	6,  // 3: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
-	10, // 4: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
-	24, // 5: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
-	7,  // 6: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
-	12, // 7: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
-	11, // 8: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	17, // 9: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	22, // 10: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	23, // 11: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	8,  // 12: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	13, // 13: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	14, // 14: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	16, // 15: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	19, // 16: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	21, // 17: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	0,  // 18: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	2,  // 19: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	9,  // 20: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	11, // 21: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	15, // 22: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	18, // 23: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	20, // 24: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	24, // 25: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	1,  // 26: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	3,  // 27: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	1,  // 0: lattice.v1.JobControlResponse.results:type_name -> lattice.v1.JobControlResult
+	5,  // 1: lattice.v1.ListQOSResponse.qos:type_name -> lattice.v1.QOS
+	6,  // 2: lattice.v1.ListQOSResponse.partitions:type_name -> lattice.v1.Partition
+	5,  // 3: lattice.v1.SetQOSRequest.qos:type_name -> lattice.v1.QOS
+	17, // 4: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
+	18, // 5: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
+	19, // 6: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
+	19, // 7: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
+	23, // 8: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
+	37, // 9: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
+	20, // 10: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
+	25, // 11: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
+	24, // 12: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	30, // 13: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	35, // 14: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	36, // 15: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	21, // 16: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	26, // 17: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	27, // 18: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	29, // 19: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	32, // 20: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	34, // 21: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	13, // 22: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	15, // 23: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	0,  // 24: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
+	0,  // 25: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
+	0,  // 26: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
+	3,  // 27: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
+	4,  // 28: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
+	7,  // 29: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
+	9,  // 30: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
+	11, // 31: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
+	22, // 32: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	24, // 33: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	28, // 34: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	31, // 35: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	33, // 36: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	37, // 37: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	14, // 38: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	16, // 39: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	2,  // 40: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
+	2,  // 41: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
+	2,  // 42: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
+	24, // 43: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
+	2,  // 44: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
+	8,  // 45: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
+	10, // 46: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
+	12, // 47: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
+	32, // [32:48] is the sub-list for method output_type
+	16, // [16:32] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -2281,13 +3220,14 @@ func file_lattice_v1_allocation_proto_init() {
 	if File_lattice_v1_allocation_proto != nil {
 		return
 	}
+	file_lattice_v1_allocation_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_allocation_proto_rawDesc), len(file_lattice_v1_allocation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

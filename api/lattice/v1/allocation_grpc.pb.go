@@ -27,6 +27,14 @@ const (
 	AllocationService_Explain_FullMethodName        = "/lattice.v1.AllocationService/Explain"
 	AllocationService_Checkpoint_FullMethodName     = "/lattice.v1.AllocationService/Checkpoint"
 	AllocationService_CheckpointDone_FullMethodName = "/lattice.v1.AllocationService/CheckpointDone"
+	AllocationService_Hold_FullMethodName           = "/lattice.v1.AllocationService/Hold"
+	AllocationService_Release_FullMethodName        = "/lattice.v1.AllocationService/Release"
+	AllocationService_Requeue_FullMethodName        = "/lattice.v1.AllocationService/Requeue"
+	AllocationService_Update_FullMethodName         = "/lattice.v1.AllocationService/Update"
+	AllocationService_Signal_FullMethodName         = "/lattice.v1.AllocationService/Signal"
+	AllocationService_ListQOS_FullMethodName        = "/lattice.v1.AllocationService/ListQOS"
+	AllocationService_SetQOS_FullMethodName         = "/lattice.v1.AllocationService/SetQOS"
+	AllocationService_SetPartition_FullMethodName   = "/lattice.v1.AllocationService/SetPartition"
 )
 
 // AllocationServiceClient is the client API for AllocationService service.
@@ -47,6 +55,22 @@ type AllocationServiceClient interface {
 	// CheckpointDone acknowledges a webhook-mode checkpoint (the application
 	// calls it, or `latticectl checkpoint done ID`, once its checkpoint is written).
 	CheckpointDone(ctx context.Context, in *CheckpointDoneRequest, opts ...grpc.CallOption) (*CheckpointDoneResponse, error)
+	// Job control (scontrol hold/release/requeue/update, scancel --signal).
+	// Hold and Release act on pending allocations; an admin's hold is
+	// released only by an admin.
+	Hold(ctx context.Context, in *JobControlRequest, opts ...grpc.CallOption) (*JobControlResponse, error)
+	Release(ctx context.Context, in *JobControlRequest, opts ...grpc.CallOption) (*JobControlResponse, error)
+	// Requeue sends active allocations back to PENDING (running ones are stopped first).
+	Requeue(ctx context.Context, in *JobControlRequest, opts ...grpc.CallOption) (*JobControlResponse, error)
+	// Update changes a pending allocation; a running one only its name and
+	// (shorter, unless admin) its time limit.
+	Update(ctx context.Context, in *UpdateAllocationRequest, opts ...grpc.CallOption) (*Allocation, error)
+	// Signal sends a signal to a running allocation's processes.
+	Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*JobControlResponse, error)
+	// The site's QOS table and partition names (everyone reads; admins set).
+	ListQOS(ctx context.Context, in *ListQOSRequest, opts ...grpc.CallOption) (*ListQOSResponse, error)
+	SetQOS(ctx context.Context, in *SetQOSRequest, opts ...grpc.CallOption) (*SetQOSResponse, error)
+	SetPartition(ctx context.Context, in *SetPartitionRequest, opts ...grpc.CallOption) (*SetPartitionResponse, error)
 }
 
 type allocationServiceClient struct {
@@ -146,6 +170,86 @@ func (c *allocationServiceClient) CheckpointDone(ctx context.Context, in *Checkp
 	return out, nil
 }
 
+func (c *allocationServiceClient) Hold(ctx context.Context, in *JobControlRequest, opts ...grpc.CallOption) (*JobControlResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobControlResponse)
+	err := c.cc.Invoke(ctx, AllocationService_Hold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) Release(ctx context.Context, in *JobControlRequest, opts ...grpc.CallOption) (*JobControlResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobControlResponse)
+	err := c.cc.Invoke(ctx, AllocationService_Release_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) Requeue(ctx context.Context, in *JobControlRequest, opts ...grpc.CallOption) (*JobControlResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobControlResponse)
+	err := c.cc.Invoke(ctx, AllocationService_Requeue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) Update(ctx context.Context, in *UpdateAllocationRequest, opts ...grpc.CallOption) (*Allocation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Allocation)
+	err := c.cc.Invoke(ctx, AllocationService_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*JobControlResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobControlResponse)
+	err := c.cc.Invoke(ctx, AllocationService_Signal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) ListQOS(ctx context.Context, in *ListQOSRequest, opts ...grpc.CallOption) (*ListQOSResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListQOSResponse)
+	err := c.cc.Invoke(ctx, AllocationService_ListQOS_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) SetQOS(ctx context.Context, in *SetQOSRequest, opts ...grpc.CallOption) (*SetQOSResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetQOSResponse)
+	err := c.cc.Invoke(ctx, AllocationService_SetQOS_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *allocationServiceClient) SetPartition(ctx context.Context, in *SetPartitionRequest, opts ...grpc.CallOption) (*SetPartitionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPartitionResponse)
+	err := c.cc.Invoke(ctx, AllocationService_SetPartition_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AllocationServiceServer is the server API for AllocationService service.
 // All implementations must embed UnimplementedAllocationServiceServer
 // for forward compatibility.
@@ -164,6 +268,22 @@ type AllocationServiceServer interface {
 	// CheckpointDone acknowledges a webhook-mode checkpoint (the application
 	// calls it, or `latticectl checkpoint done ID`, once its checkpoint is written).
 	CheckpointDone(context.Context, *CheckpointDoneRequest) (*CheckpointDoneResponse, error)
+	// Job control (scontrol hold/release/requeue/update, scancel --signal).
+	// Hold and Release act on pending allocations; an admin's hold is
+	// released only by an admin.
+	Hold(context.Context, *JobControlRequest) (*JobControlResponse, error)
+	Release(context.Context, *JobControlRequest) (*JobControlResponse, error)
+	// Requeue sends active allocations back to PENDING (running ones are stopped first).
+	Requeue(context.Context, *JobControlRequest) (*JobControlResponse, error)
+	// Update changes a pending allocation; a running one only its name and
+	// (shorter, unless admin) its time limit.
+	Update(context.Context, *UpdateAllocationRequest) (*Allocation, error)
+	// Signal sends a signal to a running allocation's processes.
+	Signal(context.Context, *SignalRequest) (*JobControlResponse, error)
+	// The site's QOS table and partition names (everyone reads; admins set).
+	ListQOS(context.Context, *ListQOSRequest) (*ListQOSResponse, error)
+	SetQOS(context.Context, *SetQOSRequest) (*SetQOSResponse, error)
+	SetPartition(context.Context, *SetPartitionRequest) (*SetPartitionResponse, error)
 	mustEmbedUnimplementedAllocationServiceServer()
 }
 
@@ -197,6 +317,30 @@ func (UnimplementedAllocationServiceServer) Checkpoint(context.Context, *Checkpo
 }
 func (UnimplementedAllocationServiceServer) CheckpointDone(context.Context, *CheckpointDoneRequest) (*CheckpointDoneResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckpointDone not implemented")
+}
+func (UnimplementedAllocationServiceServer) Hold(context.Context, *JobControlRequest) (*JobControlResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Hold not implemented")
+}
+func (UnimplementedAllocationServiceServer) Release(context.Context, *JobControlRequest) (*JobControlResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
+}
+func (UnimplementedAllocationServiceServer) Requeue(context.Context, *JobControlRequest) (*JobControlResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Requeue not implemented")
+}
+func (UnimplementedAllocationServiceServer) Update(context.Context, *UpdateAllocationRequest) (*Allocation, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedAllocationServiceServer) Signal(context.Context, *SignalRequest) (*JobControlResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Signal not implemented")
+}
+func (UnimplementedAllocationServiceServer) ListQOS(context.Context, *ListQOSRequest) (*ListQOSResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQOS not implemented")
+}
+func (UnimplementedAllocationServiceServer) SetQOS(context.Context, *SetQOSRequest) (*SetQOSResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetQOS not implemented")
+}
+func (UnimplementedAllocationServiceServer) SetPartition(context.Context, *SetPartitionRequest) (*SetPartitionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPartition not implemented")
 }
 func (UnimplementedAllocationServiceServer) mustEmbedUnimplementedAllocationServiceServer() {}
 func (UnimplementedAllocationServiceServer) testEmbeddedByValue()                           {}
@@ -356,6 +500,150 @@ func _AllocationService_CheckpointDone_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AllocationService_Hold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).Hold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_Hold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).Hold(ctx, req.(*JobControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_Release_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).Release(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_Release_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).Release(ctx, req.(*JobControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_Requeue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).Requeue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_Requeue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).Requeue(ctx, req.(*JobControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateAllocationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).Update(ctx, req.(*UpdateAllocationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_Signal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SignalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).Signal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_Signal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).Signal(ctx, req.(*SignalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_ListQOS_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListQOSRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).ListQOS(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_ListQOS_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).ListQOS(ctx, req.(*ListQOSRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_SetQOS_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetQOSRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).SetQOS(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_SetQOS_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).SetQOS(ctx, req.(*SetQOSRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AllocationService_SetPartition_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPartitionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).SetPartition(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_SetPartition_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).SetPartition(ctx, req.(*SetPartitionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AllocationService_ServiceDesc is the grpc.ServiceDesc for AllocationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +678,38 @@ var AllocationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckpointDone",
 			Handler:    _AllocationService_CheckpointDone_Handler,
+		},
+		{
+			MethodName: "Hold",
+			Handler:    _AllocationService_Hold_Handler,
+		},
+		{
+			MethodName: "Release",
+			Handler:    _AllocationService_Release_Handler,
+		},
+		{
+			MethodName: "Requeue",
+			Handler:    _AllocationService_Requeue_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _AllocationService_Update_Handler,
+		},
+		{
+			MethodName: "Signal",
+			Handler:    _AllocationService_Signal_Handler,
+		},
+		{
+			MethodName: "ListQOS",
+			Handler:    _AllocationService_ListQOS_Handler,
+		},
+		{
+			MethodName: "SetQOS",
+			Handler:    _AllocationService_SetQOS_Handler,
+		},
+		{
+			MethodName: "SetPartition",
+			Handler:    _AllocationService_SetPartition_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+)
+
+// The site mail hook: sbatch's --mail-type/--mail-user act through a
+// command the site configures (latticed --mail-hook), run by the leader
+// with the event in its environment. Best effort: an event is sent by the
+// leader that committed the change; one committed just before a leader
+// change may be missed, never sent twice by a retried report (a repeated
+// report changes nothing).
+
+// Mail events, as sbatch names them.
+const (
+	MailBegin     = "BEGIN"
+	MailEnd       = "END"
+	MailFail      = "FAIL"
+	MailRequeue   = "REQUEUE"
+	MailTimeLimit = "TIME_LIMIT"
+)
+
+// mailHookTimeout bounds one run of the hook.
+const mailHookTimeout = 30 * time.Second
+
+// mailBefore is what an allocation was before a change, to tell its events.
+type mailBefore struct {
+	state    model.AllocState
+	requeues int
+}
+
+// mailSnapshot records, for the allocations of ids that asked for mail,
+// what they are now (before a change is proposed).
+func (s *Server) mailSnapshot(ids []uint64) map[uint64]mailBefore {
+	if s.cfg.MailHook == "" {
+		return nil
+	}
+	var out map[uint64]mailBefore
+	s.view(func(st *quorum.State) {
+		for _, id := range ids {
+			if a := st.Allocation(id); a != nil && a.MailType != "" && a.MailType != "NONE" {
+				if out == nil {
+					out = map[uint64]mailBefore{}
+				}
+				out[id] = mailBefore{a.State, a.RequeueCount}
+			}
+		}
+	})
+	return out
+}
+
+// mailAfter runs the hook for every event the committed change caused.
+func (s *Server) mailAfter(before map[uint64]mailBefore) {
+	if len(before) == 0 {
+		return
+	}
+	ids := make([]uint64, 0, len(before))
+	for id := range before {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	s.view(func(st *quorum.State) {
+		for _, id := range ids {
+			a := st.Allocation(id)
+			if a == nil {
+				continue
+			}
+			for _, ev := range mailEvents(before[id], a) {
+				if mailWants(a.MailType, ev) {
+					s.runMailHook(ev, a)
+				}
+			}
+		}
+	})
+}
+
+// mailEvents are the events of a change from b to a.
+func mailEvents(b mailBefore, a *model.Allocation) []string {
+	var out []string
+	switch {
+	case a.State == model.StateRunning && (b.state == model.StateStaging || b.state == model.StatePending):
+		out = append(out, MailBegin)
+	case a.State.Terminal() && !b.state.Terminal():
+		out = append(out, MailEnd)
+		if a.State == model.StateFailed {
+			out = append(out, MailFail)
+		}
+		if a.Reason == model.ReasonWalltimeExceeded {
+			out = append(out, MailTimeLimit)
+		}
+	case a.RequeueCount > b.requeues:
+		out = append(out, MailRequeue)
+	}
+	return out
+}
+
+// mailWants reports whether --mail-type types asks for event.
+func mailWants(types, event string) bool {
+	for _, t := range strings.Split(types, ",") {
+		switch t {
+		case event:
+			return true
+		case "ALL":
+			if event == MailBegin || event == MailEnd || event == MailFail || event == MailRequeue {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runMailHook starts the hook for one event; it does not wait for it.
+func (s *Server) runMailHook(event string, a *model.Allocation) {
+	to := a.MailUser
+	if to == "" {
+		to = a.User
+	}
+	exit := ""
+	if a.ExitCode != nil {
+		exit = strconv.Itoa(*a.ExitCode)
+	}
+	verb := map[string]string{MailBegin: "Began", MailEnd: "Ended", MailFail: "Failed", MailRequeue: "Requeued", MailTimeLimit: "Reached time limit"}[event]
+	subject := fmt.Sprintf("Lattice Job_id=%s Name=%s %s, %s", a.DisplayID(), a.Name, verb, a.State)
+	if exit != "" {
+		subject += ", ExitCode " + exit
+	}
+	env := append(os.Environ(),
+		"LATTICE_MAIL_EVENT="+event, "LATTICE_MAIL_USER="+to, "LATTICE_MAIL_SUBJECT="+subject,
+		"LATTICE_ALLOC_ID="+a.DisplayID(), "LATTICE_ALLOC_NAME="+a.Name, "LATTICE_ALLOC_USER="+a.User,
+		"LATTICE_ALLOC_STATE="+string(a.State), "LATTICE_ALLOC_REASON="+a.Reason, "LATTICE_ALLOC_EXIT_CODE="+exit)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), mailHookTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", s.cfg.MailHook)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			s.log.Warn("mail hook failed", "alloc", a.DisplayID(), "event", event, "err", err, "output", strings.TrimSpace(string(out)))
+			return
+		}
+		s.log.Info("mail hook ran", "alloc", a.DisplayID(), "event", event, "to", to)
+	}()
+}
+
+// mailWarning is the submission warning when mail is asked for and the
+// site has no hook.
+func (s *Server) mailWarning(r *model.Request) []string {
+	if s.cfg.MailHook != "" || ((r.MailType == "" || r.MailType == "NONE") && r.MailUser == "") {
+		return nil
+	}
+	return []string{"--mail-type/--mail-user are kept with the job, but this site has no mail hook: no mail will be sent"}
+}
