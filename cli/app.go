@@ -84,6 +84,12 @@ type runner struct {
 // Main runs latticectl with args (without the program name) and returns
 // the process exit code. Errors are printed on env.Stderr as one line.
 func Main(ctx context.Context, env Env, args []string) (code int) {
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	if env.Location == nil {
+		env.Location = time.Local
+	}
 	r := &runner{Env: env}
 	defer func() {
 		// A bug must not greet a user with a Go stack trace: one line, exit

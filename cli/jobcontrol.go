@@ -290,7 +290,7 @@ func (r *runner) update(c *cli.Context) error {
 // cancelFilters is scancel's selection: -u, --state, --name, --vcluster.
 type cancelFilters struct {
 	user, name, vcluster string
-	states               map[string]bool
+	states               []stateFilter
 }
 
 func (f cancelFilters) any() bool {
@@ -308,7 +308,7 @@ func (f cancelFilters) match(a *latticev1.Allocation) bool {
 		return false
 	case f.vcluster != "" && a.GetRequest().GetVcluster() != f.vcluster:
 		return false
-	case len(f.states) > 0 && !f.states[a.GetState()]:
+	case !matchStates(f.states, a):
 		return false
 	}
 	return true
@@ -331,14 +331,11 @@ func cancelFlags() []cli.Flag {
 func (r *runner) cancelSelection(c *cli.Context, cn *conn) ([]string, error) {
 	f := cancelFilters{user: c.String("user"), name: c.String("name"), vcluster: c.String("vcluster")}
 	if s := c.String("state"); s != "" {
-		f.states = map[string]bool{}
-		for _, part := range strings.Split(s, ",") {
-			st, err := model.ParseAllocState(part)
-			if err != nil {
-				return nil, err
-			}
-			f.states[string(st)] = true
+		states, err := parseStateFilters(s)
+		if err != nil {
+			return nil, err
 		}
+		f.states = states
 	}
 	ids, err := expandIDs(c.Args().Slice())
 	if err != nil {
@@ -414,7 +411,7 @@ func (r *runner) qosCommand() *cli.Command {
 		Name:  "qos",
 		Usage: "the site's QOS table: name → priority class and limits (sacctmgr show qos)",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list the QOS table", Action: func(c *cli.Context) error {
+			{Name: "list", Usage: "list the QOS table", Flags: listingFlags(), Action: func(c *cli.Context) error {
 				format, err := r.format(c)
 				if err != nil {
 					return err
@@ -497,7 +494,7 @@ func (r *runner) partitionCommand() *cli.Command {
 		Name:  "partition",
 		Usage: "partition names: aliases of vClusters that scripts write as -p/--partition",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list partition names and their vClusters", Action: func(c *cli.Context) error {
+			{Name: "list", Usage: "list partition names and their vClusters", Flags: listingFlags(), Action: func(c *cli.Context) error {
 				format, err := r.format(c)
 				if err != nil {
 					return err

@@ -13,9 +13,8 @@ import (
 // what --help shows: submit a script, watch it wait, find out why, read its
 // output (both streams) and find it in history once it has ended.
 //
-// Issue 12's other half (hold/release, update --time, cancel of an array
-// range, slurm-%j.out in the submit directory) adds its steps here once
-// merged; they are marked TODO(12a) where they belong in the walk.
+// It also holds and releases it, shortens its time limit, cancels an
+// array range and reads slurm-ID.out in the submit directory.
 func TestNewUserWalk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -52,7 +51,7 @@ func TestNewUserWalk(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -N1\n#SBATCH -t2\n#SBATCH -J first\necho hello from $SLURM_JOB_ID\necho oops >&2\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	id := strings.TrimSpace(ctl("submit", "--parsable", script))
+	id := strings.TrimSpace(ctl("submit", "--parsable", "-D", dir, script))
 	if out := ctl("status", id, "--format", "%i %t %R", "--no-header"); !strings.Contains(out, "PD") {
 		t.Fatalf("status %s: %q, want it pending", id, out)
 	}
@@ -67,7 +66,20 @@ func TestNewUserWalk(t *testing.T) {
 	if out := ctl("status", "--start"); !strings.Contains(out, id) {
 		t.Errorf("status --start does not list %s:\n%s", id, out)
 	}
-	// TODO(12a): hold it, see JobHeldUser; release it; update --time 1.
+	// Hold it, see why it waits, release it, shorten its limit.
+	ctl("hold", id)
+	if out := ctl("status", id, "--format", "%t %R", "--no-header"); !strings.Contains(out, "JobHeld") {
+		// dev's user is an admin: an admin hold, as root's scontrol hold.
+		t.Errorf("status of a held job: %q, want JobHeldAdmin or JobHeldUser", out)
+	}
+	ctl("release", id)
+	if out := ctl("status", id, "--format", "%R", "--no-header"); strings.Contains(out, "JobHeld") {
+		t.Errorf("status after release: %q, still held", out)
+	}
+	ctl("update", id, "--time", "1")
+	if out := ctl("status", id, "--format", "%l", "--no-header"); !strings.Contains(out, "1:00") {
+		t.Errorf("time limit after update --time 1: %q", out)
+	}
 
 	ctl("cancel", blocker)
 	tourWaitState(t, api, id, "COMPLETED")
@@ -75,7 +87,21 @@ func TestNewUserWalk(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "hello from "+id) || !strings.Contains(out+errOut, "oops") {
 		t.Errorf("logs %s: exit %d, stdout %q, stderr %q; want both streams", id, code, out, errOut)
 	}
-	// TODO(12a): read slurm-ID.out in the submit directory; cancel an array range.
+	// sbatch's default output file, both streams, in the submit directory.
+	slurmOut, err := os.ReadFile(filepath.Join(dir, "slurm-"+id+".out"))
+	if err != nil || !strings.Contains(string(slurmOut), "hello from "+id) || !strings.Contains(string(slurmOut), "oops") {
+		t.Errorf("slurm-%s.out: %q (%v); want stdout and stderr", id, slurmOut, err)
+	}
+	// An array whose tasks 2-3 are cancelled by range; the others run.
+	arr := strings.TrimSpace(ctl("submit", "--parsable", "-D", dir, "--array", "0-3", "--hold", "-t1", "--", "true"))
+	ctl("cancel", arr+"_[2-3]")
+	for _, task := range []string{"_2", "_3"} {
+		tourWaitState(t, api, arr+task, "CANCELLED")
+	}
+	ctl("release", arr+"_0", arr+"_1")
+	for _, task := range []string{"_0", "_1"} {
+		tourWaitState(t, api, arr+task, "COMPLETED")
+	}
 
 	var rows []struct {
 		DisplayID      string `json:"display_id"`
@@ -96,8 +122,9 @@ func TestNewUserWalk(t *testing.T) {
 	if found[id] != "COMPLETED" || found[blocker] != "CANCELLED" {
 		t.Errorf("history: %v; want %s COMPLETED and %s CANCELLED", found, id, blocker)
 	}
-	if out := ctl("history", "--state", "CA", "--format", "id", "--no-header"); strings.TrimSpace(out) != blocker {
-		t.Errorf("history --state CA: %q, want %s", out, blocker)
+	want := strings.Join([]string{blocker, arr + "_2", arr + "_3"}, "\n")
+	if out := ctl("history", "--state", "CA", "--format", "id", "--no-header"); strings.TrimSpace(out) != want {
+		t.Errorf("history --state CA: %q, want %q", out, want)
 	}
 }
 
