@@ -92,7 +92,7 @@ func (r *runner) vclusterList(c *cli.Context) error {
 	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
 		head := []any{"NAME", "TYPE", "ALGORITHM", "PROFILE", "CYCLE", "DEPTH", "LEND", "BORROW", "NODES", "BUSY", "IDLE", "LENT", "BORROWED", "PENDING", "RUNNING", "POWER"}
 		if wide {
-			head = append(head, "PREEMPT", "GRACE", "CAP", "WEIGHTS")
+			head = append(head, "PREEMPT", "GRACE", "CAP", "PARTITIONS", "WEIGHTS")
 		}
 		row(w, head...)
 		for _, v := range views {
@@ -100,7 +100,7 @@ func (r *runner) vclusterList(c *cli.Context) error {
 				yesNo(v.AllowLending), yesNo(v.AllowBorrowing), v.Usage.CurrentNodes, v.Usage.BusyNodes, v.Usage.IdleNodes,
 				v.Usage.LentNodes, v.Usage.BorrowedNodes, v.Usage.Pending, v.Usage.Running, watts(v.Usage.PowerWatts)}
 			if wide {
-				cols = append(cols, yesNo(v.Preemption), secondsText(v.ReclaimGraceSeconds), capText(v.PowerCapWatts), weightsText(v.Weights))
+				cols = append(cols, yesNo(v.Preemption), secondsText(v.ReclaimGraceSeconds), capText(v.PowerCapWatts), orDash(strings.Join(v.Partitions, ",")), weightsText(v.Weights))
 			}
 			row(w, cols...)
 		}

@@ -360,6 +360,8 @@ type vclusterView struct {
 	PreemptHorizonSeconds        float64 `json:"preempt_horizon_seconds"`
 	CheckpointableOnlyOnBorrowed bool    `json:"checkpointable_only_on_borrowed"`
 	LoopPanics                   int64   `json:"loop_panics"`
+	// Partitions are the partition names (-p) that resolve to it.
+	Partitions []string `json:"partitions"`
 }
 
 type vclusterUsage struct {
@@ -399,6 +401,7 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		ReclaimGraceSeconds: float64(v.GetReclaimGraceMs()) / 1000, ReclaimBackoffSeconds: float64(v.GetReclaimBackoffMs()) / 1000,
 		Preemption: v.GetPreemption(), PreemptHorizonSeconds: float64(v.GetPreemptHorizonMs()) / 1000,
 		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
+		Partitions: append([]string{}, v.GetPartitions()...),
 	}
 	for _, w := range v.GetWeights() {
 		out.Weights[w.GetFactor()] = w.GetValue()
