@@ -242,6 +242,10 @@ type Request struct {
 	// Requeue puts the allocation back in the queue, rather than failing
 	// it, when one of its nodes fails (sbatch --requeue).
 	Requeue bool `json:"requeue,omitempty"`
+	// ScriptBytes is the batch script byte for byte when it is not UTF-8
+	// (a Latin-1 comment); Script then holds the same text with those bytes
+	// as U+FFFD (JSON, display). Empty for UTF-8 scripts. See SetScript.
+	ScriptBytes []byte `json:"script_bytes,omitempty"`
 }
 
 // Limits on requests.

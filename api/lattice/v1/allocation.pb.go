@@ -384,7 +384,13 @@ type AllocationRequest struct {
 	// user is who submitted it, as the server authenticated them; set by the
 	// server (ignored in submissions). Agents running as root start the job
 	// as this user.
-	User          string `protobuf:"bytes,33,opt,name=user,proto3" json:"user,omitempty"`
+	User string `protobuf:"bytes,33,opt,name=user,proto3" json:"user,omitempty"`
+	// script_bytes is the batch script byte for byte when it is not UTF-8
+	// (a Latin-1 comment: sbatch takes scripts as bytes, but proto strings
+	// must be UTF-8). script then carries the same text with those bytes as
+	// U+FFFD, for old clients and for display; the agent runs script_bytes.
+	// Empty when the script is UTF-8.
+	ScriptBytes   []byte `protobuf:"bytes,40,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -620,6 +626,13 @@ func (x *AllocationRequest) GetUser() string {
 		return x.User
 	}
 	return ""
+}
+
+func (x *AllocationRequest) GetScriptBytes() []byte {
+	if x != nil {
+		return x.ScriptBytes
+	}
+	return nil
 }
 
 // Preemption is the latest reclaim or preemption of an allocation.
@@ -2031,7 +2044,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xe0\a\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x83\b\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -2065,7 +2078,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fcheckpoint_hook\x18\x19 \x01(\tR\x0echeckpointHook\x12-\n" +
 	"\x12checkpoint_webhook\x18\x1a \x01(\tR\x11checkpointWebhook\x12\x18\n" +
 	"\arequeue\x18\x1b \x01(\bR\arequeue\x12\x12\n" +
-	"\x04user\x18! \x01(\tR\x04user\"\xda\x01\n" +
+	"\x04user\x18! \x01(\tR\x04user\x12!\n" +
+	"\fscript_bytes\x18( \x01(\fR\vscriptBytes\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
