@@ -7,15 +7,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 )
 
 // waitReady waits until the API answers and every simulated node is Ready.
-func waitReady(ctx context.Context, addr, token string, nodes int) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func waitReady(ctx context.Context, addr, token string, nodes int, creds grpc.DialOption) error {
+	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return err
 	}
@@ -39,9 +38,9 @@ func waitReady(ctx context.Context, addr, token string, nodes int) error {
 }
 
 // submitDemo submits a small sample workload so a newcomer sees jobs run.
-func submitDemo(ctx context.Context, addr, token string) error {
+func submitDemo(ctx context.Context, addr, token string, creds grpc.DialOption) error {
 	ctx = withBearer(ctx, token)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return err
 	}
