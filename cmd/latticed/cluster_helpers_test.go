@@ -31,8 +31,8 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
-	"github.com/latticehpc/lattice/pki"
 	latticecli "github.com/latticehpc/lattice/cli"
+	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
 )
 
@@ -257,10 +257,10 @@ type cluster struct {
 	// (ID.crt, ID.key): members serve the API and Raft over TLS.
 	tlsDir  string
 	members []*member
-	agent                              *proc
-	logs                               []string // every log file, for tails on failure
-	mu                                 sync.Mutex
-	procs                              []*proc
+	agent   *proc
+	logs    []string // every log file, for tails on failure
+	mu      sync.Mutex
+	procs   []*proc
 }
 
 // serverFlags are the flags every member gets: short liveness so node
