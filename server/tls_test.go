@@ -242,6 +242,20 @@ func TestRaftRefusesNonMembers(t *testing.T) {
 	}
 }
 
+func dialConn(t *testing.T, s *Server, f pki.Files) *grpc.ClientConn {
+	t.Helper()
+	cfg, err := pki.Client(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(s.APIAddr(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // TestClientCertificateIdentity: with TLS and a tokens file, a client
 // certificate whose common name has a cn: entry acts as that identity; an
 // unmapped one, or none, is refused; a client cannot claim another's name
@@ -302,6 +316,22 @@ func TestClientCertificateIdentity(t *testing.T) {
 	wantCode(t, "eve claims alice's name", err, codes.Unauthenticated)
 	_, err = anon.Submit(spoof, job("physics"))
 	wantCode(t, "no certificate, claims alice's name", err, codes.Unauthenticated)
+	// A member's certificate is a member identity: it may manage the
+	// quorum (join through a member credential), without a token.
+	memberCfg, err := pki.Client(files["dev"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mconn, err := grpc.NewClient(s.APIAddr(), grpc.WithTransportCredentials(credentials.NewTLS(memberCfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mconn.Close()
+	if _, err := latticev1.NewAdminServiceClient(mconn).SetTenant(ctx, &latticev1.SetTenantRequest{Name: "chem"}); err != nil {
+		t.Fatalf("an admin call with the member certificate: %v", err)
+	}
+	_, err = latticev1.NewAdminServiceClient(dialConn(t, s, files["alice"])).SetTenant(ctx, &latticev1.SetTenantRequest{Name: "chem2"})
+	wantCode(t, "an admin call with alice's certificate", err, codes.PermissionDenied)
 	// A token still works over TLS.
 	_, err = anon.Submit(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+admin), job("bio"))
 	if err != nil {
