@@ -36,6 +36,12 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"agent", "--server", "127.0.0.1:1", "--node-watts", "x"}, "node-watts"},
 		{[]string{"--log-level", "loud", "dev"}, "log-level"},
 		{[]string{"server", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-cert", "a.crt"}, "tls-ca"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-ca", filepath.Join(dir, "none.pem"), "--tls-cert", "a", "--tls-key", "b"}, "cannot read"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-ca", bad, "--tls-cert", "a", "--tls-key", "b"}, "no PEM certificate"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--tls-cert", "a.crt"}, "tls-ca"},
+		{[]string{"ca", "init"}, "dir"},
+		{[]string{"ca", "init", "--dir", dir, "--members", "bad name"}, "members"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
