@@ -1,10 +1,12 @@
 package quorum
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -37,8 +39,52 @@ func newTLSTransport(addr string, cfg *tls.Config) (*raft.NetworkTransport, erro
 	if adv.Port == 0 {
 		adv = lis.Addr().(*net.TCPAddr)
 	}
-	layer := &tlsStreamLayer{Listener: tls.NewListener(lis, cfg), cfg: cfg, advertise: adv}
+	layer := &tlsStreamLayer{Listener: lis, cfg: cfg, advertise: adv}
 	return raft.NewNetworkTransport(layer, 5, 10*time.Second, io.Discard), nil
+}
+
+// handshakeTimeout bounds the TLS handshake of an accepted connection, so
+// a peer that connects and says nothing does not hold it open.
+const handshakeTimeout = 10 * time.Second
+
+// Accept returns the next connection as a TLS server session whose
+// handshake runs, bounded, on its first read or write (in the transport's
+// per-connection goroutine, not in its accept loop).
+func (l *tlsStreamLayer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &handshakeConn{Conn: tls.Server(c, l.cfg)}, nil
+}
+
+type handshakeConn struct {
+	*tls.Conn
+	once sync.Once
+	err  error
+}
+
+func (c *handshakeConn) handshake() error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		c.err = c.Conn.HandshakeContext(ctx)
+		cancel()
+	})
+	return c.err
+}
+
+func (c *handshakeConn) Read(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *handshakeConn) Write(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
 }
 
 // Dial opens a TLS session to another member, verifying its certificate
