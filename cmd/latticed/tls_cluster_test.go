@@ -87,6 +87,36 @@ func TestClusterOverTLS(t *testing.T) {
 	if out, code := ctl([]string{"LATTICE_TOKEN=" + c.adminToken}, "status"); code != 75 || !strings.Contains(out, "--cacert") {
 		t.Fatalf("without the CA: exit %d: %s", code, out)
 	}
+	// A member credential is enough to join: s4 has a member certificate
+	// of the CA and no token. A process with a client certificate cannot
+	// even start as a member.
+	if out, code := latticed("ca", "init", "--dir", pkiDir, "--members", "s4"); code != 0 {
+		t.Fatalf("ca init s4: exit %d: %s", code, out)
+	}
+	memberArgs := func(id, cert string) []string {
+		return append([]string{"--log-level", "info", "server", "--id", id, "--data-dir", filepath.Join(c.dir, id),
+			"--raft-addr", freeAddr(t), "--api-addr", freeAddr(t), "--tokens-file", c.tokensFile,
+			"--tls-ca", ca, "--tls-cert", filepath.Join(pkiDir, cert+".crt"), "--tls-key", filepath.Join(pkiDir, cert+".key"),
+			"--join", servers}, serverFlags...)
+	}
+	c.logs = append(c.logs, filepath.Join(c.dir, "s4.log"))
+	c.track(startProc(t, filepath.Join(c.dir, "s4.log"), "s4", memberArgs("s4", "s4")...))
+	c.waitFor(30*time.Second, "s4 joined with its member certificate", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := c.members[0].admin.QuorumStatus(ctx, &latticev1.QuorumStatusRequest{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(st.Members) == 4, describeStatus(st)
+	})
+	cmd := exec.Command(latticedBin, memberArgs("evil", "alice")...)
+	cmd.Env = childEnv()
+	evilOut, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(evilOut), "not a member certificate") {
+		t.Fatalf("a member with a client certificate: %v: %s", err, evilOut)
+	}
+
 	// The agent, over TLS, runs the jobs.
 	c.waitFor(30*time.Second, "the jobs completed", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
