@@ -6,7 +6,7 @@ import (
 )
 
 // TestSubmitScriptEncodingAndSize: a script with Latin-1 bytes is accepted
-// and sent byte for byte (script_bytes; the text field carries U+FFFD for
+// and sent byte for byte (script_bytes; the text field carries '?' for
 // older servers), CRLF scripts and scripts over the limit are refused
 // before anything is sent, naming why.
 func TestSubmitScriptEncodingAndSize(t *testing.T) {
@@ -14,7 +14,7 @@ func TestSubmitScriptEncodingAndSize(t *testing.T) {
 	const latin1Text = "#!/bin/sh\n# r\xe9sum\xe9 of the run\necho ok\n"
 	latin1 := writeScript(t, latin1Text)
 	mustCode(t, run(t, servers(f.addr), "submit", latin1), 0)
-	if len(f.submits) != 1 || !strings.Contains(f.submits[0].Request.Script, "# r\uFFFDsum\uFFFD of the run\necho ok") ||
+	if len(f.submits) != 1 || !strings.Contains(f.submits[0].Request.Script, "# r?sum? of the run\necho ok") ||
 		string(f.submits[0].Request.ScriptBytes) != latin1Text {
 		t.Fatalf("submits %d, script %q, bytes %q", len(f.submits), f.submits[0].GetRequest().GetScript(), f.submits[0].GetRequest().GetScriptBytes())
 	}

@@ -557,7 +557,7 @@ func parseExport(s string, environ []string) ([]string, error) {
 // as -1 (unknown) unless set.
 func requestProto(req *model.Request) *latticev1.AllocationRequest {
 	// A script that is not UTF-8 travels as its bytes, and as text with
-	// those bytes as U+FFFD for servers that predate script_bytes.
+	// those bytes as '?' for servers that predate script_bytes.
 	text, raw := model.ScriptWire(req.ScriptContent())
 	p := &latticev1.AllocationRequest{
 		Name:                 req.Name,

@@ -244,7 +244,7 @@ type Request struct {
 	Requeue bool `json:"requeue,omitempty"`
 	// ScriptBytes is the batch script byte for byte when it is not UTF-8
 	// (a Latin-1 comment); Script then holds the same text with those bytes
-	// as U+FFFD (JSON, display). Empty for UTF-8 scripts. See SetScript.
+	// as '?' (JSON, display). Empty for UTF-8 scripts. See SetScript.
 	ScriptBytes []byte `json:"script_bytes,omitempty"`
 }
 

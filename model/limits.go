@@ -85,7 +85,7 @@ func (r *Request) CheckLimits() error {
 }
 
 // SetScript stores a batch script given as bytes: Script holds it as text
-// (bytes that are not UTF-8 as U+FFFD) and ScriptBytes the exact bytes when
+// (bytes that are not UTF-8 as '?') and ScriptBytes the exact bytes when
 // they differ, so JSON (Raft commands, snapshots) and the API's UTF-8
 // strings carry it unchanged.
 func (r *Request) SetScript(b string) {
@@ -101,13 +101,25 @@ func (r *Request) ScriptContent() string {
 }
 
 // ScriptWire splits a script for UTF-8-only carriers: its text, with every
-// run of bytes that are not UTF-8 replaced by U+FFFD, and its exact bytes
-// when they differ from the text (nil otherwise).
+// byte that is not UTF-8 replaced by '?', and its exact bytes when they
+// differ from the text (nil otherwise). The text is as long as the bytes,
+// so the two together stay within twice the script limit.
 func ScriptWire(b string) (text string, raw []byte) {
 	if utf8.ValidString(b) {
 		return b, nil
 	}
-	return strings.ToValidUTF8(b, "\uFFFD"), []byte(b)
+	var t strings.Builder
+	t.Grow(len(b))
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRuneInString(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			t.WriteByte('?')
+		} else {
+			t.WriteString(b[i : i+n])
+		}
+		i += n
+	}
+	return t.String(), []byte(b)
 }
 
 // CheckScript refuses what sbatch refuses: DOS line breaks, naming the

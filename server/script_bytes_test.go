@@ -9,6 +9,7 @@ import (
 	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
 
@@ -53,7 +54,29 @@ func TestLatin1ScriptRunsAsBytes(t *testing.T) {
 		t.Fatalf("the job echoed %q, want caf\\xe9", out)
 	}
 	a, err := d.allocs.Get(ctx, &latticev1.GetAllocationRequest{Id: resp.DisplayId})
-	if err != nil || !bytes.Equal(a.Request.ScriptBytes, script) || a.Request.Script != "#!/bin/sh\n# r\uFFFDsum\uFFFD of the run (Latin-1)\ncp \"$0\" "+copyTo+"\necho caf\uFFFD > "+echoTo+"\n" {
+	if err != nil || !bytes.Equal(a.Request.ScriptBytes, script) || a.Request.Script != "#!/bin/sh\n# r?sum? of the run (Latin-1)\ncp \"$0\" "+copyTo+"\necho caf? > "+echoTo+"\n" {
 		t.Fatalf("Get: bytes %q text %q (%v)", a.GetRequest().GetScriptBytes(), a.GetRequest().GetScript(), err)
+	}
+}
+
+// TestLargestLatin1ScriptFits: a script at the size limit made of bytes
+// that are not UTF-8 travels twice (text and bytes) and still fits what
+// the server accepts and what a client receives back.
+func TestLargestLatin1ScriptFits(t *testing.T) {
+	d := startDev(t, t.TempDir(), 2)
+	line := []byte("# \xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\xe9a\n")
+	script := append([]byte("#!/bin/sh\n"), bytes.Repeat(line, (model.MaxScriptBytes-20)/len(line))...)
+	script = append(script, "true\n"...)
+	text, raw := model.ScriptWire(string(script))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := d.allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
+		NodesMin: 1, WalltimeSeconds: 60, Script: text, ScriptBytes: raw}})
+	if err != nil {
+		t.Fatalf("submit a %d-byte Latin-1 script: %v", len(script), err)
+	}
+	a, err := d.allocs.Get(ctx, &latticev1.GetAllocationRequest{Id: resp.DisplayId})
+	if err != nil || !bytes.Equal(a.Request.ScriptBytes, script) {
+		t.Fatalf("Get: %d bytes back (%v)", len(a.GetRequest().GetScriptBytes()), err)
 	}
 }

@@ -257,7 +257,8 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
 	}
 	s.grpc = grpc.NewServer(append(opts,
-		grpc.MaxRecvMsgSize(model.MaxScriptBytes+(1<<20)),
+		// A script that is not UTF-8 comes twice (text and bytes).
+		grpc.MaxRecvMsgSize(2*model.MaxScriptBytes+(1<<20)),
 		grpc.MaxSendMsgSize(64<<20),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),

@@ -387,8 +387,8 @@ type AllocationRequest struct {
 	User string `protobuf:"bytes,33,opt,name=user,proto3" json:"user,omitempty"`
 	// script_bytes is the batch script byte for byte when it is not UTF-8
 	// (a Latin-1 comment: sbatch takes scripts as bytes, but proto strings
-	// must be UTF-8). script then carries the same text with those bytes as
-	// U+FFFD, for old clients and for display; the agent runs script_bytes.
+	// must be UTF-8). script then carries the same text with each such byte
+	// as '?', for old clients and for display; the agent runs script_bytes.
 	// Empty when the script is UTF-8.
 	ScriptBytes   []byte `protobuf:"bytes,40,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
