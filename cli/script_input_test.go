@@ -40,3 +40,23 @@ func TestSubmitScriptEncodingAndSize(t *testing.T) {
 		t.Fatalf("a Latin-1 command line was not sent as bytes: %d submits", len(f.submits))
 	}
 }
+
+// TestTLSFlagErrors: unreadable or incomplete TLS files are usage errors
+// naming the flag, before anything is sent.
+func TestTLSFlagErrors(t *testing.T) {
+	f := newFakeServer(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cacert", "/nonexistent/ca.crt", "status"}, "invalid cacert"},
+		{[]string{"--cacert", writeScript(t, "not a certificate"), "status"}, "no PEM certificate"},
+		{[]string{"--cert", "/nonexistent/a.crt", "status"}, "--cert and --key"},
+	} {
+		r := run(t, servers(f.addr), tc.args...)
+		mustCode(t, r, 2)
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: stderr %q, want %q", tc.args, r.stderr, tc.want)
+		}
+	}
+}
