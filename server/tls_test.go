@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/latticehpc/lattice/agent"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
@@ -337,4 +338,75 @@ func TestClientCertificateIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an admin token over TLS: %v", err)
 	}
+}
+
+// TestAgentOverTLSWithItsCertificate: an agent reaches a TLS member and
+// authenticates with its client certificate alone (a cn: line with role
+// agent and its node pattern); its nodes become Ready and run a job. An
+// agent whose certificate names nodes it does not own is refused.
+func TestAgentOverTLSWithItsCertificate(t *testing.T) {
+	dir := t.TempDir()
+	files := testCA(t, filepath.Join(dir, "pki"), []string{"dev"}, []string{"rack1", "rack9"})
+	tokens := filepath.Join(dir, "tokens")
+	admin := token(t, 1)
+	lines := auth.CertEntry("rack1", auth.Identity{User: "rack1", Role: auth.RoleAgent, Nodes: []string{"node*"}, MaxPriority: -1}) + "\n" +
+		auth.CertEntry("rack9", auth.Identity{User: "rack9", Role: auth.RoleAgent, Nodes: []string{"other*"}, MaxPriority: -1}) + "\n" +
+		auth.Entry(admin, auth.Identity{User: "root", Role: auth.RoleAdmin, MaxPriority: -1}) + "\n"
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{ID: "dev", DataDir: filepath.Join(dir, "q"), APIAddr: "127.0.0.1:0", InMemRaft: true, RaftLogLevel: "off",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TLS: files["dev"], TokensFile: tokens, Tenants: []string{"ops"},
+		VClusters: []model.VCluster{DefaultVCluster("hpc-batch")}, DefaultVCluster: "hpc-batch", KillGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	runAgent := func(name string) func() {
+		cfg, err := pki.Client(files[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := agent.SimulatedNodes("node", 2, 2, []string{"hpc-batch"}, nil, 100, 400, "fp1")
+		ag, err := agent.New(agent.Config{ID: name, Servers: []string{s.APIAddr()}, DataDir: filepath.Join(dir, name), Nodes: nodes,
+			HeartbeatInterval: time.Second, Grace: time.Second, TLS: cfg, CAFile: files[name].CA, RunAsSelf: true,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = ag.Run(ctx) }()
+		return func() { cancel(); <-done }
+	}
+	conn := dialConn(t, s, pki.Files{CA: files["dev"].CA})
+	asAdmin := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+admin)
+	ready := func() int {
+		r, err := latticev1.NewNodeServiceClient(conn).List(asAdmin, &latticev1.ListNodesRequest{States: []string{"Ready"}})
+		if err != nil {
+			return -1
+		}
+		return len(r.Nodes)
+	}
+	stop9 := runAgent("rack9")
+	time.Sleep(2 * time.Second)
+	stop9()
+	if n := ready(); n != 0 {
+		t.Fatalf("an agent certificate for other* registered %d node* nodes", n)
+	}
+	defer runAgent("rack1")()
+	waitFor(t, 20*time.Second, "rack1's nodes ready", func() bool { return ready() == 2 })
+	allocs := latticev1.NewAllocationServiceClient(conn)
+	resp, err := allocs.Submit(asAdmin, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
+		Tenant: "ops", NodesMin: 1, WalltimeSeconds: 60, Command: []string{"test -n \"$LATTICE_CACERT\""}, WorkDir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the job completed (with LATTICE_CACERT set)", func() bool {
+		a, err := allocs.Get(asAdmin, &latticev1.GetAllocationRequest{Id: resp.DisplayId})
+		return err == nil && a.State == "COMPLETED"
+	})
 }
