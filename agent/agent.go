@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -48,6 +50,12 @@ type Config struct {
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
+	// TLS, when set, is used to reach the servers (pki.Client: the cluster
+	// CA, and optionally the agent's client certificate, which the servers
+	// map to an agent identity through their tokens file). CAFile is that
+	// CA's file, passed on to jobs as LATTICE_CACERT for the srun shim.
+	TLS    *tls.Config
+	CAFile string
 	// ReportRetry is how long a report may stay unacknowledged before it
 	// is sent again on the same stream (default 5 s): a leader whose
 	// proposal failed does not acknowledge, and the report must not be lost.
@@ -165,7 +173,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf,
-		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers})
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +253,11 @@ func (a *Agent) StopAll(ctx context.Context, grace time.Duration) {
 }
 
 func (a *Agent) session(ctx context.Context, addr string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if a.cfg.TLS != nil {
+		creds = credentials.NewTLS(a.cfg.TLS)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}
@@ -593,7 +605,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 	l := Launch{
 		AllocID: id, DisplayID: al.DisplayId, ArrayJobID: al.ArrayJobId, ArrayIndex: int(al.ArrayIndex),
 		Name: req.GetName(), Tenant: req.GetTenant(), VCluster: req.GetVcluster(), User: req.GetUser(),
-		Command: req.GetCommand(), Script: req.GetScript(), Env: req.GetEnv(), WorkDir: req.GetWorkDir(),
+		Command: req.GetCommand(), Script: scriptOf(req), Env: req.GetEnv(), WorkDir: req.GetWorkDir(),
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
@@ -915,4 +927,13 @@ func (a *Agent) unacknowledged(prev map[uint64]bool) (map[uint64]bool, []*lattic
 		out[i] = &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Report{Report: a.pending[s]}}
 	}
 	return now, out
+}
+
+// scriptOf is an assigned request's batch script byte for byte: its
+// script_bytes when the script is not UTF-8, else its text.
+func scriptOf(req *latticev1.AllocationRequest) string {
+	if b := req.GetScriptBytes(); len(b) > 0 {
+		return string(b)
+	}
+	return req.GetScript()
 }

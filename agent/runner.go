@@ -104,6 +104,9 @@ type RunnerConfig struct {
 	// become its LATTICE_SERVER unless the request sets one (shim.go).
 	ShimDir string
 	Servers []string
+	// CAFile becomes a job's LATTICE_CACERT unless the request sets one,
+	// so latticectl inside the job (srun) reaches TLS servers.
+	CAFile string
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -120,6 +123,7 @@ type Runner struct {
 	runAsSelf    bool
 	shimDir      string
 	servers      []string
+	caFile       string
 	tag          string // AgentTagEnv of the processes it starts
 
 	mu      sync.Mutex
@@ -178,7 +182,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
 		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
-		shimDir: cfg.ShimDir, servers: cfg.Servers, tag: tag}
+		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag}
 	r.sayWhoRunsJobs()
 	return r, nil
 }

@@ -86,5 +86,8 @@ func (r *Runner) stepEnv(env []string) []string {
 	if len(r.servers) > 0 && envValue(env, "LATTICE_SERVER") == "" {
 		env = append(env, "LATTICE_SERVER="+strings.Join(r.servers, ","))
 	}
+	if r.caFile != "" && envValue(env, "LATTICE_CACERT") == "" {
+		env = append(env, "LATTICE_CACERT="+r.caFile)
+	}
 	return env
 }

@@ -171,6 +171,40 @@ func TestTokensFileRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCertEntries: a cn: line maps a client certificate's common name to
+// an identity; tokens and names never stand for each other.
+func TestCertEntries(t *testing.T) {
+	var r [32]byte
+	tok := NewToken(r)
+	file := CertEntry("alice", *mallory) + "\n" + Entry(tok, *rack1) + "\n"
+	if !strings.HasPrefix(file, "cn:alice user=mallory role=user") {
+		t.Fatalf("CertEntry = %q", file)
+	}
+	toks, err := ParseTokens(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := toks.AuthenticateCN("alice"); id == nil || id.User != "mallory" || !id.InTenant("bio") {
+		t.Fatalf("AuthenticateCN(alice) = %+v", id)
+	}
+	for _, cn := range []string{"", "bob", "sha256:" + strings.TrimPrefix(HashToken(tok), "sha256:")} {
+		if toks.AuthenticateCN(cn) != nil {
+			t.Errorf("AuthenticateCN(%q) accepted", cn)
+		}
+	}
+	for _, bad := range []string{"alice", "cn:alice"} {
+		if toks.Authenticate(bad) != nil {
+			t.Errorf("Authenticate(%q) accepted a certificate name as a token", bad)
+		}
+	}
+	if _, err := ParseTokens(strings.NewReader("cn: user=a role=admin\n")); err == nil {
+		t.Error("an empty common name accepted")
+	}
+	if _, err := ParseTokens(strings.NewReader(CertEntry("alice", *mallory) + "\n" + CertEntry("alice", *rack1) + "\n")); err == nil {
+		t.Error("the same common name twice accepted")
+	}
+}
+
 func TestParseTokensErrors(t *testing.T) {
 	h := HashToken("x")
 	cases := map[string]string{

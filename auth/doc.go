@@ -1,5 +1,6 @@
 // Package auth owns who may do what: identities (bearer tokens from a tokens
-// file, stored as SHA-256 hashes), the four roles (user, tenant-admin, admin,
+// file, stored as SHA-256 hashes, and client certificates named there by
+// their common name in cn: lines), the four roles (user, tenant-admin, admin,
 // agent), the method-level rule of every RPC (Rules, a table) and the
 // object-level rules (who may see, change or submit to what).
 //

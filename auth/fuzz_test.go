@@ -14,6 +14,8 @@ func FuzzParseTokens(f *testing.F) {
 	f.Add(Entry(tok, Identity{User: "rack1", Role: RoleAgent, Nodes: []string{"node0*"}, MaxPriority: -1}))
 	f.Add("# comment\n\n" + HashToken("x") + " user=a role=admin")
 	f.Add(HashToken("x") + " user=a role=agent nodes=[")
+	f.Add(CertEntry("alice", Identity{User: "alice", Role: RoleUser, Tenants: []string{"physics"}, MaxPriority: -1}))
+	f.Add("cn:rack1 user=rack1 role=agent nodes=node*")
 	f.Fuzz(func(t *testing.T, file string) {
 		toks, err := ParseTokens(strings.NewReader(file))
 		if err != nil {

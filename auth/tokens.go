@@ -49,6 +49,28 @@ func (t *Tokens) Authenticate(token string) *Identity {
 	return t.byHash[HashToken(token)]
 }
 
+// CertPrefix starts a tokens-file entry for a client certificate: its
+// common name instead of a token's hash ("cn:alice user=alice role=user
+// tenants=physics").
+const CertPrefix = "cn:"
+
+// AuthenticateCN returns the identity of a verified client certificate's
+// common name, or nil.
+func (t *Tokens) AuthenticateCN(cn string) *Identity {
+	if t == nil || cn == "" {
+		return nil
+	}
+	return t.byHash[CertPrefix+cn]
+}
+
+// CertEntry formats the tokens-file line that maps client certificates
+// with common name cn to an identity.
+func CertEntry(cn string, id Identity) string {
+	line := Entry("", id)
+	_, rest, _ := strings.Cut(line, " ")
+	return CertPrefix + cn + " " + rest
+}
+
 // Add adds an entry for a token (used by latticed dev for its own agent).
 func (t *Tokens) Add(token string, id Identity) {
 	if t.byHash == nil {
@@ -94,7 +116,7 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 			return nil, fmt.Errorf("tokens file line %d: %w", line, err)
 		}
 		if _, dup := t.byHash[hash]; dup {
-			return nil, fmt.Errorf("tokens file line %d: the same token appears twice", line)
+			return nil, fmt.Errorf("tokens file line %d: the same token or certificate name appears twice", line)
 		}
 		t.byHash[hash] = id
 	}
@@ -107,9 +129,15 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 func parseEntry(text string) (string, *Identity, error) {
 	fields := strings.Fields(text)
 	hash := fields[0]
-	digest, ok := strings.CutPrefix(hash, "sha256:")
-	if b, err := hex.DecodeString(digest); !ok || err != nil || len(b) != sha256.Size {
-		return "", nil, fmt.Errorf("invalid hash %.20q: allowed sha256: and 64 hex digits (made by `latticed token create`)", hash)
+	if cn, ok := strings.CutPrefix(hash, CertPrefix); ok {
+		if cn == "" || len(cn) > 64 {
+			return "", nil, fmt.Errorf("invalid certificate name %.70q: allowed cn: and a common name of 1 to 64 bytes", hash)
+		}
+	} else {
+		digest, ok := strings.CutPrefix(hash, "sha256:")
+		if b, err := hex.DecodeString(digest); !ok || err != nil || len(b) != sha256.Size {
+			return "", nil, fmt.Errorf("invalid hash %.20q: allowed sha256: and 64 hex digits (made by `latticed token create`), or cn:NAME for a client certificate", hash)
+		}
 	}
 	id := &Identity{MaxPriority: -1}
 	for _, f := range fields[1:] {

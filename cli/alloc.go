@@ -302,7 +302,11 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 	if cmd := req.GetCommand(); len(cmd) > 0 {
 		kv(w, "Command", shellJoin(cmd))
 	} else {
-		kv(w, "Script", fmt.Sprintf("%d bytes", len(req.GetScript())))
+		n := len(req.GetScript())
+		if b := req.GetScriptBytes(); len(b) > 0 {
+			n = len(b)
+		}
+		kv(w, "Script", fmt.Sprintf("%d bytes", n))
 	}
 	kv(w, "Work dir", orDash(req.GetWorkDir()))
 	kv(w, "Output", orDash(req.GetStdout()))

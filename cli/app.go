@@ -14,8 +14,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/pki"
 )
 
 // Version is printed by `latticectl --version`; cmd/latticectl may set it.
@@ -254,6 +257,9 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tenant", Usage: "tenant (account) to act as (env LATTICE_TENANT; default: your user name)"},
 		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN; default: the token `latticed dev` saved in ~/.config/lattice/token)"},
 		&cli.StringFlag{Name: "retry-budget", Usage: "how long to keep retrying when no server answers (env LATTICE_RETRY_BUDGET)", DefaultText: defaultRetryBudget.String()},
+		&cli.StringFlag{Name: "cacert", Usage: "CA certificate (PEM) that signed the servers' certificates; turns TLS on (env LATTICE_CACERT)"},
+		&cli.StringFlag{Name: "cert", Usage: "client certificate (PEM) presented to TLS servers, with --key; its common name is your identity (env LATTICE_CERT)"},
+		&cli.StringFlag{Name: "key", Usage: "the client certificate's private key (PEM) (env LATTICE_KEY)"},
 	}
 }
 
@@ -347,7 +353,25 @@ func (r *runner) connect(c *cli.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.conn = newConn(addrs, tok, budget, r.DialOptions...)
+	files := pki.Files{CA: r.global(c, "cacert", "LATTICE_CACERT", ""), Cert: r.global(c, "cert", "LATTICE_CERT", ""),
+		Key: r.global(c, "key", "LATTICE_KEY", "")}
+	creds := insecure.NewCredentials()
+	if files.Enabled() {
+		cfg, err := pki.Client(files)
+		if err != nil {
+			var fe *pki.FieldError
+			if errors.As(err, &fe) {
+				field := map[string]string{"ca": "cacert"}[fe.Field]
+				if field == "" {
+					field = fe.Field
+				}
+				return nil, &model.FieldError{Field: field, Value: fe.Value, Allowed: "readable PEM files: " + fe.Problem}
+			}
+			return nil, err
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	r.conn = newConn(addrs, tok, budget, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, r.DialOptions...)...)
 	return r.conn, nil
 }
 

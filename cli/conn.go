@@ -46,7 +46,7 @@ type conn struct {
 
 func newConn(addrs []string, token string, budget time.Duration, extra ...grpc.DialOption) *conn {
 	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), // replaced by TLS credentials in extra
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: connectTimeout,
@@ -154,8 +154,25 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 		}
 		pause = min(pause*2, time.Second)
 	}
-	return &exitError{code: ExitUnavailable, err: fmt.Errorf("no Lattice server answered (tried %s for %s): %v; retry later",
-		strings.Join(c.addrs, ", "), c.budget, last)}
+	return &exitError{code: ExitUnavailable, err: fmt.Errorf("no Lattice server answered (tried %s for %s): %v; %s",
+		strings.Join(c.addrs, ", "), c.budget, last, tlsHint(last))}
+}
+
+// tlsHint explains the failures of a client and a server that disagree
+// about TLS, which gRPC reports only as broken connections.
+func tlsHint(err error) string {
+	msg := fmt.Sprint(err)
+	switch {
+	case strings.Contains(msg, "server preface"):
+		return "the server may speak TLS only: give its CA with --cacert (LATTICE_CACERT)"
+	case strings.Contains(msg, "does not look like a TLS handshake"):
+		return "the server does not speak TLS: leave out --cacert/--cert (LATTICE_CACERT, LATTICE_CERT)"
+	case strings.Contains(msg, "certificate signed by unknown authority"), strings.Contains(msg, "certificate is valid for"):
+		return "the server's certificate does not match --cacert or its address"
+	case strings.Contains(msg, "certificate required"), strings.Contains(msg, "bad certificate"):
+		return "the server refused the client certificate (--cert, --key): is it signed by the cluster's CA?"
+	}
+	return "retry later"
 }
 
 // dialDetail is the tail of gRPC's "connection error: desc = \"transport:

@@ -647,13 +647,17 @@ func parseExport(s string, environ []string) ([]string, error) {
 // requestProto converts a request for the API. hot_data_fraction is sent
 // as -1 (unknown) unless set.
 func requestProto(req *model.Request) *latticev1.AllocationRequest {
+	// A script that is not UTF-8 travels as its bytes, and as text with
+	// those bytes as '?' for servers that predate script_bytes.
+	text, raw := model.ScriptWire(req.ScriptContent())
 	p := &latticev1.AllocationRequest{
 		Name:                 req.Name,
 		Tenant:               req.Tenant,
 		Project:              req.Project,
 		Vcluster:             req.VCluster,
 		Command:              req.Command,
-		Script:               model.ToValidUTF8Comments(req.Script),
+		Script:               text,
+		ScriptBytes:          raw,
 		WorkDir:              req.WorkDir,
 		Env:                  req.Env,
 		NodesMin:             int32(req.NodesMin),

@@ -257,6 +257,10 @@ type Request struct {
 	MailUser string `json:"mail_user,omitempty"`
 	// QOS is the site QOS name it was submitted with (its class is in PriorityClass).
 	QOS string `json:"qos,omitempty"`
+	// ScriptBytes is the batch script byte for byte when it is not UTF-8
+	// (a Latin-1 comment); Script then holds the same text with those bytes
+	// as '?' (JSON, display). Empty for UTF-8 scripts. See SetScript.
+	ScriptBytes []byte `json:"script_bytes,omitempty"`
 }
 
 // Limits on requests.

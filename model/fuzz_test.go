@@ -58,8 +58,10 @@ func FuzzCheckScript(f *testing.F) {
 		if err != nil && len(err.Error()) > 300 {
 			t.Fatalf("the error echoes the script: %d bytes", len(err.Error()))
 		}
-		if out := ToValidUTF8Comments(s); !utf8.ValidString(out) || (utf8.ValidString(s) && out != s) {
-			t.Fatalf("ToValidUTF8Comments(%q) = %q", s, out)
+		var r Request
+		r.SetScript(s)
+		if !utf8.ValidString(r.Script) || r.ScriptContent() != s || (utf8.ValidString(s) && r.Script != s) {
+			t.Fatalf("SetScript(%q): Script %q, content %q", s, r.Script, r.ScriptContent())
 		}
 	})
 }

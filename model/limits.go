@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -80,13 +81,51 @@ func (r *Request) CheckLimits() error {
 	if r.GPUsPerNode > MaxGPUsPerNode {
 		return fieldErr("gpus-per-node", itoa(r.GPUsPerNode), fmt.Sprintf("a count of at most %d", MaxGPUsPerNode))
 	}
-	return CheckScript(r.Script)
+	return CheckScript(r.ScriptContent())
 }
 
-// CheckScript refuses what sbatch refuses: DOS line breaks. Bytes that are
-// not UTF-8 are allowed only in comment lines (a Latin-1 comment); the API
-// carries scripts as UTF-8 text, so elsewhere they are refused with the
-// line they are on.
+// SetScript stores a batch script given as bytes: Script holds it as text
+// (bytes that are not UTF-8 as '?') and ScriptBytes the exact bytes when
+// they differ, so JSON (Raft commands, snapshots) and the API's UTF-8
+// strings carry it unchanged.
+func (r *Request) SetScript(b string) {
+	r.Script, r.ScriptBytes = ScriptWire(b)
+}
+
+// ScriptContent is the batch script byte for byte (what the agent runs).
+func (r *Request) ScriptContent() string {
+	if len(r.ScriptBytes) > 0 {
+		return string(r.ScriptBytes)
+	}
+	return r.Script
+}
+
+// ScriptWire splits a script for UTF-8-only carriers: its text, with every
+// byte that is not UTF-8 replaced by '?', and its exact bytes when they
+// differ from the text (nil otherwise). The text is as long as the bytes,
+// so the two together stay within twice the script limit.
+func ScriptWire(b string) (text string, raw []byte) {
+	if utf8.ValidString(b) {
+		return b, nil
+	}
+	var t strings.Builder
+	t.Grow(len(b))
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRuneInString(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			t.WriteByte('?')
+		} else {
+			t.WriteString(b[i : i+n])
+		}
+		i += n
+	}
+	return t.String(), []byte(b)
+}
+
+// CheckScript refuses what sbatch refuses: DOS line breaks, naming the
+// first line that has one. Other bytes are the script's own business, as
+// for sbatch: a Latin-1 comment (or any byte that is not UTF-8) is accepted
+// and kept as bytes (SetScript).
 func CheckScript(s string) error {
 	if s == "" {
 		return nil
@@ -98,27 +137,7 @@ func CheckScript(s string) error {
 	if i := bytes.Index(b, []byte("\r\n")); i >= 0 {
 		line := bytes.Count(b[:i], []byte("\n")) + 1
 		return fieldErr("script", fmt.Sprintf("DOS line breaks (CRLF), the first on line %d", line),
-			"UNIX line breaks (LF) only, as sbatch; convert it with dos2unix")
-	}
-	if utf8.Valid(b) {
-		return nil
-	}
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		if !utf8.Valid(line) && !bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte("#")) {
-			return fieldErr("script", fmt.Sprintf("bytes that are not UTF-8 on line %d", i+1),
-				"UTF-8 text (other encodings only in comment lines)")
-		}
+			"UNIX line breaks (\\n) only: sbatch too refuses a script that \"contains DOS line breaks (\\r\\n) instead of expected UNIX line breaks (\\n)\"; convert it with dos2unix")
 	}
 	return nil
-}
-
-// ToValidUTF8Comments returns the script with every byte that is not
-// UTF-8 — only comment lines may hold them, see CheckScript — replaced by
-// U+FFFD, so it can travel in the API's text fields. The shell ignores
-// comments, so what runs is unchanged.
-func ToValidUTF8Comments(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return string(bytes.ToValidUTF8([]byte(s), []byte("\uFFFD")))
 }

@@ -1,10 +1,12 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestCheckScript(t *testing.T) {
@@ -14,7 +16,7 @@ func TestCheckScript(t *testing.T) {
 		{"plain", "#!/bin/sh\necho hi\n", ""},
 		{"latin-1 comment", "#!/bin/sh\n# caf\xe9 cr\xe8me\necho hi\n", ""},
 		{"latin-1 indented comment", "#!/bin/sh\n  # \xe9t\xe9\necho hi\n", ""},
-		{"latin-1 in a command", "#!/bin/sh\necho caf\xe9\n", "not UTF-8 on line 2"},
+		{"latin-1 in a command", "#!/bin/sh\necho caf\xe9\n", ""}, // bytes, as sbatch takes them
 		{"crlf", "#!/bin/sh\r\necho hi\r\n", "DOS line breaks (CRLF), the first on line 1"},
 		{"crlf later", "#!/bin/sh\necho hi\r\n", "on line 2"},
 		{"lone cr is fine", "#!/bin/sh\necho 'a\rb'\n", ""},
@@ -37,8 +39,35 @@ func TestCheckScript(t *testing.T) {
 			}
 		})
 	}
-	if got := ToValidUTF8Comments("# caf\xe9\necho ok\n"); got != "# caf\uFFFD\necho ok\n" {
-		t.Fatalf("ToValidUTF8Comments = %q", got)
+}
+
+// TestScriptKeptAsBytes: a script that is not UTF-8 is stored as text for
+// UTF-8-only carriers plus its exact bytes, and survives a JSON round trip
+// (Raft commands and snapshots are JSON) byte for byte.
+func TestScriptKeptAsBytes(t *testing.T) {
+	for _, script := range []string{"#!/bin/sh\n# caf\xe9\necho ok\n", "#!/bin/sh\necho plain\n", "\xff\xfe"} {
+		var r Request
+		r.SetScript(script)
+		if r.ScriptContent() != script || !utf8.ValidString(r.Script) {
+			t.Fatalf("SetScript(%q): Script %q, content %q", script, r.Script, r.ScriptContent())
+		}
+		if utf8.ValidString(script) != (r.ScriptBytes == nil) {
+			t.Fatalf("SetScript(%q): ScriptBytes %q, want them only for non-UTF-8 scripts", script, r.ScriptBytes)
+		}
+		b, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Request
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.ScriptContent() != script {
+			t.Fatalf("after JSON: %q, want %q", back.ScriptContent(), script)
+		}
+	}
+	if text, _ := ScriptWire("# caf\xe9\xe8\n\xff"); text != "# caf??\n?" {
+		t.Fatalf("ScriptWire text = %q", text)
 	}
 }
 

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,9 @@ type Config struct {
 	// RaftLogLevel is the level of hashicorp/raft's own log lines on
 	// stderr: trace, debug, info, warn (default), error or off.
 	RaftLogLevel string
+	// TLS, when set, carries Raft traffic over TLS with this configuration
+	// (pki.Peer: member certificates required at both ends).
+	TLS *tls.Config
 }
 
 func (c *Config) defaults() {
@@ -169,6 +173,12 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	if cfg.InMemTransport {
 		addr, tr := raft.NewInmemTransport(raft.ServerAddress("inmem:" + cfg.ID))
 		q.transport, advertise = tr, addr
+	} else if cfg.TLS != nil {
+		tr, terr := newTLSTransport(cfg.RaftAddr, cfg.TLS)
+		if terr != nil {
+			return fail(fmt.Errorf("listen for raft on %s: %w", cfg.RaftAddr, terr))
+		}
+		q.transport, advertise = tr, tr.LocalAddr()
 	} else {
 		tcpAddr, rerr := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
 		if rerr != nil {

@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -79,7 +78,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			m.Role, m.Healthy, m.Problem = "unreachable", false, "unreachable"
 			cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(s.memberContext(ctx), selfOnlyKey, "1"), 700*time.Millisecond)
 			defer cancel()
-			conn, err := grpc.NewClient(m.ApiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := grpc.NewClient(m.ApiAddr, s.dialCreds())
 			if err != nil {
 				return
 			}

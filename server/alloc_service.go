@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -457,7 +456,7 @@ func relayFromLeader[T any](s *Server, ctx context.Context, open func(*grpc.Clie
 	if addr == "" {
 		return status.Error(codes.Unavailable, "no quorum leader right now; retry")
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, s.dialCreds())
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
 	}

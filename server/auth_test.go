@@ -312,7 +312,20 @@ func TestSecurityOverGRPC(t *testing.T) {
 
 	t.Run("audit", func(t *testing.T) {
 		log := s.log.String()
-		if !strings.Contains(log, "msg=audit member=dev user=carol method=AllocationService/Cancel result=OK") {
+		want := "msg=audit member=dev user=carol role=tenant-admin method=AllocationService/Cancel target=ids:" + bobID + " result=OK"
+		if !strings.Contains(log, want) {
+			t.Fatalf("no audit line %q in:\n%s", want, log)
+		}
+		for _, want := range []string{
+			"msg=audit member=dev user=alice method=NodeService/Drain target=\"name:node000 reason:mine now\" result=PermissionDenied",
+			"msg=audit member=dev user=unauthenticated method=NodeService/Drain target=\"name:node000 reason:x\" result=Unauthenticated",
+			"msg=audit member=dev user=alice role=user method=AllocationService/Submit target=\"name:long tenant:bio\" result=PermissionDenied",
+		} {
+			if !strings.Contains(log, want) {
+				t.Fatalf("no audit line %q in:\n%s", want, log)
+			}
+		}
+		if !strings.Contains(log, "refused a call") {
 			t.Fatalf("no audit line for carol's cancel in:\n%s", log)
 		}
 	})

@@ -35,6 +35,9 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		CheckpointSignal: p.CheckpointSignal, CheckpointSignalSecs: int(p.CheckpointSignalSecs),
 		CheckpointHook: p.CheckpointHook, CheckpointWebhook: p.CheckpointWebhook, Requeue: p.Requeue,
 	}
+	if len(p.ScriptBytes) > 0 {
+		r.SetScript(string(p.ScriptBytes)) // the exact bytes win over the text
+	}
 	if p.HotDataFraction > 0 {
 		f := p.HotDataFraction
 		r.HotDataFraction = &f
@@ -73,6 +76,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		Stdout: r.Stdout, Stderr: r.Stderr, HotDataFraction: -1, User: r.User,
 		CheckpointSignal: r.CheckpointSignal, CheckpointSignalSecs: int32(r.CheckpointSignalSecs),
 		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook, Requeue: r.Requeue,
+		ScriptBytes: r.ScriptBytes,
 	}
 	if r.HotDataFraction != nil {
 		p.HotDataFraction = *r.HotDataFraction

@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -65,11 +64,18 @@ func (f *forwarder) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 	return reply, nil
 }
 
-// forwardContext carries the caller's metadata and marks the hop.
+// forwardContext carries the caller's metadata and marks the hop. A call
+// authenticated by a client certificate names its common name for the
+// leader (which believes it only from a member); a client's own value of
+// that header is never passed on.
 func forwardContext(ctx context.Context) context.Context {
 	md, _ := metadata.FromIncomingContext(ctx)
 	md = md.Copy()
 	md.Set(forwardedKey, "1")
+	md.Delete(forwardedCNKey)
+	if cn, ok := ctx.Value(certCNKey{}).(string); ok && cn != "" {
+		md.Set(forwardedCNKey, cn)
+	}
 	return metadata.NewOutgoingContext(ctx, md)
 }
 
@@ -93,7 +99,7 @@ func (f *forwarder) leaderConn() (*grpc.ClientConn, error) {
 	if c := f.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := grpc.NewClient(addr, f.s.dialCreds())
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dial leader %s at %s: %v", id, addr, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 )
@@ -35,7 +34,7 @@ func (s *Server) joinLoop(ctx context.Context) {
 }
 
 func (s *Server) askToJoin(ctx context.Context, addr string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, s.dialCreds())
 	if err != nil {
 		return err
 	}

@@ -45,9 +45,9 @@ const listPageBytes = 2 << 20
 // listed is an allocation as a listing shows it: without its script and
 // environment (Get has them), which may be large.
 func listed(p *latticev1.Allocation) *latticev1.Allocation {
-	if r := p.Request; r != nil && (r.Script != "" || len(r.Env) > 0) {
+	if r := p.Request; r != nil && (r.Script != "" || len(r.Env) > 0 || len(r.ScriptBytes) > 0) {
 		c := proto.Clone(r).(*latticev1.AllocationRequest)
-		c.Script, c.Env = "", nil
+		c.Script, c.Env, c.ScriptBytes = "", nil, nil
 		p.Request = c
 	}
 	return p

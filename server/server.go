@@ -2,9 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/latticehpc/lattice/checkpoint"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,10 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	"github.com/latticehpc/lattice/checkpoint"
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/solver"
 )
@@ -106,6 +110,12 @@ type Config struct {
 	// Token is this member's credential for its calls to other members
 	// (join, health, quorum status).
 	Token string
+	// TLS names the member's CA, certificate and key: the API is served
+	// over TLS (client certificates optional, mapped through the tokens
+	// file's cn: entries), Raft runs over TLS with member certificates
+	// required at both ends, and calls to other members present the
+	// member certificate. Empty = plaintext.
+	TLS pki.Files
 }
 
 func (c *Config) defaults() error {
@@ -174,6 +184,8 @@ type Server struct {
 	httpSrv  *http.Server
 	fwd      *forwarder
 	auth     *authenticator // nil = auth off
+	// clientTLS is used for calls to other members (nil = plaintext).
+	clientTLS *tls.Config
 
 	leader *leaderState // nil unless leading; guarded by mu
 	mu     sync.RWMutex
@@ -197,6 +209,21 @@ func New(cfg Config) (*Server, error) {
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
 	s.fsm.Audit = cfg.AuditState
+	var serverTLS, peerTLS *tls.Config
+	if cfg.TLS.Enabled() {
+		var err error
+		if serverTLS, err = pki.Server(cfg.TLS); err != nil {
+			return nil, err
+		}
+		if s.clientTLS, err = pki.Client(cfg.TLS); err != nil {
+			return nil, err
+		}
+		if !cfg.InMemRaft {
+			if peerTLS, err = pki.Peer(cfg.TLS); err != nil {
+				return nil, err
+			}
+		}
+	}
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
@@ -205,7 +232,7 @@ func New(cfg Config) (*Server, error) {
 	q, err := quorum.Open(quorum.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
-		FaultInjection: cfg.FaultInjection,
+		FaultInjection: cfg.FaultInjection, TLS: peerTLS,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()
@@ -228,12 +255,18 @@ func New(cfg Config) (*Server, error) {
 		stream = append(stream, s.auth.stream)
 	}
 	unary = append(unary, s.audit, s.fwd.unary)
-	s.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(model.MaxScriptBytes+(1<<20)),
+	stream = append(stream, s.auditStream)
+	opts := []grpc.ServerOption{}
+	if serverTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
+	s.grpc = grpc.NewServer(append(opts,
+		// A script that is not UTF-8 comes twice (text and bytes).
+		grpc.MaxRecvMsgSize(2*model.MaxScriptBytes+(1<<20)),
 		grpc.MaxSendMsgSize(64<<20),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-	)
+	)...)
 	s.health.register(s.grpc)
 	latticev1.RegisterAllocationServiceServer(s.grpc, &allocService{s: s})
 	latticev1.RegisterNodeServiceServer(s.grpc, &nodeService{s: s})
@@ -242,6 +275,15 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	return s, nil
+}
+
+// dialCreds are the transport credentials of this member's calls to other
+// members: TLS with the member certificate when configured.
+func (s *Server) dialCreds() grpc.DialOption {
+	if s.clientTLS != nil {
+		return grpc.WithTransportCredentials(credentials.NewTLS(s.clientTLS))
+	}
+	return grpc.WithTransportCredentials(insecure.NewCredentials())
 }
 
 // APIAddr is the address the API listens on.

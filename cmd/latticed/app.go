@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/conformance"
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/server"
 )
 
@@ -60,7 +62,7 @@ func app() *cli.App {
 			}
 			return nil
 		},
-		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand(), tokenCommand()},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand(), tokenCommand(), caCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
@@ -100,6 +102,7 @@ func devCommand() *cli.Command {
 			str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)"),
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
+			&cli.BoolFlag{Name: "tls", Usage: "serve the API over TLS with a dev CA made in DATA_DIR/pki (latticectl then needs --cacert DATA_DIR/pki/ca.crt)", EnvVars: env("tls")},
 			maxArraySizeFlag(), maxDAGStagesFlag(), mailHookFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
@@ -156,7 +159,20 @@ func runDev(c *cli.Context) error {
 		return err
 	}
 	agentToken := mintToken()
+	var devFiles pki.Files
+	if c.Bool("tls") {
+		if devFiles, err = devTLS(dataDir); err != nil {
+			return err
+		}
+	}
+	var agentTLS *tls.Config
+	if devFiles.Enabled() {
+		if agentTLS, err = pki.Client(pki.Files{CA: devFiles.CA}); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(server.Config{
+		TLS:         devFiles,
 		TokensFile:  filepath.Join(dataDir, tokensFileName),
 		Tenants:     append([]string{localUser(), "demo", model.DefaultTenant}, splitList(c.String("tenants"))...),
 		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
@@ -178,7 +194,7 @@ func runDev(c *cli.Context) error {
 	ag, err := agent.New(agent.Config{
 		ID: "dev-agent", Servers: []string{srv.APIAddr()}, DataDir: filepath.Join(dataDir, "agent"),
 		Nodes: nodes, HeartbeatInterval: 5 * time.Second, Grace: grace, Token: agentToken, RunAsSelf: true,
-		Latticectl: c.String("latticectl"),
+		Latticectl: c.String("latticectl"), TLS: agentTLS, CAFile: devFiles.CA,
 	})
 	if err != nil {
 		srv.Stop()
@@ -202,7 +218,12 @@ func runDev(c *cli.Context) error {
 		<-agentDone
 		srv.Stop()
 	}
-	if err := waitReady(ctx, srv.APIAddr(), adminToken, len(nodes), ag.Connected, 60*time.Second); err != nil {
+	creds, err := dialCreds(pki.Files{CA: devFiles.CA})
+	if err != nil {
+		shutdown()
+		return err
+	}
+	if err := waitReady(ctx, srv.APIAddr(), adminToken, len(nodes), creds, ag.Connected, 60*time.Second); err != nil {
 		shutdown()
 		if ctx.Err() != nil {
 			return nil
@@ -210,8 +231,11 @@ func runDev(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "lattice dev ready: api=%s metrics=%s data=%s\n", srv.APIAddr(), orOff(srv.MetricsAddr()), dataDir)
+	if devFiles.Enabled() {
+		fmt.Fprintf(os.Stderr, "lattice dev: the API speaks TLS only; export LATTICE_CACERT=%s for latticectl\n", devFiles.CA)
+	}
 	if c.Bool("demo") {
-		if err := submitDemo(ctx, srv.APIAddr(), adminToken); err != nil {
+		if err := submitDemo(ctx, srv.APIAddr(), adminToken, creds); err != nil {
 			slog.Warn("demo workload", "err", err)
 		}
 	}
@@ -219,6 +243,16 @@ func runDev(c *cli.Context) error {
 	fmt.Fprintln(os.Stderr, "lattice dev: shutting down")
 	shutdown()
 	return nil
+}
+
+func absOrEmpty(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 func orOff(s string) string {
@@ -255,6 +289,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(mailHookFlag()),
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
+		tlsFlags("the member")[0], tlsFlags("the member")[1], tlsFlags("the member")[2],
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	flags = append(flags, checkpointFlags()...)
@@ -333,6 +368,13 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !tlsFiles(c).Enabled() {
+		for _, flag := range []string{"api-addr", "raft-addr"} {
+			if loopbackOnly(flag, c.String(flag)) != nil {
+				slog.Warn("TLS is off: tokens and job environments cross the network in clear text (latticed ca init, then --tls-ca, --tls-cert, --tls-key)", "flag", flag, "addr", c.String(flag))
+			}
+		}
+	}
 	srv, err := server.New(server.Config{
 		TokensFile: tokensFile, Token: c.String("token"), Tenants: splitList(c.String("tenants")),
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
@@ -343,11 +385,11 @@ func runServer(c *cli.Context) error {
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
-		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
+		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
 		MailHook: c.String("mail-hook"),
 	})
 	if err != nil {
-		return err
+		return tlsUsage(err)
 	}
 	// Signals are caught before READY=1: a stop right after it must still
 	// shut down cleanly (and say STOPPING=1).
@@ -400,6 +442,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (always with --simulate)"}),
 	}
+	flags = append(flags, tlsFlags("the agent")...)
 	return &cli.Command{
 		Name:         "agent",
 		Usage:        "run a node agent (one node, or --simulate N nodes)",
@@ -460,11 +503,21 @@ func runAgent(c *cli.Context) error {
 	if dataDir == "" {
 		dataDir = filepath.Join(os.TempDir(), "lattice-agent-"+c.String("id"))
 	}
+	var tlsCfg *tls.Config
+	if f := tlsFiles(c); f.Enabled() {
+		if f.CA == "" {
+			return usageError{&model.FieldError{Field: "tls-ca", Allowed: "the cluster CA's certificate when --tls-cert or --tls-key is given"}}
+		}
+		if tlsCfg, err = pki.Client(f); err != nil {
+			return tlsUsage(err)
+		}
+	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
-		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter})
+		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
+		TLS: tlsCfg, CAFile: absOrEmpty(c.String("tls-ca"))})
 	if err != nil {
 		return err
 	}

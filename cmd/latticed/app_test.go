@@ -13,6 +13,8 @@ func TestFlagAndConfigErrors(t *testing.T) {
 	os.WriteFile(bad, []byte("id: [broken\n"), 0o644)
 	wrongType := filepath.Join(dir, "wrong.yaml")
 	os.WriteFile(wrongType, []byte("id: s1\nbootstrap: sometimes\n"), 0o644)
+	tlsConfig := filepath.Join(dir, "tls.yaml")
+	os.WriteFile(tlsConfig, []byte("id: s1\ntls-cert: /nonexistent/s1.crt\ntls-key: /nonexistent/s1.key\n"), 0o644)
 	cases := []struct {
 		args []string
 		want string
@@ -36,6 +38,13 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"agent", "--server", "127.0.0.1:1", "--node-watts", "x"}, "node-watts"},
 		{[]string{"--log-level", "loud", "dev"}, "log-level"},
 		{[]string{"server", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-cert", "a.crt"}, "tls-ca"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-ca", filepath.Join(dir, "none.pem"), "--tls-cert", "a", "--tls-key", "b"}, "cannot read"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-ca", bad, "--tls-cert", "a", "--tls-key", "b"}, "no PEM certificate"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--tls-cert", "a.crt"}, "tls-ca"},
+		{[]string{"server", "--config", tlsConfig, "--data-dir", dir}, "tls-ca"}, // the config file's keys are read
+		{[]string{"ca", "init"}, "dir"},
+		{[]string{"ca", "init", "--dir", dir, "--members", "bad name"}, "members"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -31,6 +32,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
 	latticecli "github.com/latticehpc/lattice/cli"
+	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
 )
 
@@ -251,11 +253,14 @@ type cluster struct {
 	// Auth is on: every member reads tokensFile (an admin token, which is
 	// also the members' own credential, and an agent token for every node).
 	tokensFile, adminToken, agentToken string
-	members                            []*member
-	agent                              *proc
-	logs                               []string // every log file, for tails on failure
-	mu                                 sync.Mutex
-	procs                              []*proc
+	// tlsDir, when set, holds a CA (ca.crt) and member certificates
+	// (ID.crt, ID.key): members serve the API and Raft over TLS.
+	tlsDir  string
+	members []*member
+	agent   *proc
+	logs    []string // every log file, for tails on failure
+	mu      sync.Mutex
+	procs   []*proc
 }
 
 // serverFlags are the flags every member gets: short liveness so node
@@ -322,7 +327,15 @@ func (c *cluster) track(p *proc) {
 func (c *cluster) addMember(id string, role ...string) *member {
 	c.t.Helper()
 	m := &member{id: id, dataDir: filepath.Join(c.dir, id), raftAddr: freeAddr(c.t), apiAddr: freeAddr(c.t), role: role}
-	conn, err := grpc.NewClient(m.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	creds := insecure.NewCredentials()
+	if c.tlsDir != "" {
+		cfg, err := pki.Client(pki.Files{CA: filepath.Join(c.tlsDir, pki.CAFile)})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	conn, err := grpc.NewClient(m.apiAddr, grpc.WithTransportCredentials(creds),
 		grpc.WithPerRPCCredentials(bearerCreds(c.adminToken)))
 	if err != nil {
 		c.t.Fatal(err)
@@ -346,6 +359,10 @@ func (c *cluster) start(m *member) {
 		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr,
 		"--tokens-file", c.tokensFile, "--token", c.adminToken, "--tenants", "default,stream,t,ops"}
 	args = append(append(args, serverFlags...), m.role...)
+	if c.tlsDir != "" {
+		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile),
+			"--tls-cert", filepath.Join(c.tlsDir, m.id+".crt"), "--tls-key", filepath.Join(c.tlsDir, m.id+".key"))
+	}
 	p := startProc(c.t, filepath.Join(c.dir, m.id+".log"), m.id, args...)
 	m.mu.Lock()
 	m.p = p
@@ -434,9 +451,13 @@ func (c *cluster) startAgent(nodes, groupSize int) {
 	c.t.Helper()
 	path := filepath.Join(c.dir, "agent.log")
 	c.logs = append(c.logs, path)
-	c.agent = startProc(c.t, path, "agent", "--log-level", "info", "agent", "--id", "agent1",
+	args := []string{"--log-level", "info", "agent", "--id", "agent1",
 		"--data-dir", filepath.Join(c.dir, "agent"), "--simulate", fmt.Sprint(nodes), "--group-size", fmt.Sprint(groupSize),
-		"--server", strings.Join(c.apiAddrs(), ","), "--heartbeat", "1s", "--grace", "2s", "--token", c.agentToken)
+		"--server", strings.Join(c.apiAddrs(), ","), "--heartbeat", "1s", "--grace", "2s", "--token", c.agentToken}
+	if c.tlsDir != "" {
+		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile))
+	}
+	c.agent = startProc(c.t, path, "agent", args...)
 	c.track(c.agent)
 	c.waitNodesReady(nodes, 30*time.Second)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
@@ -18,8 +17,8 @@ import (
 // left it (a drain survives a restart and must not hold the start back).
 // After limit it stops waiting and says which nodes are not up; the
 // cluster serves anyway.
-func waitReady(ctx context.Context, addr, token string, nodes int, connected func() bool, limit time.Duration) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func waitReady(ctx context.Context, addr, token string, nodes int, creds grpc.DialOption, connected func() bool, limit time.Duration) error {
+	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return err
 	}
@@ -60,9 +59,9 @@ func waitReady(ctx context.Context, addr, token string, nodes int, connected fun
 }
 
 // submitDemo submits a small sample workload so a newcomer sees jobs run.
-func submitDemo(ctx context.Context, addr, token string) error {
+func submitDemo(ctx context.Context, addr, token string, creds grpc.DialOption) error {
 	ctx = withBearer(ctx, token)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ func tokenCommand() *cli.Command {
 				&cli.StringFlag{Name: "role", Value: "user", Usage: "user, tenant-admin, admin or agent"},
 				&cli.StringFlag{Name: "nodes", Usage: "agent only: node names or patterns it may register and report for, comma-separated (node0*)"},
 				&cli.IntFlag{Name: "max-priority", Value: -1, Usage: "the highest priority class USER may ask for (QOS ceiling; default 5, admins 10)"},
+				&cli.StringFlag{Name: "cn", Usage: "instead of a token, let client certificates with this common name (signed by the cluster CA) act as USER; prints nothing"},
 			},
 			Action:       runTokenCreate,
 			OnUsageError: onUsageError,
@@ -61,6 +62,13 @@ func runTokenCreate(c *cli.Context) error {
 		Nodes: splitList(c.String("nodes")), MaxPriority: c.Int("max-priority")}
 	if err := id.Validate(); err != nil {
 		return usageError{err}
+	}
+	if cn := c.String("cn"); cn != "" {
+		if err := appendCertEntry(path, cn, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "client certificates named %s now act as %s (%s) on the members using %s (copy that file to every member)\n", cn, id.User, role, path)
+		return nil
 	}
 	tok := mintToken()
 	if err := appendToken(path, tok, id); err != nil {
@@ -91,6 +99,11 @@ func mintToken() string {
 
 // appendToken adds a hashed entry to a tokens file (created 0600).
 func appendToken(path string, token string, id auth.Identity) error {
+	return appendLine(path, auth.Entry(token, id))
+}
+
+// appendLine adds one line to a tokens file (created 0600).
+func appendLine(path, line string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("tokens file: %w", err)
 	}
@@ -98,7 +111,7 @@ func appendToken(path string, token string, id auth.Identity) error {
 	if err != nil {
 		return fmt.Errorf("tokens file: %w", err)
 	}
-	_, err = fmt.Fprintln(f, auth.Entry(token, id))
+	_, err = fmt.Fprintln(f, line)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -1139,8 +1139,14 @@ type AllocationRequest struct {
 	// keep_if_never_fits keeps a request no node set of its vCluster could
 	// ever satisfy (admins; --hold keeps it too) instead of refusing it.
 	KeepIfNeverFits bool `protobuf:"varint,41,opt,name=keep_if_never_fits,json=keepIfNeverFits,proto3" json:"keep_if_never_fits,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// script_bytes is the batch script byte for byte when it is not UTF-8
+	// (a Latin-1 comment: sbatch takes scripts as bytes, but proto strings
+	// must be UTF-8). script then carries the same text with each such byte
+	// as '?', for old clients and for display; the agent runs script_bytes.
+	// Empty when the script is UTF-8.
+	ScriptBytes   []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AllocationRequest) Reset() {
@@ -1430,6 +1436,13 @@ func (x *AllocationRequest) GetKeepIfNeverFits() bool {
 		return x.KeepIfNeverFits
 	}
 	return false
+}
+
+func (x *AllocationRequest) GetScriptBytes() []byte {
+	if x != nil {
+		return x.ScriptBytes
+	}
+	return nil
 }
 
 // Preemption is the latest reclaim or preemption of an allocation.
@@ -2919,7 +2932,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xd3\t\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xf6\t\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -2961,7 +2974,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\tmail_type\x18& \x01(\tR\bmailType\x12\x1b\n" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
-	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\"\xda\x01\n" +
+	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
+	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
