@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/quorum"
 )
 
 // Health of a member, for /readyz, the gRPC health service, `quorum status`
@@ -202,9 +204,29 @@ func (s *Server) readiness() Readiness {
 		r.Problem = lerr.Error()
 	case r.Lag > DefaultMaxLag:
 		r.Problem = fmt.Sprintf("%d entries behind the leader", r.Lag)
+	default:
+		// The tenants this member was configured to create: until the
+		// leader has committed them, submissions to them are refused.
+		if missing := s.missingTenants(); len(missing) > 0 {
+			r.Problem = "configured tenants not created yet: " + strings.Join(missing, ",")
+		}
 	}
 	r.Ready = r.Problem == ""
 	return r
+}
+
+// missingTenants lists the configured tenants (Config.Tenants) the state
+// does not have yet.
+func (s *Server) missingTenants() []string {
+	var missing []string
+	s.view(func(st *quorum.State) {
+		for _, t := range s.cfg.Tenants {
+			if st.Tenant(t) == nil {
+				missing = append(missing, t)
+			}
+		}
+	})
+	return missing
 }
 
 // healthHandlers adds /healthz (the process is alive and serving) and
