@@ -170,13 +170,15 @@ func (c *Config) defaults() error {
 // Server is one quorum member with its API. The member holding leadership
 // also runs the leader-only loops.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	fsm     *quorum.FSM
-	q       *quorum.Quorum
-	grpc    *grpc.Server
-	apiLis  net.Listener
-	metrics *metrics
+	// completed is the recent completions the loops' predictor learns from.
+	completed completedCache
+	cfg       Config
+	log       *slog.Logger
+	fsm       *quorum.FSM
+	q         *quorum.Quorum
+	grpc      *grpc.Server
+	apiLis    net.Listener
+	metrics   *metrics
 	// contract and health: docs/metrics.md's series (metrics_contract.go)
 	// and readiness (health.go).
 	contract *contract

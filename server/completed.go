@@ -1,0 +1,67 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+)
+
+// Completed work for the scheduler loops' runtime predictor
+// (vcluster.CompletedReader): the most recently ended COMPLETED
+// allocations of a vCluster, with their start and end times. Prediction is
+// derived state: it is learnt on the leader from what the quorum
+// committed, never committed itself.
+
+const (
+	// completedWindow is how many recent completions per vCluster the
+	// predictor learns from (it keeps two runs per user and name).
+	completedWindow = 5000
+	// completedRefresh is how often the window is rebuilt from state: a
+	// scan of every allocation, so not every cycle.
+	completedRefresh = 30 * time.Second
+)
+
+type completedCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	byVC map[string][]*model.Allocation
+}
+
+// Completed implements vcluster.CompletedReader.
+func (s *Server) Completed(vc string) []*model.Allocation {
+	c := &s.completed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); c.byVC == nil || now.Sub(c.at) >= completedRefresh {
+		c.byVC = s.recentCompleted()
+		c.at = now
+	}
+	return c.byVC[vc]
+}
+
+// recentCompleted scans the committed state for the last completedWindow
+// completions of each vCluster, oldest first.
+func (s *Server) recentCompleted() map[string][]*model.Allocation {
+	out := map[string][]*model.Allocation{}
+	s.view(func(st *quorum.State) {
+		for _, a := range st.Allocations() {
+			if a.State == model.StateCompleted && !a.StartTime.IsZero() && !a.EndTime.Before(a.StartTime) {
+				out[a.VCluster] = append(out[a.VCluster], a)
+			}
+		}
+	})
+	for vc, list := range out {
+		slices.SortFunc(list, func(a, b *model.Allocation) int {
+			return cmp.Or(a.EndTime.Compare(b.EndTime), cmp.Compare(a.ID, b.ID))
+		})
+		if len(list) > completedWindow {
+			list = list[len(list)-completedWindow:]
+		}
+		out[vc] = list
+	}
+	return out
+}
