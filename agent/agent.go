@@ -55,6 +55,13 @@ type Config struct {
 	// PowerMeter, for an agent of one real node, measures its draw
 	// (RAPL); each heartbeat reports it.
 	PowerMeter *PowerMeter
+	// Machine, for an agent of one real node, reads the machine's facts;
+	// every FingerprintCheck (0 = never) the agent recomputes the node's
+	// fingerprint from them (with FingerprintInputs' overrides) and reports
+	// a change to the leader, which treats it as drift.
+	Machine           func() MachineFacts
+	FingerprintInputs FingerprintInputs
+	FingerprintCheck  time.Duration
 	// KeepJobs leaves jobs running when the agent stops (a restart adopts
 	// them); otherwise they are stopped (SIGTERM, grace, SIGKILL).
 	KeepJobs bool
@@ -89,6 +96,8 @@ type Agent struct {
 	stateVersion uint64
 	stateMu      sync.Mutex // orders state file writes
 	stateWritten uint64
+
+	facts MachineFacts // as last read (Machine), under mu
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -170,6 +179,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.runner = r
+	if cfg.Machine != nil {
+		a.facts = cfg.Machine()
+	}
 	if err := a.recoverRuns(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -230,9 +242,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		return err
 	}
 	hello := &latticev1.AgentHello{AgentId: a.cfg.ID}
+	a.mu.Lock() // fingerprints change with drift
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
 	}
+	a.mu.Unlock()
 	// Tell the leader what this agent knows it runs — or ran, with a final
 	// report not yet acknowledged — so it fails only what was really lost.
 	for _, id := range a.knownIDs() {
@@ -278,8 +292,21 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		retry := time.NewTicker(a.cfg.ReportRetry)
 		defer retry.Stop()
 		var waiting map[uint64]bool // unacknowledged at the previous retry tick
+		var recheck <-chan time.Time
+		if a.cfg.Machine != nil && a.cfg.FingerprintCheck > 0 {
+			t := time.NewTicker(a.cfg.FingerprintCheck)
+			defer t.Stop()
+			recheck = t.C
+		}
 		for {
 			select {
+			case <-recheck:
+				if m := a.recheckFingerprint(); m != nil {
+					if err := stream.Send(m); err != nil {
+						sendErr <- err
+						return
+					}
+				}
 			case <-sctx.Done():
 				sendErr <- sctx.Err()
 				return
@@ -348,8 +375,48 @@ func (a *Agent) knownIDs() []uint64 {
 	return out
 }
 
+// recheckFingerprint reads the machine again and returns the node facts to
+// report when its fingerprint changed (nil otherwise). The new fingerprint
+// is the node's from now on (the next hello carries it too).
+func (a *Agent) recheckFingerprint() *latticev1.AgentMessage {
+	now := a.cfg.Machine()
+	fp := now.Fingerprint(a.cfg.FingerprintInputs)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.facts
+	a.facts = now
+	f := &latticev1.NodeFacts{}
+	for i := range a.cfg.Nodes {
+		n := &a.cfg.Nodes[i]
+		if n.Fingerprint == fp {
+			continue
+		}
+		detail := strings.Join(now.Changed(old, a.cfg.FingerprintInputs), ", ")
+		a.log.Warn("fingerprint drift", "node", n.Name, "was", n.Fingerprint, "now", fp, "changed", detail)
+		n.Fingerprint = fp
+		f.Nodes = append(f.Nodes, &latticev1.NodeFact{Name: n.Name, Fingerprint: fp, Detail: detail})
+	}
+	if len(f.Nodes) == 0 {
+		return nil
+	}
+	return &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_NodeFacts{NodeFacts: f}}
+}
+
+// runningAllocations lists the allocations with a process on this agent:
+// entrypoints (adopted ones too) and step tasks.
+func (a *Agent) runningAllocations() []uint64 {
+	ids := a.runner.Running()
+	a.steps.mu.Lock()
+	for k := range a.steps.runs {
+		ids = append(ids, k.alloc)
+	}
+	a.steps.mu.Unlock()
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
 func (a *Agent) heartbeat() *latticev1.AgentMessage {
-	hb := &latticev1.Heartbeat{}
+	hb := &latticev1.Heartbeat{ListsRunning: true, Running: a.runningAllocations()}
 	for i := range a.cfg.Nodes {
 		hb.Nodes = append(hb.Nodes, a.cfg.Nodes[i].Name)
 	}
@@ -739,7 +806,7 @@ func NodeToProto(n *model.Node) *latticev1.Node {
 		Name: n.Name, State: string(n.State), HomeVcluster: n.HomeVCluster, CurrentVcluster: n.CurrentVCluster,
 		Group: int32(n.Group), Fingerprint: n.Fingerprint, Allocation: n.Allocation, PowerWatts: int32(n.Watts()),
 		GpuType: n.GPUType, Gpus: int32(n.GPUs), Features: n.Features, IdleWatts: int32(n.IdleWatts),
-		BusyWatts: int32(n.BusyWatts), StateReason: n.StateReason, Agent: n.Agent,
+		BusyWatts: int32(n.BusyWatts), StateReason: n.StateReason, Agent: n.Agent, Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB,
 	}
 }
 
@@ -748,7 +815,7 @@ func NodeFromProto(p *latticev1.Node) model.Node {
 	return model.Node{
 		Name: p.Name, HomeVCluster: p.HomeVcluster, Group: int(p.Group), Fingerprint: p.Fingerprint,
 		GPUType: p.GpuType, GPUs: int(p.Gpus), Features: model.NormalizeFeatures(append([]string(nil), p.Features...)),
-		IdleWatts: int(p.IdleWatts), BusyWatts: int(p.BusyWatts),
+		IdleWatts: int(p.IdleWatts), BusyWatts: int(p.BusyWatts), CPUs: int(p.Cpus), MemoryMB: p.MemoryMb,
 	}
 }
 

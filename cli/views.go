@@ -256,6 +256,13 @@ type nodeView struct {
 	ReservedUntil   *string `json:"reserved_until"`
 	ReclaimedFrom   string  `json:"reclaimed_from,omitempty"`
 	ReclaimedAt     *string `json:"reclaimed_at,omitempty"`
+	// What the agent detected (0: not detected), an allocation whose
+	// processes may still run here (Cleanup), the measured draw in force.
+	CPUs          int32   `json:"cpus,omitempty"`
+	MemoryMB      int64   `json:"memory_mb,omitempty"`
+	Cleanup       *uint64 `json:"cleanup_allocation,omitempty"`
+	MeasuredWatts int32   `json:"measured_watts,omitempty"`
+	MeasuredAt    *string `json:"measured_at,omitempty"`
 }
 
 func nodeOf(n *latticev1.Node) nodeView {
@@ -280,6 +287,18 @@ func nodeOf(n *latticev1.Node) nodeView {
 		ReservedUntil:   rfc3339(n.GetReservedUntilUnixMs()),
 		ReclaimedFrom:   n.GetReclaimedFrom(),
 		ReclaimedAt:     rfc3339(n.GetReclaimedAtUnixMs()),
+		CPUs:            n.GetCpus(),
+		MemoryMB:        n.GetMemoryMb(),
+		MeasuredWatts:   n.GetMeasuredWatts(),
+	}
+	if n.GetMeasuredWatts() > 0 {
+		v.MeasuredAt = rfc3339(n.GetMeasuredAtUnixMs())
+	}
+	if id := n.GetCleanupAllocation(); id != 0 {
+		v.Cleanup = &id
+		if v.StateReason == "" {
+			v.StateReason = fmt.Sprintf("processes of allocation %d may still run here: no new work until its agent confirms they are gone (or an admin undrains the node)", id)
+		}
 	}
 	if id := n.GetReservedFor(); id != 0 {
 		v.ReservedFor = &id

@@ -151,6 +151,9 @@ const (
 	ActionDegraded NodeAction = "degraded" // missed heartbeats
 	ActionDown     NodeAction = "down"     // lost: its work fails with NodeFailure
 	ActionUp       NodeAction = "up"       // heard from again
+	// ActionCleaned: the node's agent confirmed that no process of the
+	// allocation in Cleanup (SetNodeState.Allocation; 0 = any) runs there.
+	ActionCleaned NodeAction = "cleaned"
 )
 
 // SetNodeState changes one or more nodes' state.
@@ -159,6 +162,8 @@ type SetNodeState struct {
 	Nodes  []string   `json:"nodes"`
 	Action NodeAction `json:"action"`
 	Reason string     `json:"reason,omitempty"`
+	// Allocation qualifies ActionCleaned.
+	Allocation uint64 `json:"allocation,omitempty"`
 }
 
 // SetVCluster creates or replaces a vCluster definition.
@@ -384,6 +389,10 @@ func Decode(data []byte) (Command, error) {
 		c = &Checkpoint{}
 	case CmdStep:
 		c = &StepCommand{}
+	case CmdNodeFacts:
+		c = &NodeFacts{}
+	case CmdNodePower:
+		c = &NodePower{}
 	default:
 		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
 	}
