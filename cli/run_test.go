@@ -114,7 +114,7 @@ func TestPowerShowsMeasured(t *testing.T) {
 	if err := r.printPower("table", ps); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "measured (3 nodes)") || !strings.Contains(out.String(), "11.8kW") {
-		t.Errorf("power table:\n%s\nwant a measured row with 11.8kW", out.String())
+	if !strings.Contains(out.String(), "MEASURED") || !strings.Contains(out.String(), "11.8kW (3 nodes)") || !strings.Contains(out.String(), "12.5kW") {
+		t.Errorf("power table:\n%s\nwant estimated 12.5kW and measured 11.8kW (3 nodes) side by side", out.String())
 	}
 }

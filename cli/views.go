@@ -438,22 +438,36 @@ type powerView struct {
 	BudgetWatts    int64      `json:"budget_watts"`
 	EstimatedWatts int64      `json:"estimated_watts"`
 	VClusters      []powerUse `json:"vclusters"`
-	// MeasuredWatts is what agents measured on MeasuredNodes nodes.
+	// MeasuredWatts is what agents measured on MeasuredNodes nodes;
+	// CountedWatts what the power check counts (measured where a committed
+	// measurement stands, configured elsewhere).
 	MeasuredWatts int64 `json:"measured_watts"`
 	MeasuredNodes int32 `json:"measured_nodes"`
+	CountedWatts  int64 `json:"counted_watts"`
 }
 
 type powerUse struct {
 	VCluster       string `json:"vcluster"`
 	BudgetWatts    int64  `json:"budget_watts"`
 	EstimatedWatts int64  `json:"estimated_watts"`
+	MeasuredWatts  int64  `json:"measured_watts"`
+	MeasuredNodes  int32  `json:"measured_nodes"`
+	CountedWatts   int64  `json:"counted_watts"`
 }
 
 func powerOf(p *latticev1.PowerStatus) powerView {
 	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{},
-		MeasuredWatts: p.GetMeasuredWatts(), MeasuredNodes: p.GetMeasuredNodes()}
+		MeasuredWatts: p.GetMeasuredWatts(), MeasuredNodes: p.GetMeasuredNodes(), CountedWatts: p.GetCountedWatts()}
+	if v.CountedWatts == 0 {
+		v.CountedWatts = v.EstimatedWatts // an older server
+	}
 	for _, u := range p.GetVclusters() {
-		v.VClusters = append(v.VClusters, powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts()})
+		pu := powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts(),
+			MeasuredWatts: u.GetMeasuredWatts(), MeasuredNodes: u.GetMeasuredNodes(), CountedWatts: u.GetCountedWatts()}
+		if pu.CountedWatts == 0 {
+			pu.CountedWatts = pu.EstimatedWatts
+		}
+		v.VClusters = append(v.VClusters, pu)
 	}
 	return v
 }
