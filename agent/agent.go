@@ -641,6 +641,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 func (a *Agent) launch(l Launch) {
 	l.StatusFile = a.statusPath(l.AllocID, l.RequeueCount)
 	l.Started = time.Now()
+	l.LaunchID = launchID(l.AllocID, l.RequeueCount)
 	err := a.recordLaunch(l) // durable before it starts: never launched twice
 	if err == nil {
 		err = a.runner.Start(l)

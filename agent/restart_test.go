@@ -68,6 +68,9 @@ func TestResentAssignmentAfterRestartLaunchesOnce(t *testing.T) {
 	waitReport(t, a1, 5, model.StateRunning)
 	a1.handle(assignMsg(5, 0, script)) // resent while it runs: nothing new
 	a1.detach()                        // the agent stops (frozen, killed) with its report unacknowledged
+	if st, _ := os.ReadFile(filepath.Join(dir, stateFileName)); !strings.Contains(string(st), `"LaunchID":"5.1"`) {
+		t.Fatalf("the state file does not record launch 5.1:\n%s", st)
+	}
 
 	a2, err := New(restartConfig(dir))
 	if err != nil {

@@ -59,7 +59,15 @@ type Launch struct {
 	GPUs int `json:",omitempty"`
 	// Started is when the run started (walltime of an adopted run).
 	Started time.Time `json:",omitzero"`
+	// LaunchID names this launch: ALLOC.RUN, the allocation and its run
+	// (requeue count + 1) as the quorum numbers them. The agent writes it
+	// to its state file (fsynced) before the process starts, and an
+	// assignment whose launch id is recorded never starts a process again.
+	LaunchID string `json:",omitempty"`
 }
+
+// launchID is the id of the launch of run requeue+1 of allocation id.
+func launchID(id uint64, requeue int) string { return fmt.Sprintf("%d.%d", id, requeue+1) }
 
 // CheckpointDoneFile is the file, inside LATTICE_CHECKPOINT_DIR, whose
 // appearance acknowledges a checkpoint (LATTICE_CHECKPOINT_DONE).
