@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -249,8 +250,8 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.mu.Unlock()
 	// Tell the leader what this agent knows it runs — or ran, with a final
 	// report not yet acknowledged — so it fails only what was really lost.
-	for _, id := range a.knownIDs() {
-		hello.Running = append(hello.Running, &latticev1.RunningOnAgent{AllocationId: id})
+	for _, k := range a.knownRuns() {
+		hello.Running = append(hello.Running, k)
 	}
 	if err := stream.Send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Hello{Hello: hello}}); err != nil {
 		return err
@@ -357,21 +358,31 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	return err
 }
 
-// knownIDs lists allocations running here or ended with an unacknowledged report.
-func (a *Agent) knownIDs() []uint64 {
-	ids := a.runner.Running()
-	a.mu.Lock()
-	for _, r := range a.pending {
-		ids = append(ids, r.AllocationId)
-	}
-	a.mu.Unlock()
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
+// knownRuns lists allocations running here or ended with an unacknowledged
+// report, with their run (the running one's, else the newest reported).
+func (a *Agent) knownRuns() []*latticev1.RunningOnAgent {
+	runs := map[uint64]int32{}
+	for _, id := range a.runner.Running() {
+		if r, ok := a.runner.runOf(id); ok {
+			runs[id] = int32(r) + 1
+		} else {
+			runs[id] = 0
 		}
 	}
+	a.mu.Lock()
+	for _, r := range a.pending {
+		if _, running := runs[r.AllocationId]; !running && r.Run > runs[r.AllocationId] {
+			runs[r.AllocationId] = r.Run
+		} else if !running {
+			runs[r.AllocationId] = max(runs[r.AllocationId], 0)
+		}
+	}
+	a.mu.Unlock()
+	out := make([]*latticev1.RunningOnAgent, 0, len(runs))
+	for id, run := range runs {
+		out = append(out, &latticev1.RunningOnAgent{AllocationId: id, Run: run})
+	}
+	slices.SortFunc(out, func(x, y *latticev1.RunningOnAgent) int { return cmp.Compare(x.AllocationId, y.AllocationId) })
 	return out
 }
 

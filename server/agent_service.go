@@ -58,13 +58,17 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{},
 		logWaiters: map[uint64]chan *latticev1.LogData{},
 	}
-	// What the agent still runs counts as delivered: the dispatcher will
-	// stop what the quorum no longer wants running.
+	// What the agent still runs counts as delivered — as the run it says
+	// it has: the dispatcher will stop what the quorum no longer wants
+	// running (an older run included).
 	s.view(func(st *quorum.State) {
 		for _, run := range hello.Running {
 			rc := 0
 			if al := st.Allocation(run.AllocationId); al != nil {
 				rc = al.RequeueCount
+			}
+			if run.Run > 0 {
+				rc = int(run.Run) - 1
 			}
 			conn.sent[run.AllocationId] = rc
 		}

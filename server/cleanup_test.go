@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,5 +97,52 @@ func TestLostNodeTakesNoWorkUntilItsAgentConfirmsCleanup(t *testing.T) {
 	}
 	if n := len(taggedProcs(s.dataDir)); n != 0 {
 		t.Errorf("%d processes left", n)
+	}
+}
+
+// A --requeue job whose node was lost goes back to the queue while its old
+// run still runs on the frozen agent. When the agent wakes up the old run is
+// stopped, the node confirmed clean, the job's next run starts (on the same
+// node: the only one) — and a user's cancel of that run reaches it.
+func TestRequeuedRunAfterLostNodeStartsCleanAndCancels(t *testing.T) {
+	s := startAgentProcStack(t, 1, func(c *Config) {
+		c.DegradedAfter, c.DownAfter, c.LivenessGrace = time.Second, 2*time.Second, time.Second
+	})
+	dir := t.TempDir()
+	r, err := s.allocs.Submit(context.Background(), &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
+		Tenant: "t", NodesMin: 1, NodesMax: 1, WalltimeSeconds: 300, Requeue: true,
+		Script: fmt.Sprintf("#!/bin/sh\necho run $LATTICE_RESTART_COUNT >> %s/runs\nsleep 60\n", dir)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.DisplayId
+	waitFor(t, 20*time.Second, "the job running", func() bool { return s.get(t, id).State == string(model.StateRunning) })
+	if err := s.agent.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the job requeued", func() bool { return s.get(t, id).State == string(model.StatePending) })
+	if err := s.agent.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "its next run running", func() bool {
+		a := s.get(t, id)
+		return a.State == string(model.StateRunning) && a.RequeueCount == 1
+	})
+	for _, p := range taggedProcs(s.dataDir) {
+		if p.allocID != "" && p.allocID != id {
+			t.Errorf("process of allocation %s on the node", p.allocID)
+		}
+	}
+	if _, err := s.allocs.Cancel(context.Background(), &latticev1.CancelRequest{Ids: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	a := s.waitEnd(t, id, 20*time.Second)
+	if a.State != string(model.StateCancelled) {
+		t.Errorf("job %s %s after the cancel, want CANCELLED", a.State, a.Reason)
+	}
+	waitFor(t, 10*time.Second, "no process left", func() bool { return len(taggedProcs(s.dataDir)) == 0 })
+	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+	if got := strings.TrimSpace(string(b)); got != "run 0\nrun 1" {
+		t.Errorf("runs started:\n%s\nwant run 0 then run 1, once each", got)
 	}
 }

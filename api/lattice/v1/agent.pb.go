@@ -230,9 +230,11 @@ func (x *AgentHello) GetRunning() []*RunningOnAgent {
 }
 
 type RunningOnAgent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
-	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	Node         string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// run is the run the agent has of it (requeue count + 1; 0 = unknown).
+	Run           int32 `protobuf:"varint,3,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -279,6 +281,13 @@ func (x *RunningOnAgent) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *RunningOnAgent) GetRun() int32 {
+	if x != nil {
+		return x.Run
+	}
+	return 0
 }
 
 type Heartbeat struct {
@@ -1259,10 +1268,11 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"AgentHello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x124\n" +
-	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\"I\n" +
+	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\"[\n" +
 	"\x0eRunningOnAgent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"v\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +
+	"\x03run\x18\x03 \x01(\x05R\x03run\"v\n" +
 	"\tHeartbeat\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x14\n" +
 	"\x05watts\x18\x02 \x03(\x05R\x05watts\x12#\n" +
