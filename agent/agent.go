@@ -99,6 +99,9 @@ type Agent struct {
 	stateWritten uint64
 
 	facts MachineFacts // as last read (Machine), under mu
+	// blocked: allocations whose launch is deferred (rec.deferred) until no
+	// other allocation's entrypoint runs on their nodes; under mu.
+	blocked map[uint64]bool
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -169,6 +172,7 @@ func New(cfg Config) (*Agent, error) {
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
 		durable: map[uint64]*runState{},
+		blocked: map[uint64]bool{},
 	}
 	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
 	if err != nil {
@@ -526,8 +530,20 @@ func (a *Agent) onExit(e Exit) {
 		a.report(r)
 	}
 	if next != nil {
-		a.launch(*next)
+		a.mu.Lock()
+		delete(a.blocked, e.AllocID)
+		a.mu.Unlock()
+		if a.runner.otherOn(next.Nodes, e.AllocID) != 0 {
+			a.mu.Lock()
+			if rec := a.runs[e.AllocID]; rec != nil && rec.requeue == int32(next.RequeueCount) {
+				rec.deferred, a.blocked[e.AllocID] = next, true
+			}
+			a.mu.Unlock()
+		} else {
+			a.launch(*next)
+		}
 	}
+	a.startUnblocked()
 }
 
 // onCheckpoint reports a checkpoint that left the run going: RUNNING again,
@@ -644,8 +660,44 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		a.runner.Stop(id, model.ReasonRequeued, grace)
 		return
 	}
+	if other := a.runner.otherOn(l.Nodes, id); other != 0 {
+		// Another allocation's processes still run on a node of this one
+		// (a run the quorum ended without us, being stopped): never two
+		// allocations on a node — it starts once they are gone.
+		rec.deferred = &l
+		a.blocked[id] = true
+		a.mu.Unlock()
+		a.log.Warn("launch deferred: another allocation still runs on its nodes", "alloc", id, "run", run, "other", other)
+		return
+	}
 	a.mu.Unlock()
 	a.launch(l)
+}
+
+// startUnblocked launches the deferred runs whose nodes no other
+// allocation's entrypoint occupies any more.
+func (a *Agent) startUnblocked() {
+	var ready []Launch
+	a.mu.Lock()
+	for id := range a.blocked {
+		rec := a.runs[id]
+		if rec == nil || rec.deferred == nil {
+			delete(a.blocked, id)
+			continue
+		}
+		if _, old := a.runner.runOf(id); old || a.runner.otherOn(rec.deferred.Nodes, id) != 0 {
+			continue
+		}
+		ready = append(ready, *rec.deferred)
+		rec.deferred = nil
+		delete(a.blocked, id)
+	}
+	a.mu.Unlock()
+	slices.SortFunc(ready, func(x, y Launch) int { return cmp.Compare(x.AllocID, y.AllocID) })
+	for _, l := range ready {
+		a.log.Info("deferred launch starts: its nodes are free", "alloc", l.AllocID, "run", l.RequeueCount)
+		a.launch(l)
+	}
 }
 
 // launch starts a run and reports RUNNING, or FAILED/LaunchFailed.

@@ -192,3 +192,31 @@ func TestBackstopCancelIsReported(t *testing.T) {
 		t.Errorf("report %v, want FAILED WalltimeExceeded", r)
 	}
 }
+
+// The quorum ended allocation 5 without the agent (its node was lost) and
+// gave the node to allocation 6; the agent still runs 5 and stops it when
+// told. 6 must not start before 5's processes are gone: never two
+// allocations on a node, whatever the order messages arrive in.
+func TestLaunchWaitsForAnotherAllocationOnItsNode(t *testing.T) {
+	dir := t.TempDir()
+	marks := filepath.Join(dir, "marks")
+	a, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(5, 0, "#!/bin/sh\ntrap 'sleep 1; echo end5 >> "+marks+"; exit 0' TERM\necho start5 >> "+marks+"\nsleep 30 & wait\n"))
+	waitReport(t, a, 5, model.StateRunning)
+	a.handle(assignMsg(6, 0, "#!/bin/sh\necho start6 >> "+marks+"\n"))
+	time.Sleep(300 * time.Millisecond)
+	if a.runner.IsRunning(6) || len(pendingReports(a, 6)) > 0 {
+		t.Fatal("allocation 6 started while 5 still runs on its node")
+	}
+	a.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Cancel{Cancel: &latticev1.CancelAllocation{
+		AllocationId: 5, Reason: model.ReasonNodeFailure, GraceSeconds: 5}}})
+	waitReport(t, a, 6, model.StateCompleted)
+	b, _ := os.ReadFile(marks)
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != "start5 end5 start6" {
+		t.Errorf("order %v, want start5 end5 start6", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -639,6 +640,24 @@ func (r *Runner) runOf(id uint64) (int, bool) {
 		return p.launch.RequeueCount, true
 	}
 	return 0, false
+}
+
+// otherOn returns an allocation other than id whose entrypoint still runs
+// here on one of nodes (0 when none).
+func (r *Runner) otherOn(nodes []string, id uint64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for other, p := range r.running {
+		if other == id {
+			continue
+		}
+		for _, n := range p.launch.Nodes {
+			if slices.Contains(nodes, n) {
+				return other
+			}
+		}
+	}
+	return 0
 }
 
 // IsRunning reports whether id runs here now.
