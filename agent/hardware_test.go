@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGPUToolOutputs(t *testing.T) {
@@ -73,5 +74,37 @@ func TestFingerprintRecheck(t *testing.T) {
 	now := MachineFacts{KernelRelease: "6.2", GPUDriver: "b"}
 	if got := now.Changed(old, FingerprintInputs{DriverVersion: "pinned"}); len(got) != 1 || !strings.HasPrefix(got[0], "kernel release") {
 		t.Errorf("with the driver pinned, changed %v, want only the kernel release", got)
+	}
+}
+
+func TestGPUPower(t *testing.T) {
+	cases := []struct {
+		out  string
+		want int
+		ok   bool
+	}{
+		{"312.45\n298.10\n", 611, true},
+		{"[N/A]\n75.2\n", 75, true},
+		{"[N/A]\n", 0, false},
+		{"", 0, false},
+	}
+	for _, tc := range cases {
+		if w, ok := parseGPUPower(tc.out); w != tc.want || ok != tc.ok {
+			t.Errorf("parseGPUPower(%q) = %d, %v; want %d, %v", tc.out, w, ok, tc.want, tc.ok)
+		}
+	}
+	// The GPUs' draw adds to the CPU packages'.
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"sys/class/powercap/intel-rapl:0/energy_uj": "0"})
+	m, err := NewPowerMeter(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.GPUs = func() (int, bool) { return 600, true }
+	t0 := time.Unix(1000, 0)
+	m.Watts(t0)
+	writeTree(t, root, map[string]string{"sys/class/powercap/intel-rapl:0/energy_uj": "100000000"}) // 100 J
+	if w, ok := m.Watts(t0.Add(time.Second)); !ok || w != 700 {
+		t.Errorf("draw %d W (%v), want 100 W of CPU + 600 W of GPUs", w, ok)
 	}
 }

@@ -101,6 +101,10 @@ type PowerMeter struct {
 	mu   sync.Mutex
 	last map[string]uint64
 	at   time.Time
+	// GPUs, when set, reads the GPUs' draw (watts now; false when it cannot
+	// be read), added to the CPU packages' (NewPowerMeter sets it to
+	// nvidia-smi's where that tool exists).
+	GPUs func() (int, bool)
 }
 
 var raplDomain = regexp.MustCompile(`^(intel|amd)-rapl:[0-9]+$`)
@@ -112,7 +116,33 @@ func NewPowerMeter(root string) (*PowerMeter, error) {
 	if len(p.domains()) == 0 {
 		return nil, fmt.Errorf("no RAPL package domain under %s (no powercap driver, or not readable)", filepath.Join(root, "sys/class/powercap"))
 	}
+	if path, err := exec.LookPath("nvidia-smi"); err == nil && (root == "/" || root == "") {
+		p.GPUs = func() (int, bool) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, path, "--query-gpu=power.draw", "--format=csv,noheader,nounits").Output()
+			if err != nil {
+				return 0, false
+			}
+			return parseGPUPower(string(out))
+		}
+	}
 	return p, nil
+}
+
+// parseGPUPower sums `nvidia-smi --query-gpu=power.draw
+// --format=csv,noheader,nounits`: one figure in watts a GPU ("[N/A]" for a
+// GPU that does not say).
+func parseGPUPower(out string) (int, bool) {
+	var sum float64
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(line), 64); err == nil && v >= 0 {
+			sum += v
+			n++
+		}
+	}
+	return int(sum + 0.5), n > 0
 }
 
 func (p *PowerMeter) domains() []string {
@@ -161,7 +191,13 @@ func (p *PowerMeter) Watts(now time.Time) (int, bool) {
 		}
 		uj += float64(v - old)
 	}
-	return int(uj/1e6/dt + 0.5), true
+	w := int(uj/1e6/dt + 0.5)
+	if p.GPUs != nil {
+		if g, ok := p.GPUs(); ok {
+			w += g
+		}
+	}
+	return w, true
 }
 
 // Changed names the fingerprint inputs that differ between m and old,
