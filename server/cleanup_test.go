@@ -128,6 +128,10 @@ func TestRequeuedRunAfterLostNodeStartsCleanAndCancels(t *testing.T) {
 		a := s.get(t, id)
 		return a.State == string(model.StateRunning) && a.RequeueCount == 1
 	})
+	waitFor(t, 10*time.Second, "its next run's first line", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+		return strings.Contains(string(b), "run 1")
+	})
 	for _, p := range taggedProcs(s.dataDir) {
 		if p.allocID != "" && p.allocID != id {
 			t.Errorf("process of allocation %s on the node", p.allocID)
