@@ -366,19 +366,19 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 // report, with their run (the running one's, else the newest reported).
 func (a *Agent) knownRuns() []*latticev1.RunningOnAgent {
 	runs := map[uint64]int32{}
+	running := map[uint64]bool{}
 	for _, id := range a.runner.Running() {
+		running[id] = true
 		if r, ok := a.runner.runOf(id); ok {
 			runs[id] = int32(r) + 1
 		} else {
-			runs[id] = 0
+			runs[id] = 0 // ended meanwhile
 		}
 	}
 	a.mu.Lock()
 	for _, r := range a.pending {
-		if _, running := runs[r.AllocationId]; !running && r.Run > runs[r.AllocationId] {
-			runs[r.AllocationId] = r.Run
-		} else if !running {
-			runs[r.AllocationId] = max(runs[r.AllocationId], 0)
+		if !running[r.AllocationId] {
+			runs[r.AllocationId] = max(runs[r.AllocationId], r.Run)
 		}
 	}
 	a.mu.Unlock()

@@ -220,3 +220,25 @@ func TestLaunchWaitsForAnotherAllocationOnItsNode(t *testing.T) {
 		t.Errorf("order %v, want start5 end5 start6", got)
 	}
 }
+
+// The hello names each allocation the agent runs, or has an unacknowledged
+// end of, with its run.
+func TestHelloNamesRuns(t *testing.T) {
+	dir := t.TempDir()
+	a, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(8, 0, "#!/bin/sh\nexit 0\n"))
+	waitReport(t, a, 8, model.StateCompleted)
+	a.handle(assignMsg(7, 2, "#!/bin/sh\nsleep 30\n"))
+	waitReport(t, a, 7, model.StateRunning)
+	got := map[uint64]int32{}
+	for _, k := range a.knownRuns() {
+		got[k.AllocationId] = k.Run
+	}
+	if len(got) != 2 || got[7] != 3 || got[8] != 1 {
+		t.Errorf("hello runs %v, want 7 → run 3 (running), 8 → run 1 (ended, unacknowledged)", got)
+	}
+}
