@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -63,6 +64,13 @@ type Config struct {
 	// PowerMeter, for an agent of one real node, measures its draw
 	// (RAPL); each heartbeat reports it.
 	PowerMeter *PowerMeter
+	// Machine, for an agent of one real node, reads the machine's facts;
+	// every FingerprintCheck (0 = never) the agent recomputes the node's
+	// fingerprint from them (with FingerprintInputs' overrides) and reports
+	// a change to the leader, which treats it as drift.
+	Machine           func() MachineFacts
+	FingerprintInputs FingerprintInputs
+	FingerprintCheck  time.Duration
 	// KeepJobs leaves jobs running when the agent stops (a restart adopts
 	// them); otherwise they are stopped (SIGTERM, grace, SIGKILL).
 	KeepJobs bool
@@ -97,6 +105,11 @@ type Agent struct {
 	stateVersion uint64
 	stateMu      sync.Mutex // orders state file writes
 	stateWritten uint64
+
+	facts MachineFacts // as last read (Machine), under mu
+	// blocked: allocations whose launch is deferred (rec.deferred) until no
+	// other allocation's entrypoint runs on their nodes; under mu.
+	blocked map[uint64]bool
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -167,6 +180,7 @@ func New(cfg Config) (*Agent, error) {
 		pending: map[uint64]*latticev1.AllocationReport{},
 		runs:    map[uint64]*runRecord{},
 		durable: map[uint64]*runState{},
+		blocked: map[uint64]bool{},
 	}
 	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
 	if err != nil {
@@ -178,6 +192,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.runner = r
+	if cfg.Machine != nil {
+		a.facts = cfg.Machine()
+	}
 	if err := a.recoverRuns(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -272,13 +289,15 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		return err
 	}
 	hello := &latticev1.AgentHello{AgentId: a.cfg.ID}
+	a.mu.Lock() // fingerprints change with drift
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
 	}
+	a.mu.Unlock()
 	// Tell the leader what this agent knows it runs — or ran, with a final
 	// report not yet acknowledged — so it fails only what was really lost.
-	for _, id := range a.knownIDs() {
-		hello.Running = append(hello.Running, &latticev1.RunningOnAgent{AllocationId: id})
+	for _, k := range a.knownRuns() {
+		hello.Running = append(hello.Running, k)
 	}
 	if err := stream.Send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Hello{Hello: hello}}); err != nil {
 		return err
@@ -320,8 +339,21 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		retry := time.NewTicker(a.cfg.ReportRetry)
 		defer retry.Stop()
 		var waiting map[uint64]bool // unacknowledged at the previous retry tick
+		var recheck <-chan time.Time
+		if a.cfg.Machine != nil && a.cfg.FingerprintCheck > 0 {
+			t := time.NewTicker(a.cfg.FingerprintCheck)
+			defer t.Stop()
+			recheck = t.C
+		}
 		for {
 			select {
+			case <-recheck:
+				if m := a.recheckFingerprint(); m != nil {
+					if err := stream.Send(m); err != nil {
+						sendErr <- err
+						return
+					}
+				}
 			case <-sctx.Done():
 				sendErr <- sctx.Err()
 				return
@@ -372,26 +404,76 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	return err
 }
 
-// knownIDs lists allocations running here or ended with an unacknowledged report.
-func (a *Agent) knownIDs() []uint64 {
-	ids := a.runner.Running()
-	a.mu.Lock()
-	for _, r := range a.pending {
-		ids = append(ids, r.AllocationId)
-	}
-	a.mu.Unlock()
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
+// knownRuns lists allocations running here or ended with an unacknowledged
+// report, with their run (the running one's, else the newest reported).
+func (a *Agent) knownRuns() []*latticev1.RunningOnAgent {
+	runs := map[uint64]int32{}
+	running := map[uint64]bool{}
+	for _, id := range a.runner.Running() {
+		running[id] = true
+		if r, ok := a.runner.runOf(id); ok {
+			runs[id] = int32(r) + 1
+		} else {
+			runs[id] = 0 // ended meanwhile
 		}
 	}
+	a.mu.Lock()
+	for _, r := range a.pending {
+		if !running[r.AllocationId] {
+			runs[r.AllocationId] = max(runs[r.AllocationId], r.Run)
+		}
+	}
+	a.mu.Unlock()
+	out := make([]*latticev1.RunningOnAgent, 0, len(runs))
+	for id, run := range runs {
+		out = append(out, &latticev1.RunningOnAgent{AllocationId: id, Run: run})
+	}
+	slices.SortFunc(out, func(x, y *latticev1.RunningOnAgent) int { return cmp.Compare(x.AllocationId, y.AllocationId) })
 	return out
 }
 
+// recheckFingerprint reads the machine again and returns the node facts to
+// report when its fingerprint changed (nil otherwise). The new fingerprint
+// is the node's from now on (the next hello carries it too).
+func (a *Agent) recheckFingerprint() *latticev1.AgentMessage {
+	now := a.cfg.Machine()
+	fp := now.Fingerprint(a.cfg.FingerprintInputs)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.facts
+	a.facts = now
+	f := &latticev1.NodeFacts{}
+	for i := range a.cfg.Nodes {
+		n := &a.cfg.Nodes[i]
+		if n.Fingerprint == fp {
+			continue
+		}
+		detail := strings.Join(now.Changed(old, a.cfg.FingerprintInputs), ", ")
+		a.log.Warn("fingerprint drift", "node", n.Name, "was", n.Fingerprint, "now", fp, "changed", detail)
+		n.Fingerprint = fp
+		f.Nodes = append(f.Nodes, &latticev1.NodeFact{Name: n.Name, Fingerprint: fp, Detail: detail})
+	}
+	if len(f.Nodes) == 0 {
+		return nil
+	}
+	return &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_NodeFacts{NodeFacts: f}}
+}
+
+// runningAllocations lists the allocations with a process on this agent:
+// entrypoints (adopted ones too) and step tasks.
+func (a *Agent) runningAllocations() []uint64 {
+	ids := a.runner.Running()
+	a.steps.mu.Lock()
+	for k := range a.steps.runs {
+		ids = append(ids, k.alloc)
+	}
+	a.steps.mu.Unlock()
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
 func (a *Agent) heartbeat() *latticev1.AgentMessage {
-	hb := &latticev1.Heartbeat{}
+	hb := &latticev1.Heartbeat{ListsRunning: true, Running: a.runningAllocations()}
 	for i := range a.cfg.Nodes {
 		hb.Nodes = append(hb.Nodes, a.cfg.Nodes[i].Name)
 	}
@@ -493,8 +575,20 @@ func (a *Agent) onExit(e Exit) {
 		a.report(r)
 	}
 	if next != nil {
-		a.launch(*next)
+		a.mu.Lock()
+		delete(a.blocked, e.AllocID)
+		a.mu.Unlock()
+		if a.runner.otherOn(next.Nodes, e.AllocID) != 0 {
+			a.mu.Lock()
+			if rec := a.runs[e.AllocID]; rec != nil && rec.requeue == int32(next.RequeueCount) {
+				rec.deferred, a.blocked[e.AllocID] = next, true
+			}
+			a.mu.Unlock()
+		} else {
+			a.launch(*next)
+		}
 	}
+	a.startUnblocked()
 }
 
 // onCheckpoint reports a checkpoint that left the run going: RUNNING again,
@@ -625,14 +719,51 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		a.runner.Stop(id, model.ReasonRequeued, grace)
 		return
 	}
+	if other := a.runner.otherOn(l.Nodes, id); other != 0 {
+		// Another allocation's processes still run on a node of this one
+		// (a run the quorum ended without us, being stopped): never two
+		// allocations on a node — it starts once they are gone.
+		rec.deferred = &l
+		a.blocked[id] = true
+		a.mu.Unlock()
+		a.log.Warn("launch deferred: another allocation still runs on its nodes", "alloc", id, "run", run, "other", other)
+		return
+	}
 	a.mu.Unlock()
 	a.launch(l)
+}
+
+// startUnblocked launches the deferred runs whose nodes no other
+// allocation's entrypoint occupies any more.
+func (a *Agent) startUnblocked() {
+	var ready []Launch
+	a.mu.Lock()
+	for id := range a.blocked {
+		rec := a.runs[id]
+		if rec == nil || rec.deferred == nil {
+			delete(a.blocked, id)
+			continue
+		}
+		if _, old := a.runner.runOf(id); old || a.runner.otherOn(rec.deferred.Nodes, id) != 0 {
+			continue
+		}
+		ready = append(ready, *rec.deferred)
+		rec.deferred = nil
+		delete(a.blocked, id)
+	}
+	a.mu.Unlock()
+	slices.SortFunc(ready, func(x, y Launch) int { return cmp.Compare(x.AllocID, y.AllocID) })
+	for _, l := range ready {
+		a.log.Info("deferred launch starts: its nodes are free", "alloc", l.AllocID, "run", l.RequeueCount)
+		a.launch(l)
+	}
 }
 
 // launch starts a run and reports RUNNING, or FAILED/LaunchFailed.
 func (a *Agent) launch(l Launch) {
 	l.StatusFile = a.statusPath(l.AllocID, l.RequeueCount)
 	l.Started = time.Now()
+	l.LaunchID = launchID(l.AllocID, l.RequeueCount)
 	err := a.recordLaunch(l) // durable before it starts: never launched twice
 	if err == nil {
 		err = a.runner.Start(l)
@@ -798,7 +929,7 @@ func NodeToProto(n *model.Node) *latticev1.Node {
 		Name: n.Name, State: string(n.State), HomeVcluster: n.HomeVCluster, CurrentVcluster: n.CurrentVCluster,
 		Group: int32(n.Group), Fingerprint: n.Fingerprint, Allocation: n.Allocation, PowerWatts: int32(n.Watts()),
 		GpuType: n.GPUType, Gpus: int32(n.GPUs), Features: n.Features, IdleWatts: int32(n.IdleWatts),
-		BusyWatts: int32(n.BusyWatts), StateReason: n.StateReason, Agent: n.Agent,
+		BusyWatts: int32(n.BusyWatts), StateReason: n.StateReason, Agent: n.Agent, Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB,
 	}
 }
 
@@ -807,7 +938,7 @@ func NodeFromProto(p *latticev1.Node) model.Node {
 	return model.Node{
 		Name: p.Name, HomeVCluster: p.HomeVcluster, Group: int(p.Group), Fingerprint: p.Fingerprint,
 		GPUType: p.GpuType, GPUs: int(p.Gpus), Features: model.NormalizeFeatures(append([]string(nil), p.Features...)),
-		IdleWatts: int(p.IdleWatts), BusyWatts: int(p.BusyWatts),
+		IdleWatts: int(p.IdleWatts), BusyWatts: int(p.BusyWatts), CPUs: int(p.Cpus), MemoryMB: p.MemoryMb,
 	}
 }
 

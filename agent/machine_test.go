@@ -123,7 +123,7 @@ func TestRealHostFingerprintAndPower(t *testing.T) {
 		t.Errorf("measured %d W (%v), want a positive draw", w, ok)
 	}
 	a, err := New(Config{ID: "p", Servers: []string{"127.0.0.1:1"}, DataDir: t.TempDir(), PowerMeter: m,
-		Nodes: restartConfig("").Nodes})
+		Nodes: restartConfig(t.TempDir()).Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestHeartbeatCarriesMeasuredDraw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Config{ID: "p", Servers: []string{"127.0.0.1:1"}, DataDir: t.TempDir(), PowerMeter: m, Nodes: restartConfig("").Nodes})
+	a, err := New(Config{ID: "p", Servers: []string{"127.0.0.1:1"}, DataDir: t.TempDir(), PowerMeter: m, Nodes: restartConfig(t.TempDir()).Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}

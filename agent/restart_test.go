@@ -68,6 +68,9 @@ func TestResentAssignmentAfterRestartLaunchesOnce(t *testing.T) {
 	waitReport(t, a1, 5, model.StateRunning)
 	a1.handle(assignMsg(5, 0, script)) // resent while it runs: nothing new
 	a1.detach()                        // the agent stops (frozen, killed) with its report unacknowledged
+	if st, _ := os.ReadFile(filepath.Join(dir, stateFileName)); !strings.Contains(string(st), `"LaunchID":"5.1"`) {
+		t.Fatalf("the state file does not record launch 5.1:\n%s", st)
+	}
 
 	a2, err := New(restartConfig(dir))
 	if err != nil {
@@ -187,5 +190,55 @@ func TestBackstopCancelIsReported(t *testing.T) {
 	r := waitReport(t, a, 31, model.StateFailed)
 	if r.Reason != model.ReasonWalltimeExceeded {
 		t.Errorf("report %v, want FAILED WalltimeExceeded", r)
+	}
+}
+
+// The quorum ended allocation 5 without the agent (its node was lost) and
+// gave the node to allocation 6; the agent still runs 5 and stops it when
+// told. 6 must not start before 5's processes are gone: never two
+// allocations on a node, whatever the order messages arrive in.
+func TestLaunchWaitsForAnotherAllocationOnItsNode(t *testing.T) {
+	dir := t.TempDir()
+	marks := filepath.Join(dir, "marks")
+	a, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(5, 0, "#!/bin/sh\ntrap 'sleep 1; echo end5 >> "+marks+"; exit 0' TERM\necho start5 >> "+marks+"\nsleep 30 & wait\n"))
+	waitReport(t, a, 5, model.StateRunning)
+	a.handle(assignMsg(6, 0, "#!/bin/sh\necho start6 >> "+marks+"\n"))
+	time.Sleep(300 * time.Millisecond)
+	if a.runner.IsRunning(6) || len(pendingReports(a, 6)) > 0 {
+		t.Fatal("allocation 6 started while 5 still runs on its node")
+	}
+	a.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Cancel{Cancel: &latticev1.CancelAllocation{
+		AllocationId: 5, Reason: model.ReasonNodeFailure, GraceSeconds: 5}}})
+	waitReport(t, a, 6, model.StateCompleted)
+	b, _ := os.ReadFile(marks)
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != "start5 end5 start6" {
+		t.Errorf("order %v, want start5 end5 start6", got)
+	}
+}
+
+// The hello names each allocation the agent runs, or has an unacknowledged
+// end of, with its run.
+func TestHelloNamesRuns(t *testing.T) {
+	dir := t.TempDir()
+	a, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(8, 0, "#!/bin/sh\nexit 0\n"))
+	waitReport(t, a, 8, model.StateCompleted)
+	a.handle(assignMsg(7, 2, "#!/bin/sh\nsleep 30\n"))
+	waitReport(t, a, 7, model.StateRunning)
+	got := map[uint64]int32{}
+	for _, k := range a.knownRuns() {
+		got[k.AllocationId] = k.Run
+	}
+	if len(got) != 2 || got[7] != 3 || got[8] != 1 {
+		t.Errorf("hello runs %v, want 7 → run 3 (running), 8 → run 1 (ended, unacknowledged)", got)
 	}
 }

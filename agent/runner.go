@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,15 @@ type Launch struct {
 	GPUs int `json:",omitempty"`
 	// Started is when the run started (walltime of an adopted run).
 	Started time.Time `json:",omitzero"`
+	// LaunchID names this launch: ALLOC.RUN, the allocation and its run
+	// (requeue count + 1) as the quorum numbers them. The agent writes it
+	// to its state file (fsynced) before the process starts, and an
+	// assignment whose launch id is recorded never starts a process again.
+	LaunchID string `json:",omitempty"`
 }
+
+// launchID is the id of the launch of run requeue+1 of allocation id.
+func launchID(id uint64, requeue int) string { return fmt.Sprintf("%d.%d", id, requeue+1) }
 
 // CheckpointDoneFile is the file, inside LATTICE_CHECKPOINT_DIR, whose
 // appearance acknowledges a checkpoint (LATTICE_CHECKPOINT_DONE).
@@ -666,6 +675,24 @@ func (r *Runner) runOf(id uint64) (int, bool) {
 		return p.launch.RequeueCount, true
 	}
 	return 0, false
+}
+
+// otherOn returns an allocation other than id whose entrypoint still runs
+// here on one of nodes (0 when none).
+func (r *Runner) otherOn(nodes []string, id uint64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for other, p := range r.running {
+		if other == id {
+			continue
+		}
+		for _, n := range p.launch.Nodes {
+			if slices.Contains(nodes, n) {
+				return other
+			}
+		}
+	}
+	return 0
 }
 
 // IsRunning reports whether id runs here now.

@@ -671,17 +671,35 @@ func (r *runner) powerShow(c *cli.Context) error {
 func (r *runner) printPower(format string, ps *latticev1.PowerStatus) error {
 	v := powerOf(ps)
 	return r.emitAs(format, v, func(w io.Writer, _ bool) error {
-		row(w, "SCOPE", "BUDGET", "ESTIMATED", "USED")
-		row(w, "system", capText(v.BudgetWatts), watts(v.EstimatedWatts), share(v.EstimatedWatts, v.BudgetWatts))
-		if v.MeasuredNodes > 0 {
-			// What the agents measured (RAPL), on the nodes that measure.
-			row(w, fmt.Sprintf("measured (%d nodes)", v.MeasuredNodes), "", watts(v.MeasuredWatts), "")
+		if v.MeasuredNodes == 0 && v.CountedWatts == v.EstimatedWatts {
+			// Nothing measured: the configured estimate is all there is.
+			row(w, "SCOPE", "BUDGET", "ESTIMATED", "USED")
+			row(w, "system", capText(v.BudgetWatts), watts(v.EstimatedWatts), share(v.EstimatedWatts, v.BudgetWatts))
+			for _, u := range v.VClusters {
+				row(w, u.VCluster, capText(u.BudgetWatts), watts(u.EstimatedWatts), share(u.EstimatedWatts, u.BudgetWatts))
+			}
+			return nil
 		}
+		// Side by side: the configured estimate, what the agents measured
+		// (RAPL, on the nodes that measure) and what the power check counts
+		// (measured where fresh, configured elsewhere); USED is of the latter.
+		row(w, "SCOPE", "BUDGET", "ESTIMATED", "MEASURED", "COUNTED", "USED")
+		row(w, "system", capText(v.BudgetWatts), watts(v.EstimatedWatts), measuredText(v.MeasuredWatts, v.MeasuredNodes),
+			watts(v.CountedWatts), share(v.CountedWatts, v.BudgetWatts))
 		for _, u := range v.VClusters {
-			row(w, u.VCluster, capText(u.BudgetWatts), watts(u.EstimatedWatts), share(u.EstimatedWatts, u.BudgetWatts))
+			row(w, u.VCluster, capText(u.BudgetWatts), watts(u.EstimatedWatts), measuredText(u.MeasuredWatts, u.MeasuredNodes),
+				watts(u.CountedWatts), share(u.CountedWatts, u.BudgetWatts))
 		}
 		return nil
 	})
+}
+
+// measuredText is the MEASURED column: the sum and on how many nodes.
+func measuredText(w int64, nodes int32) string {
+	if nodes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d nodes)", watts(w), nodes)
 }
 
 func share(used, budget int64) string {

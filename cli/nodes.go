@@ -181,7 +181,16 @@ func (r *runner) printNode(format string, n *latticev1.Node) error {
 			alloc = *v.AllocationDisplayID
 		}
 		kv(w, "Allocation", alloc)
-		kv(w, "Power", fmt.Sprintf("%s (idle %dW, busy %dW)", watts(int64(v.PowerWatts)), v.IdleWatts, v.BusyWatts))
+		pw := fmt.Sprintf("%s (idle %dW, busy %dW)", watts(int64(v.PowerWatts)), v.IdleWatts, v.BusyWatts)
+		if v.MeasuredWatts > 0 {
+			pw = fmt.Sprintf("%s (measured at %s; configured idle %dW, busy %dW)", watts(int64(v.PowerWatts)),
+				r.tableTime(n.GetMeasuredAtUnixMs()), v.IdleWatts, v.BusyWatts)
+		}
+		kv(w, "Power", pw)
+		if v.CPUs > 0 || v.MemoryMB > 0 { // detected by the agent of a real node
+			kv(w, "CPUs", countOrDash(int64(v.CPUs), ""))
+			kv(w, "Memory", countOrDash(v.MemoryMB, " MiB"))
+		}
 		if v.GPUs > 0 || v.GPUType != "" {
 			kv(w, "GPUs", strings.TrimSpace(fmt.Sprintf("%d %s", v.GPUs, v.GPUType)))
 		}
@@ -219,6 +228,14 @@ func (r *runner) nodeChange(c *cli.Context, call func(context.Context, latticev1
 		return nil
 	}
 	return r.printNode(format, resp.GetNode())
+}
+
+// countOrDash prints a detected figure, "-" when it was not detected.
+func countOrDash(n int64, unit string) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%s", n, unit)
 }
 
 // shortFingerprint is the first 12 characters of a fingerprint, like a

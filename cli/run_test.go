@@ -114,7 +114,46 @@ func TestPowerShowsMeasured(t *testing.T) {
 	if err := r.printPower("table", ps); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "measured (3 nodes)") || !strings.Contains(out.String(), "11.8kW") {
-		t.Errorf("power table:\n%s\nwant a measured row with 11.8kW", out.String())
+	if !strings.Contains(out.String(), "MEASURED") || !strings.Contains(out.String(), "11.8kW (3 nodes)") || !strings.Contains(out.String(), "12.5kW") {
+		t.Errorf("power table:\n%s\nwant estimated 12.5kW and measured 11.8kW (3 nodes) side by side", out.String())
+	}
+}
+
+// nodes show prints what the agent detected, the measured draw in force
+// and, for a node in Cleanup, why it takes no work.
+func TestNodeShowsWhatItIs(t *testing.T) {
+	cases := []struct {
+		name string
+		node *latticev1.Node
+		want []string
+		not  []string
+	}{
+		{"real node", &latticev1.Node{Name: "r1", State: "Ready", Cpus: 64, MemoryMb: 515000, GpuType: "NVIDIA H100", Gpus: 4,
+			PowerWatts: 312, MeasuredWatts: 312, MeasuredAtUnixMs: 1_700_000_000_000, IdleWatts: 200, BusyWatts: 900},
+			[]string{"CPUs:              64", "Memory:            515000 MiB", "GPUs:              4 NVIDIA H100", "312W (measured at"}, nil},
+		{"simulated node", &latticev1.Node{Name: "n1", State: "Ready", IdleWatts: 100, BusyWatts: 400, PowerWatts: 100},
+			[]string{"100W (idle 100W, busy 400W)"}, []string{"CPUs", "Memory", "GPUs"}},
+		{"cleanup", &latticev1.Node{Name: "n2", State: "Cleanup", CleanupAllocation: 42},
+			[]string{"State:             Cleanup", "processes of allocation 42 may still run here"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			r := &runner{Env: OSEnv()}
+			r.Stdout = &out
+			if err := r.printNode("table", tc.node); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("missing %q in:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("unexpected %q in:\n%s", w, out.String())
+				}
+			}
+		})
 	}
 }

@@ -258,6 +258,13 @@ type nodeView struct {
 	ReservedUntil   *string `json:"reserved_until"`
 	ReclaimedFrom   string  `json:"reclaimed_from,omitempty"`
 	ReclaimedAt     *string `json:"reclaimed_at,omitempty"`
+	// What the agent detected (0: not detected), an allocation whose
+	// processes may still run here (Cleanup), the measured draw in force.
+	CPUs          int32   `json:"cpus,omitempty"`
+	MemoryMB      int64   `json:"memory_mb,omitempty"`
+	Cleanup       *uint64 `json:"cleanup_allocation,omitempty"`
+	MeasuredWatts int32   `json:"measured_watts,omitempty"`
+	MeasuredAt    *string `json:"measured_at,omitempty"`
 }
 
 func nodeOf(n *latticev1.Node) nodeView {
@@ -282,6 +289,18 @@ func nodeOf(n *latticev1.Node) nodeView {
 		ReservedUntil:   rfc3339(n.GetReservedUntilUnixMs()),
 		ReclaimedFrom:   n.GetReclaimedFrom(),
 		ReclaimedAt:     rfc3339(n.GetReclaimedAtUnixMs()),
+		CPUs:            n.GetCpus(),
+		MemoryMB:        n.GetMemoryMb(),
+		MeasuredWatts:   n.GetMeasuredWatts(),
+	}
+	if n.GetMeasuredWatts() > 0 {
+		v.MeasuredAt = rfc3339(n.GetMeasuredAtUnixMs())
+	}
+	if id := n.GetCleanupAllocation(); id != 0 {
+		v.Cleanup = &id
+		if v.StateReason == "" {
+			v.StateReason = fmt.Sprintf("processes of allocation %d may still run here: no new work until its agent confirms they are gone (or an admin undrains the node)", id)
+		}
 	}
 	if id := n.GetReservedFor(); id != 0 {
 		v.ReservedFor = &id
@@ -424,22 +443,36 @@ type powerView struct {
 	BudgetWatts    int64      `json:"budget_watts"`
 	EstimatedWatts int64      `json:"estimated_watts"`
 	VClusters      []powerUse `json:"vclusters"`
-	// MeasuredWatts is what agents measured on MeasuredNodes nodes.
+	// MeasuredWatts is what agents measured on MeasuredNodes nodes;
+	// CountedWatts what the power check counts (measured where a committed
+	// measurement stands, configured elsewhere).
 	MeasuredWatts int64 `json:"measured_watts"`
 	MeasuredNodes int32 `json:"measured_nodes"`
+	CountedWatts  int64 `json:"counted_watts"`
 }
 
 type powerUse struct {
 	VCluster       string `json:"vcluster"`
 	BudgetWatts    int64  `json:"budget_watts"`
 	EstimatedWatts int64  `json:"estimated_watts"`
+	MeasuredWatts  int64  `json:"measured_watts"`
+	MeasuredNodes  int32  `json:"measured_nodes"`
+	CountedWatts   int64  `json:"counted_watts"`
 }
 
 func powerOf(p *latticev1.PowerStatus) powerView {
 	v := powerView{BudgetWatts: p.GetBudgetWatts(), EstimatedWatts: p.GetEstimatedWatts(), VClusters: []powerUse{},
-		MeasuredWatts: p.GetMeasuredWatts(), MeasuredNodes: p.GetMeasuredNodes()}
+		MeasuredWatts: p.GetMeasuredWatts(), MeasuredNodes: p.GetMeasuredNodes(), CountedWatts: p.GetCountedWatts()}
+	if v.CountedWatts == 0 {
+		v.CountedWatts = v.EstimatedWatts // an older server
+	}
 	for _, u := range p.GetVclusters() {
-		v.VClusters = append(v.VClusters, powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts()})
+		pu := powerUse{VCluster: u.GetVcluster(), BudgetWatts: u.GetBudgetWatts(), EstimatedWatts: u.GetEstimatedWatts(),
+			MeasuredWatts: u.GetMeasuredWatts(), MeasuredNodes: u.GetMeasuredNodes(), CountedWatts: u.GetCountedWatts()}
+		if pu.CountedWatts == 0 {
+			pu.CountedWatts = pu.EstimatedWatts
+		}
+		v.VClusters = append(v.VClusters, pu)
 	}
 	return v
 }

@@ -18,10 +18,14 @@ const (
 	NodeDrained  NodeState = "Drained"
 	NodeDegraded NodeState = "Degraded" // missed heartbeats; keeps its work, takes no new one
 	NodeDown     NodeState = "Down"
+	// NodeCleanup: the quorum ended an allocation here without its agent's
+	// report (the node was lost); its processes may still run, so the node
+	// takes no work until the agent confirms they are gone.
+	NodeCleanup NodeState = "Cleanup"
 )
 
 // NodeStates lists every node state, for validation messages and completion.
-var NodeStates = []NodeState{NodeReady, NodeDraining, NodeDrained, NodeDegraded, NodeDown}
+var NodeStates = []NodeState{NodeReady, NodeDraining, NodeDrained, NodeDegraded, NodeDown, NodeCleanup}
 
 // ParseNodeState accepts a state name in any letter case.
 func ParseNodeState(s string) (NodeState, error) {
@@ -50,7 +54,9 @@ type Node struct {
 	Fingerprint     string    `json:"fingerprint,omitempty"`
 	GPUType         string    `json:"gpu_type,omitempty"`
 	GPUs            int       `json:"gpus,omitempty"`
-	Features        []string  `json:"features,omitempty"` // sorted, unique
+	CPUs            int       `json:"cpus,omitempty"`      // detected by the agent (0: unknown)
+	MemoryMB        int64     `json:"memory_mb,omitempty"` // detected by the agent (0: unknown)
+	Features        []string  `json:"features,omitempty"`  // sorted, unique
 	IdleWatts       int       `json:"idle_watts"`
 	BusyWatts       int       `json:"busy_watts"`
 	State           NodeState `json:"state"`
@@ -75,13 +81,26 @@ type Node struct {
 	// reclaim back-off has passed (anti-thrash).
 	ReclaimedFrom string    `json:"reclaimed_from,omitempty"`
 	ReclaimedAt   time.Time `json:"reclaimed_at,omitzero"`
+	// Cleanup is an allocation the quorum ended without its agent's report
+	// (the node was lost): its processes may still run here, so the node
+	// takes no work until the agent confirms they are gone or an admin
+	// undrains it. 0 = none.
+	Cleanup uint64 `json:"cleanup,omitempty"`
+	// MeasuredWatts is the draw its agent measured (RAPL), committed at
+	// MeasuredAt while the node ran MeasuredAlloc (0 = idle). It stands for
+	// the configured figure as long as the node runs the same allocation;
+	// 0 = no measurement in force.
+	MeasuredWatts int       `json:"measured_watts,omitempty"`
+	MeasuredAlloc uint64    `json:"measured_alloc,omitempty"`
+	MeasuredAt    time.Time `json:"measured_at,omitzero"`
 	// ModifyVersion is the quorum state version of the node's last change.
 	ModifyVersion uint64 `json:"modify_version,omitempty"`
 }
 
-// DeriveState sets State from Health, Drain and Allocation: a Down or
-// Degraded node shows that; a drained node is Draining while it still runs
-// something and Drained once idle; otherwise Ready.
+// DeriveState sets State from Health, Drain, Cleanup and Allocation: a Down
+// or Degraded node shows that; a drained node is Draining while it still
+// runs something and Drained once idle; one with an unconfirmed cleanup is
+// Cleanup; otherwise Ready.
 func (n *Node) DeriveState() {
 	switch {
 	case n.Health == NodeDown || n.Health == NodeDegraded:
@@ -90,6 +109,8 @@ func (n *Node) DeriveState() {
 		n.State = NodeDraining
 	case n.Drain:
 		n.State = NodeDrained
+	case n.Cleanup != 0:
+		n.State = NodeCleanup
 	default:
 		n.State = NodeReady
 	}
@@ -120,8 +141,18 @@ func (n *Node) HasFeatures(want []string) bool {
 	return true
 }
 
-// Watts is the node's estimated draw: busy when it runs something.
+// Watts is the node's draw as the quorum counts it: the measured figure
+// while it applies (same allocation, or idle, as when measured), else the
+// configured estimate — busy when it runs something.
 func (n *Node) Watts() int {
+	if n.MeasuredWatts > 0 && n.MeasuredAlloc == n.Allocation {
+		return n.MeasuredWatts
+	}
+	return n.EstimatedWatts()
+}
+
+// EstimatedWatts is the configured figure: busy when it runs something.
+func (n *Node) EstimatedWatts() int {
 	if n.Allocation != 0 {
 		return n.BusyWatts
 	}
@@ -148,6 +179,12 @@ func ValidateNode(n *Node) error {
 	}
 	if n.GPUs < 0 {
 		return fieldErr("node.gpus", itoa(n.GPUs), "a count >= 0")
+	}
+	if n.CPUs < 0 {
+		return fieldErr("node.cpus", itoa(n.CPUs), "a count >= 0")
+	}
+	if n.MemoryMB < 0 {
+		return fieldErr("node.memory_mb", strconv.FormatInt(n.MemoryMB, 10), "a size in MiB >= 0")
 	}
 	if n.IdleWatts < 0 || n.BusyWatts < 0 || n.BusyWatts < n.IdleWatts {
 		return fieldErr("node.watts", itoa(n.IdleWatts)+":"+itoa(n.BusyWatts), "IDLE:BUSY with 0 <= IDLE <= BUSY")

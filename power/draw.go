@@ -13,12 +13,14 @@ const Unlimited int64 = -1
 // allocation, its idle watts otherwise.
 func NodeWatts(n *model.Node) int64 { return int64(n.Watts()) }
 
-// StartDelta is what starting work on idle node n adds to the estimated
-// draw of the whole system and of vCluster vc (the vCluster that starts the
-// work). A node vc borrows adds its busy watts to vc, whose draw did not
-// count it before; the system sees only the idle-to-busy step.
+// StartDelta is what starting work on idle node n adds to the draw of the
+// whole system and of vCluster vc (the vCluster that starts the work): from
+// what the node draws now (measured when a measurement is in force, else
+// its idle figure) to its busy figure. A node vc borrows adds its busy
+// watts to vc, whose draw did not count it before; the system sees only
+// the step.
 func StartDelta(n *model.Node, vc string) (system, vcluster int64) {
-	step := int64(n.BusyWatts - n.IdleWatts)
+	step := int64(n.BusyWatts - n.Watts())
 	if n.CurrentVCluster == vc {
 		return step, step
 	}

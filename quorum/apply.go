@@ -94,6 +94,10 @@ func (s *State) dispatch(c Command) *Result {
 		return s.applyCheckpoint(c)
 	case *StepCommand:
 		return s.applyStep(c)
+	case *NodeFacts:
+		return s.applyNodeFacts(c)
+	case *NodePower:
+		return s.applyNodePower(c)
 	case *Prune:
 		return s.applyPrune(c)
 	case *SetMember:
@@ -661,9 +665,13 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 			drawDelta -= int64(old.Watts())
 		}
 		n.Group = in.Group
+		if old != nil && old.Fingerprint != "" && in.Fingerprint != old.Fingerprint {
+			s.drift(n, in.Fingerprint, "registered again with another fingerprint")
+		}
 		n.Fingerprint = in.Fingerprint
 		n.GPUType = in.GPUType
 		n.GPUs = in.GPUs
+		n.CPUs, n.MemoryMB = in.CPUs, in.MemoryMB
 		n.Features = model.NormalizeFeatures(slices.Clone(in.Features))
 		n.IdleWatts, n.BusyWatts = in.IdleWatts, in.BusyWatts
 		n.Agent = c.Agent
@@ -698,8 +706,14 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 			nc.Drain = true
 			nc.StateReason = c.Reason
 		case ActionUndrain:
+			// The admin's word also ends a cleanup the agent never confirmed.
 			nc.Drain = false
+			nc.Cleanup = 0
 			nc.StateReason = ""
+		case ActionCleaned:
+			if c.Allocation == 0 || nc.Cleanup == c.Allocation {
+				nc.Cleanup = 0
+			}
 		case ActionDegraded:
 			if nc.Health == model.NodeReady {
 				nc.Health = model.NodeDegraded
@@ -712,20 +726,26 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 		case ActionUp:
 			nc.Health = model.NodeReady
 		default:
-			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, down, up", c.Action)
+			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, down, up, cleaned", c.Action)
 			continue
 		}
 		nc.DeriveState()
 		res.Items[i].Committed = true
-		if nc.State == n.State && nc.Drain == n.Drain && nc.Health == n.Health && nc.StateReason == n.StateReason {
+		if nc.State == n.State && nc.Drain == n.Drain && nc.Health == n.Health && nc.StateReason == n.StateReason && nc.Cleanup == n.Cleanup {
 			continue
 		}
 		s.putNode(nc)
 		s.touch()
 		if nc.Health == model.NodeDown && nc.Allocation != 0 {
 			// The node is lost: its allocation fails; its other nodes are freed
-			// and their agents are told to stop it.
-			if a := s.allocs[nc.Allocation]; a != nil && a.State == model.StateStaging {
+			// and their agents are told to stop it. Its processes may still
+			// run (an agent cut off, not dead): every node it held stays in
+			// Cleanup until its agent confirms they are gone.
+			a := s.allocs[nc.Allocation]
+			if a != nil {
+				defer s.markCleanup(a.ID, slices.Clone(a.Nodes))
+			}
+			if a != nil && a.State == model.StateStaging {
 				// Nothing ran yet: back to the queue.
 				_ = s.updateAlloc(AllocUpdate{AllocID: a.ID, State: model.StatePending, Reason: model.ReasonNodeFailure}, c.Time)
 			} else if a != nil && stopping(a) {

@@ -403,6 +403,34 @@ func TestNodeDownFailsItsAllocation(t *testing.T) {
 	if n := f.s.Node("b1"); n.State != model.NodeDrained {
 		t.Fatalf("a drained node coming back is %s, want Drained", n.State)
 	}
+	// Its processes may still run on both nodes: no work until the agent
+	// (or an admin) says they are gone.
+	for _, name := range []string{"b0", "b1"} {
+		if n := f.s.Node(name); n.Cleanup != id {
+			t.Errorf("node %s cleanup %d, want %d", name, n.Cleanup, id)
+		}
+	}
+	if st := f.s.Node("b0").State; st != model.NodeCleanup {
+		t.Fatalf("b0 is %s, want Cleanup", st)
+	}
+	other := f.submit("batch", 1)
+	if it := f.assign("batch", other, "b0"); it.Committed {
+		t.Fatal("a node in Cleanup took new work")
+	}
+	f.ok(&SetNodeState{Nodes: []string{"b0"}, Action: ActionCleaned, Allocation: id + 1000})
+	if st := f.s.Node("b0").State; st != model.NodeCleanup {
+		t.Fatalf("a confirmation for another allocation ended the cleanup: %s", st)
+	}
+	f.ok(&SetNodeState{Nodes: []string{"b0"}, Action: ActionCleaned, Allocation: id})
+	f.ok(&SetNodeState{Nodes: []string{"b1"}, Action: ActionUndrain})
+	for _, name := range []string{"b0", "b1"} {
+		if n := f.s.Node(name); n.State != model.NodeReady || n.Cleanup != 0 {
+			t.Errorf("node %s is %s cleanup %d after the confirmation / undrain, want Ready", name, n.State, n.Cleanup)
+		}
+	}
+	if it := f.assign("batch", other, "b0"); !it.Committed {
+		t.Fatalf("a cleaned node refused work: %s", it.Rejection.Message)
+	}
 }
 
 func TestDrainBusyNode(t *testing.T) {

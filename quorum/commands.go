@@ -155,6 +155,9 @@ const (
 	ActionDegraded NodeAction = "degraded" // missed heartbeats
 	ActionDown     NodeAction = "down"     // lost: its work fails with NodeFailure
 	ActionUp       NodeAction = "up"       // heard from again
+	// ActionCleaned: the node's agent confirmed that no process of the
+	// allocation in Cleanup (SetNodeState.Allocation; 0 = any) runs there.
+	ActionCleaned NodeAction = "cleaned"
 )
 
 // SetNodeState changes one or more nodes' state.
@@ -163,6 +166,8 @@ type SetNodeState struct {
 	Nodes  []string   `json:"nodes"`
 	Action NodeAction `json:"action"`
 	Reason string     `json:"reason,omitempty"`
+	// Allocation qualifies ActionCleaned.
+	Allocation uint64 `json:"allocation,omitempty"`
 }
 
 // SetVCluster creates or replaces a vCluster definition.
@@ -388,6 +393,10 @@ func Decode(data []byte) (Command, error) {
 		c = &Checkpoint{}
 	case CmdStep:
 		c = &StepCommand{}
+	case CmdNodeFacts:
+		c = &NodeFacts{}
+	case CmdNodePower:
+		c = &NodePower{}
 	default:
 		if jc := decodeJobControl(CommandType(data[0])); jc != nil {
 			c = jc

@@ -217,9 +217,20 @@ func (g *commandLog) next() Command {
 	case r < 85 && len(s.allocs) > 0:
 		ids := s.allocIDs()
 		return &Cancel{Header: h, IDs: []uint64{ids[g.pick(len(ids))], uint64(g.pick(500))}}
+	case r < 89 && len(nodes) > 0:
+		n := nodes[g.pick(len(nodes))]
+		return &SetNodeState{Header: h, Nodes: []string{n.Name}, Allocation: n.Cleanup * uint64(g.pick(2)),
+			Action: []NodeAction{ActionDrain, ActionUndrain, ActionDegraded, ActionDown, ActionUp, ActionCleaned}[g.pick(6)], Reason: "r"}
+	case r < 90 && len(nodes) > 0:
+		n := nodes[g.pick(len(nodes))]
+		return &NodeFacts{Header: h, Nodes: []NodeFact{{Name: n.Name, Fingerprint: fmt.Sprintf("fp%d", g.pick(3)), Detail: "d"}}}
 	case r < 91 && len(nodes) > 0:
-		return &SetNodeState{Header: h, Nodes: []string{nodes[g.pick(len(nodes))].Name},
-			Action: []NodeAction{ActionDrain, ActionUndrain, ActionDegraded, ActionDown, ActionUp}[g.pick(5)], Reason: "r"}
+		n := nodes[g.pick(len(nodes))]
+		alloc := n.Allocation
+		if g.pick(4) == 0 {
+			alloc++ // stale
+		}
+		return &NodePower{Header: h, Nodes: []NodeMeasurement{{Name: n.Name, Watts: g.pick(600), Allocation: alloc}}}
 	case r < 93 && len(s.allocs) > 0:
 		ids := s.allocIDs()
 		return &Requeue{Header: h, IDs: []uint64{ids[g.pick(len(ids))]}}

@@ -380,17 +380,40 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	return info, nil
 }
 
+// power reports, system-wide and per vCluster (the nodes' current one),
+// the configured estimate, what the agents measured (fresh readings, in
+// leader memory) and what the power check counts (the committed
+// measurements where they stand, the configured figures elsewhere).
 func (a *adminService) power() *latticev1.PowerStatus {
 	out := &latticev1.PowerStatus{}
+	var fresh map[string]int
+	if l := a.s.currentLeader(); l != nil {
+		since := time.Now().Add(-a.s.cfg.DegradedAfter)
+		out.MeasuredWatts, out.MeasuredNodes = l.power.total(since)
+		fresh = l.power.fresh(since)
+	}
 	a.s.view(func(st *quorum.State) {
-		out.BudgetWatts, out.EstimatedWatts = st.PowerBudgetWatts, st.DrawWatts()
+		out.BudgetWatts, out.CountedWatts = st.PowerBudgetWatts, st.DrawWatts()
+		byVC := map[string]*latticev1.PowerUse{}
 		for _, v := range st.VClusters() {
-			out.Vclusters = append(out.Vclusters, &latticev1.PowerUse{Vcluster: v.Name, BudgetWatts: v.PowerCapWatts, EstimatedWatts: st.VClusterDrawWatts(v.Name)})
+			u := &latticev1.PowerUse{Vcluster: v.Name, BudgetWatts: v.PowerCapWatts, CountedWatts: st.VClusterDrawWatts(v.Name)}
+			byVC[v.Name] = u
+			out.Vclusters = append(out.Vclusters, u)
+		}
+		for _, n := range st.Nodes() {
+			e := int64(n.EstimatedWatts())
+			out.EstimatedWatts += e
+			u := byVC[n.CurrentVCluster]
+			if u == nil {
+				continue
+			}
+			u.EstimatedWatts += e
+			if w, ok := fresh[n.Name]; ok {
+				u.MeasuredWatts += int64(w)
+				u.MeasuredNodes++
+			}
 		}
 	})
-	if l := a.s.currentLeader(); l != nil {
-		out.MeasuredWatts, out.MeasuredNodes = l.power.total(time.Now().Add(-a.s.cfg.DegradedAfter))
-	}
 	return out
 }
 

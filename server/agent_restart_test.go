@@ -55,12 +55,40 @@ type agentProcStack struct {
 	srv      *Server
 	allocs   latticev1.AllocationServiceClient
 	nodes    latticev1.NodeServiceClient
+	admin    latticev1.AdminServiceClient
 	dataDir  string
-	agentLog *bytes.Buffer
+	agentLog *syncBuffer
 	agent    *exec.Cmd
+	// agentArgs replaces --simulate N on the agent's command line.
+	agentArgs []string
+}
+
+// syncBuffer is a bytes.Buffer safe for the agent's output and a test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func startAgentProcStack(t *testing.T, nodes int, tune func(*Config)) *agentProcStack {
+	t.Helper()
+	return startAgentProcStackArgs(t, nodes, tune, nil)
+}
+
+// startAgentProcStackArgs is startAgentProcStack with an agent command line
+// of its own: args replaces --simulate N (a real node: --name NODE ...).
+func startAgentProcStackArgs(t *testing.T, nodes int, tune func(*Config), args []string) *agentProcStack {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := Config{ID: "dev", DataDir: filepath.Join(dir, "quorum"), APIAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", InMemRaft: true,
@@ -83,7 +111,7 @@ func startAgentProcStack(t *testing.T, nodes int, tune func(*Config)) *agentProc
 	}
 	t.Cleanup(func() { conn.Close() })
 	s := &agentProcStack{srv: srv, allocs: latticev1.NewAllocationServiceClient(conn), nodes: latticev1.NewNodeServiceClient(conn),
-		dataDir: filepath.Join(dir, "agent"), agentLog: &bytes.Buffer{}}
+		admin: latticev1.NewAdminServiceClient(conn), dataDir: filepath.Join(dir, "agent"), agentLog: &syncBuffer{}, agentArgs: args}
 	s.startAgent(t, nodes)
 	t.Cleanup(func() {
 		if s.agent != nil {
@@ -102,8 +130,14 @@ func startAgentProcStack(t *testing.T, nodes int, tune func(*Config)) *agentProc
 
 func (s *agentProcStack) startAgent(t *testing.T, nodes int) {
 	t.Helper()
-	cmd := exec.Command(latticedBinary(t), "agent", "--server", s.srv.APIAddr(), "--id", "a1", "--data-dir", s.dataDir,
-		"--simulate", strconv.Itoa(nodes), "--vcluster", "hpc-batch", "--heartbeat", "500ms", "--grace", "2s")
+	args := []string{"agent", "--server", s.srv.APIAddr(), "--id", "a1", "--data-dir", s.dataDir,
+		"--heartbeat", "500ms", "--grace", "2s"}
+	if s.agentArgs != nil {
+		args = append(args, s.agentArgs...)
+	} else {
+		args = append(args, "--simulate", strconv.Itoa(nodes), "--vcluster", "hpc-batch")
+	}
+	cmd := exec.Command(latticedBinary(t), args...)
 	cmd.Stdout, cmd.Stderr = s.agentLog, s.agentLog
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

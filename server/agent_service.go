@@ -58,13 +58,17 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{},
 		logWaiters: map[uint64]chan *latticev1.LogData{},
 	}
-	// What the agent still runs counts as delivered: the dispatcher will
-	// stop what the quorum no longer wants running.
+	// What the agent still runs counts as delivered — as the run it says
+	// it has: the dispatcher will stop what the quorum no longer wants
+	// running (an older run included).
 	s.view(func(st *quorum.State) {
 		for _, run := range hello.Running {
 			rc := 0
 			if al := st.Allocation(run.AllocationId); al != nil {
 				rc = al.RequeueCount
+			}
+			if run.Run > 0 {
+				rc = int(run.Run) - 1
 			}
 			conn.sent[run.AllocationId] = rc
 		}
@@ -75,6 +79,11 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	}
 	l.live.heard(names)
 	a.failLost(stream.Context(), names, hello.Running)
+	running := make([]uint64, len(hello.Running))
+	for i, r := range hello.Running {
+		running[i] = r.AllocationId
+	}
+	s.confirmCleanup(stream.Context(), names, running)
 	l.disp.attach(conn)
 	defer l.disp.detach(conn)
 	s.metrics.agents.Inc()
@@ -108,6 +117,17 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				if len(heard) == len(msg.Heartbeat.Nodes) { // measured draw only from an agent of those nodes
 					l.power.record(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
 				}
+				if msg.Heartbeat.ListsRunning {
+					s.confirmCleanup(stream.Context(), names, msg.Heartbeat.Running)
+				}
+			case *latticev1.AgentMessage_NodeFacts:
+				var mine []*latticev1.NodeFact
+				for _, f := range msg.NodeFacts.Nodes {
+					if owned[f.Name] {
+						mine = append(mine, f)
+					}
+				}
+				s.nodeFacts(stream.Context(), hello.AgentId, &latticev1.NodeFacts{Nodes: mine})
 			case *latticev1.AgentMessage_LogData:
 				conn.deliverLog(msg.LogData)
 			case *latticev1.AgentMessage_StepEvent:

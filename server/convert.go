@@ -137,6 +137,8 @@ func nodeToProto(n *model.Node, displayAlloc string, lastSeen time.Time) *lattic
 		LastHeartbeatUnixMs: unixMS(lastSeen), Borrowed: n.Borrowed(), ReturnRequested: n.ReturnRequested,
 		ReservedFor: n.ReservedFor, ReservedUntilUnixMs: unixMS(n.ReservedUntil),
 		ReclaimedFrom: n.ReclaimedFrom, ReclaimedAtUnixMs: unixMS(n.ReclaimedAt),
+		Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, CleanupAllocation: n.Cleanup,
+		MeasuredWatts: int32(n.MeasuredWatts), MeasuredAtUnixMs: unixMS(n.MeasuredAt),
 	}
 }
 

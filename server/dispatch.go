@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -153,9 +154,11 @@ type delivery struct {
 	conn *agentConn
 	msg  *latticev1.ServerMessage
 	id   uint64
-	run  int   // requeue count of the run the message is about
-	kind int   // deliverAssign, deliverCancel, deliverCheckpoint
-	ckpt int64 // checkpoint deadline
+	run  int // requeue count of the run the message is about
+	kind int // deliverAssign, deliverCancel, deliverCheckpoint
+	// forgotten: the run was forgotten in the same pass; nothing to mark
+	forgotten bool
+	ckpt      int64 // checkpoint deadline
 	// for the checkpoint metrics
 	vcluster, reason string
 }
@@ -212,13 +215,23 @@ func (d *dispatcher) pass() {
 		}
 		// Work an agent runs that the quorum ended without its report (a node
 		// failure elsewhere, a requeue): tell it to stop.
+		// These cancels are not marked: the run is forgotten at once (a mark
+		// after it would make the cancel of a later run look delivered).
 		for _, c := range conns {
 			for id, run := range c.sentRuns() {
 				a := st.Allocation(id)
 				switch {
 				case a != nil && a.RequeueCount != run:
-					// A newer run is assigned: the agent, told about it, either
-					// still runs the old one (and keeps it as the new run) or starts it.
+					// A newer run exists. When it is (to be) assigned to this
+					// agent, the agent stops the old run before starting it;
+					// otherwise the old run, which ended without a report (a
+					// node lost, the agent away), is stopped now: its node
+					// takes no work until it is gone.
+					here := (a.State == model.StateStaging || a.State.Active()) && len(a.Nodes) > 0 && d.connFor(a.Nodes[0]) == c
+					if !here && !c.hasReported(id) {
+						out = append(out, delivery{conn: c, id: id, run: run, kind: deliverCancel, forgotten: true,
+							msg: cancelMsg(id, cmp.Or(a.Reason, model.ReasonRequeued), grace)})
+					}
 					c.forget(id)
 				case a == nil || a.State.Terminal() || a.State == model.StatePending || a.State == model.StateSuspended:
 					if !c.hasReported(id) && !c.wasCancelSent(id, run) {
@@ -226,7 +239,7 @@ func (d *dispatcher) pass() {
 						if a != nil && a.Reason != "" {
 							reason = a.Reason
 						}
-						out = append(out, delivery{conn: c, id: id, run: run, kind: deliverCancel, msg: cancelMsg(id, reason, grace)})
+						out = append(out, delivery{conn: c, id: id, run: run, kind: deliverCancel, forgotten: true, msg: cancelMsg(id, reason, grace)})
 					}
 					c.forget(id)
 				}
@@ -237,7 +250,9 @@ func (d *dispatcher) pass() {
 		if !dv.conn.send(dv.msg) {
 			continue
 		}
-		dv.conn.mark(dv)
+		if !dv.forgotten {
+			dv.conn.mark(dv)
+		}
 		switch dv.kind {
 		case deliverAssign:
 			d.l.s.metrics.dispatched.Inc()

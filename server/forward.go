@@ -47,7 +47,16 @@ func forwarded(ctx context.Context) bool {
 }
 
 func (f *forwarder) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if localMethods[info.FullMethod] || f.s.q.IsLeader() || forwarded(ctx) {
+	if localMethods[info.FullMethod] {
+		return handler(ctx, req)
+	}
+	if f.s.q.IsLeader() && f.s.currentLeader() == nil {
+		// Elected but not past the barrier: its state may not hold the
+		// log's commits yet (after a restart it may be empty), so it must
+		// neither answer from it nor validate against it.
+		return nil, status.Error(codes.Unavailable, "the leader is still applying its log; retry")
+	}
+	if f.s.q.IsLeader() || forwarded(ctx) {
 		return handler(ctx, req)
 	}
 	conn, err := f.leaderConn()

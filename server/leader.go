@@ -90,6 +90,7 @@ func (s *Server) startLeading(parent context.Context) {
 	l.run(l.prune)
 	l.run(l.broker)
 	l.run(l.walltimeBackstop)
+	l.run(l.commitMeasuredPower)
 }
 
 func (s *Server) stopLeading() {

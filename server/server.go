@@ -74,6 +74,13 @@ type Config struct {
 	// its agent, and then as long again before it ends it (backstop.go;
 	// default 1 min).
 	WalltimeBackstop time.Duration
+	// MeasuredPowerMaxAge is how old a node's measured draw may be and
+	// still stand for its configured figures in the power check (default
+	// 30 s; negative: measurements are shown but never used);
+	// MeasuredPowerInterval is how often the leader commits the fresh ones
+	// (default 10 s; measured_power.go).
+	MeasuredPowerMaxAge   time.Duration
+	MeasuredPowerInterval time.Duration
 	// Retention keeps ended allocations this long (default 7 days).
 	Retention time.Duration
 	// Checkpoint holds the checkpoint cost model's parameters (default
@@ -151,6 +158,12 @@ func (c *Config) defaults() error {
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 30 * time.Second
+	}
+	if c.MeasuredPowerMaxAge == 0 {
+		c.MeasuredPowerMaxAge = 30 * time.Second
+	}
+	if c.MeasuredPowerInterval <= 0 {
+		c.MeasuredPowerInterval = 10 * time.Second
 	}
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour

@@ -296,6 +296,9 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		sn.GPUs = n.GPUs
 		sn.Features = n.Features
 		sn.IdleWatts = n.IdleWatts
+		if n.Idle() {
+			sn.IdleWatts = n.Watts() // measured when a measurement is in force
+		}
 		sn.BusyWatts = n.BusyWatts
 		sn.State = n.State
 		sn.Own = own

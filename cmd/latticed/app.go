@@ -283,6 +283,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("liveness-grace", 0, "after winning leadership, wait this long before marking nodes (default: down-after)")),
 		altsrc.NewDurationFlag(dur("kill-grace", 30*time.Second, "SIGTERM to SIGKILL grace sent with cancellations")),
 		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations this long")),
+		altsrc.NewDurationFlag(dur("measured-power-max-age", 30*time.Second, "a node's measured draw stands for its configured figures in the power check while younger than this (negative = never)")),
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		altsrc.NewIntFlag(maxArraySizeFlag()),
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
@@ -381,7 +382,7 @@ func runServer(c *cli.Context) error {
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
-		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"),
+		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), MeasuredPowerMaxAge: c.Duration("measured-power-max-age"),
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
@@ -436,6 +437,8 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(str("nic-firmware", "", "NIC firmware version (conformance fingerprint)")),
 		altsrc.NewStringFlag(str("bios-firmware", "", "BIOS/BMC firmware version (conformance fingerprint)")),
 		altsrc.NewStringFlag(str("kernel-params", "", "kernel parameters (conformance fingerprint)")),
+		altsrc.NewDurationFlag(dur("fingerprint-check", 5*time.Minute, "how often a real node's fingerprint is recomputed from the machine and drift reported (0 = never)")),
+		altsrc.NewStringFlag(str("machine-root", "/", "where the machine's /proc and /sys are read (the fingerprint and hardware inputs; tests point it elsewhere)")),
 		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
@@ -462,15 +465,35 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if d := c.Duration("fingerprint-check"); d < 0 {
+		return usageError{&model.FieldError{Field: "fingerprint-check", Value: d.String(), Allowed: "a duration >= 0 (0 = never)"}}
+	}
 	fp := conformance.Fingerprint(c.String("driver-version"), c.String("nic-firmware"), c.String("bios-firmware"), c.String("kernel-params"))
 	var meter *agent.PowerMeter
+	var machine func() agent.MachineFacts
+	inputs := agent.FingerprintInputs{DriverVersion: c.String("driver-version"),
+		NICFirmware: c.String("nic-firmware"), BIOSFirmware: c.String("bios-firmware"), KernelParams: c.String("kernel-params")}
+	root := c.String("machine-root")
+	var hw agent.Hardware
 	if c.Int("simulate") == 0 {
 		// A real node: its fingerprint comes from the machine, the flags
-		// override single inputs; its draw is measured where RAPL exists.
-		fp = agent.ReadMachine("/").Fingerprint(agent.FingerprintInputs{DriverVersion: c.String("driver-version"),
-			NICFirmware: c.String("nic-firmware"), BIOSFirmware: c.String("bios-firmware"), KernelParams: c.String("kernel-params")})
+		// override single inputs, and it is re-checked periodically; its
+		// CPUs, memory and GPUs are detected; its draw is measured where
+		// RAPL exists.
+		if st, err := os.Stat(root); err != nil || !st.IsDir() {
+			return usageError{&model.FieldError{Field: "machine-root", Value: root, Allowed: "an existing directory holding proc/ and sys/"}}
+		}
+		machine = func() agent.MachineFacts { return agent.ReadMachine(root) }
+		fp = machine().Fingerprint(inputs)
+		hw = agent.ReadHardware(root)
+		if !c.IsSet("gpus") && !c.IsSet("gpu-type") {
+			var why string
+			if hw.GPUType, hw.GPUs, why = agent.DetectGPUs(c.Context); why != "" {
+				slog.Info("no GPUs detected", "why", why)
+			}
+		}
 		var err error
-		if meter, err = agent.NewPowerMeter("/"); err != nil {
+		if meter, err = agent.NewPowerMeter(root); err != nil {
 			slog.Info("power draw not measured; the configured figures are used", "why", err)
 		}
 	}
@@ -487,11 +510,15 @@ func runAgent(c *cli.Context) error {
 	} else if c.Int("simulate") < 0 {
 		return usageError{&model.FieldError{Field: "simulate", Value: fmt.Sprint(c.Int("simulate")), Allowed: "a node count >= 0"}}
 	} else {
-		nodes = []model.Node{{Name: c.String("name"), HomeVCluster: names[0], IdleWatts: idle, BusyWatts: busy, Fingerprint: fp}}
+		nodes = []model.Node{{Name: c.String("name"), HomeVCluster: names[0], IdleWatts: idle, BusyWatts: busy, Fingerprint: fp,
+			CPUs: hw.CPUs, MemoryMB: hw.MemoryMB}}
 	}
 	for i := range nodes {
 		nodes[i].Group += c.Int("first-group")
 		nodes[i].GPUType, nodes[i].GPUs = c.String("gpu-type"), c.Int("gpus")
+		if hw.GPUs > 0 {
+			nodes[i].GPUType, nodes[i].GPUs = hw.GPUType, hw.GPUs // detected (real node, no --gpus)
+		}
 		if f := splitList(c.String("features")); len(f) > 0 {
 			nodes[i].Features = model.NormalizeFeatures(append(nodes[i].Features, f...))
 		}
@@ -517,7 +544,8 @@ func runAgent(c *cli.Context) error {
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
 		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
-		TLS: tlsCfg, CAFile: absOrEmpty(c.String("tls-ca"))})
+		TLS: tlsCfg, CAFile: absOrEmpty(c.String("tls-ca")),
+		Machine: machine, FingerprintInputs: inputs, FingerprintCheck: c.Duration("fingerprint-check")})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"agent"}, "server"},
 		{[]string{"agent", "--server", "127.0.0.1:1", "--simulate", "-1"}, "simulate"},
 		{[]string{"agent", "--server", "127.0.0.1:1", "--node-watts", "x"}, "node-watts"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--fingerprint-check", "-1s"}, "fingerprint-check"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--machine-root", filepath.Join(dir, "nope")}, "machine-root"},
 		{[]string{"--log-level", "loud", "dev"}, "log-level"},
 		{[]string{"server", "--no-such-flag"}, "no-such-flag"},
 		{[]string{"server", "--id", "s1", "--data-dir", dir, "--tls-cert", "a.crt"}, "tls-ca"},

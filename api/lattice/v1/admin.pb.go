@@ -1424,6 +1424,9 @@ type PowerUse struct {
 	Vcluster       string                 `protobuf:"bytes,1,opt,name=vcluster,proto3" json:"vcluster,omitempty"`
 	BudgetWatts    int64                  `protobuf:"varint,2,opt,name=budget_watts,json=budgetWatts,proto3" json:"budget_watts,omitempty"` // 0 = none
 	EstimatedWatts int64                  `protobuf:"varint,3,opt,name=estimated_watts,json=estimatedWatts,proto3" json:"estimated_watts,omitempty"`
+	MeasuredWatts  int64                  `protobuf:"varint,4,opt,name=measured_watts,json=measuredWatts,proto3" json:"measured_watts,omitempty"`
+	MeasuredNodes  int32                  `protobuf:"varint,5,opt,name=measured_nodes,json=measuredNodes,proto3" json:"measured_nodes,omitempty"`
+	CountedWatts   int64                  `protobuf:"varint,6,opt,name=counted_watts,json=countedWatts,proto3" json:"counted_watts,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1479,6 +1482,27 @@ func (x *PowerUse) GetEstimatedWatts() int64 {
 	return 0
 }
 
+func (x *PowerUse) GetMeasuredWatts() int64 {
+	if x != nil {
+		return x.MeasuredWatts
+	}
+	return 0
+}
+
+func (x *PowerUse) GetMeasuredNodes() int32 {
+	if x != nil {
+		return x.MeasuredNodes
+	}
+	return 0
+}
+
+func (x *PowerUse) GetCountedWatts() int64 {
+	if x != nil {
+		return x.CountedWatts
+	}
+	return 0
+}
+
 type PowerStatus struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	BudgetWatts    int64                  `protobuf:"varint,1,opt,name=budget_watts,json=budgetWatts,proto3" json:"budget_watts,omitempty"` // system; 0 = none
@@ -1488,6 +1512,11 @@ type PowerStatus struct {
 	// measured_nodes nodes, heard within the last degraded-after period.
 	MeasuredWatts int64 `protobuf:"varint,4,opt,name=measured_watts,json=measuredWatts,proto3" json:"measured_watts,omitempty"`
 	MeasuredNodes int32 `protobuf:"varint,5,opt,name=measured_nodes,json=measuredNodes,proto3" json:"measured_nodes,omitempty"`
+	// counted_watts is what the power check counts: each node's committed
+	// measurement while it stands (fresher than the leader's
+	// measured-power-max-age, same allocation), its configured figure
+	// otherwise. estimated_watts is the configured figures alone.
+	CountedWatts  int64 `protobuf:"varint,6,opt,name=counted_watts,json=countedWatts,proto3" json:"counted_watts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1553,6 +1582,13 @@ func (x *PowerStatus) GetMeasuredWatts() int64 {
 func (x *PowerStatus) GetMeasuredNodes() int32 {
 	if x != nil {
 		return x.MeasuredNodes
+	}
+	return 0
+}
+
+func (x *PowerStatus) GetCountedWatts() int64 {
+	if x != nil {
+		return x.CountedWatts
 	}
 	return 0
 }
@@ -1998,17 +2034,21 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x12preempt_horizon_ms\x18\x17 \x01(\x03R\x10preemptHorizonMs\x12L\n" +
 	"#set_checkpointable_only_on_borrowed\x18\x18 \x01(\bR\x1fsetCheckpointableOnlyOnBorrowed\x12E\n" +
 	"\x1fcheckpointable_only_on_borrowed\x18\x19 \x01(\bR\x1ccheckpointableOnlyOnBorrowed\"\x11\n" +
-	"\x0fGetPowerRequest\"r\n" +
+	"\x0fGetPowerRequest\"\xe5\x01\n" +
 	"\bPowerUse\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +
 	"\fbudget_watts\x18\x02 \x01(\x03R\vbudgetWatts\x12'\n" +
-	"\x0festimated_watts\x18\x03 \x01(\x03R\x0eestimatedWatts\"\xdb\x01\n" +
+	"\x0festimated_watts\x18\x03 \x01(\x03R\x0eestimatedWatts\x12%\n" +
+	"\x0emeasured_watts\x18\x04 \x01(\x03R\rmeasuredWatts\x12%\n" +
+	"\x0emeasured_nodes\x18\x05 \x01(\x05R\rmeasuredNodes\x12#\n" +
+	"\rcounted_watts\x18\x06 \x01(\x03R\fcountedWatts\"\x80\x02\n" +
 	"\vPowerStatus\x12!\n" +
 	"\fbudget_watts\x18\x01 \x01(\x03R\vbudgetWatts\x12'\n" +
 	"\x0festimated_watts\x18\x02 \x01(\x03R\x0eestimatedWatts\x122\n" +
 	"\tvclusters\x18\x03 \x03(\v2\x14.lattice.v1.PowerUseR\tvclusters\x12%\n" +
 	"\x0emeasured_watts\x18\x04 \x01(\x03R\rmeasuredWatts\x12%\n" +
-	"\x0emeasured_nodes\x18\x05 \x01(\x05R\rmeasuredNodes\"\x82\x01\n" +
+	"\x0emeasured_nodes\x18\x05 \x01(\x05R\rmeasuredNodes\x12#\n" +
+	"\rcounted_watts\x18\x06 \x01(\x03R\fcountedWatts\"\x82\x01\n" +
 	"\x15SetPowerBudgetRequest\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +
 	"\fbudget_watts\x18\x02 \x01(\x03R\vbudgetWatts\x12*\n" +

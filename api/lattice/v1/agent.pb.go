@@ -30,6 +30,7 @@ type AgentMessage struct {
 	//	*AgentMessage_LogData
 	//	*AgentMessage_Heartbeat
 	//	*AgentMessage_StepEvent
+	//	*AgentMessage_NodeFacts
 	Msg           isAgentMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -117,6 +118,15 @@ func (x *AgentMessage) GetStepEvent() *StepEvent {
 	return nil
 }
 
+func (x *AgentMessage) GetNodeFacts() *NodeFacts {
+	if x != nil {
+		if x, ok := x.Msg.(*AgentMessage_NodeFacts); ok {
+			return x.NodeFacts
+		}
+	}
+	return nil
+}
+
 type isAgentMessage_Msg interface {
 	isAgentMessage_Msg()
 }
@@ -141,6 +151,10 @@ type AgentMessage_StepEvent struct {
 	StepEvent *StepEvent `protobuf:"bytes,5,opt,name=step_event,json=stepEvent,proto3,oneof"`
 }
 
+type AgentMessage_NodeFacts struct {
+	NodeFacts *NodeFacts `protobuf:"bytes,6,opt,name=node_facts,json=nodeFacts,proto3,oneof"`
+}
+
 func (*AgentMessage_Hello) isAgentMessage_Msg() {}
 
 func (*AgentMessage_Report) isAgentMessage_Msg() {}
@@ -150,6 +164,8 @@ func (*AgentMessage_LogData) isAgentMessage_Msg() {}
 func (*AgentMessage_Heartbeat) isAgentMessage_Msg() {}
 
 func (*AgentMessage_StepEvent) isAgentMessage_Msg() {}
+
+func (*AgentMessage_NodeFacts) isAgentMessage_Msg() {}
 
 // AgentHello opens the stream: who the agent is and the nodes it runs.
 type AgentHello struct {
@@ -214,9 +230,11 @@ func (x *AgentHello) GetRunning() []*RunningOnAgent {
 }
 
 type RunningOnAgent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
-	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	Node         string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// run is the run the agent has of it (requeue count + 1; 0 = unknown).
+	Run           int32 `protobuf:"varint,3,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -265,10 +283,22 @@ func (x *RunningOnAgent) GetNode() string {
 	return ""
 }
 
+func (x *RunningOnAgent) GetRun() int32 {
+	if x != nil {
+		return x.Run
+	}
+	return 0
+}
+
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Nodes         []string               `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Watts         []int32                `protobuf:"varint,2,rep,packed,name=watts,proto3" json:"watts,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Nodes []string               `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Watts []int32                `protobuf:"varint,2,rep,packed,name=watts,proto3" json:"watts,omitempty"`
+	// lists_running: running holds every allocation with a process on this
+	// agent (entrypoints and step tasks); the leader clears a node's
+	// cleanup_allocation when it is not among them.
+	ListsRunning  bool     `protobuf:"varint,3,opt,name=lists_running,json=listsRunning,proto3" json:"lists_running,omitempty"`
+	Running       []uint64 `protobuf:"varint,4,rep,packed,name=running,proto3" json:"running,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -317,6 +347,127 @@ func (x *Heartbeat) GetWatts() []int32 {
 	return nil
 }
 
+func (x *Heartbeat) GetListsRunning() bool {
+	if x != nil {
+		return x.ListsRunning
+	}
+	return false
+}
+
+func (x *Heartbeat) GetRunning() []uint64 {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
+// NodeFacts is what the agent found when it re-checked its machine: the
+// conformance fingerprint of each node now (drift when it differs from the
+// registered one).
+type NodeFacts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nodes         []*NodeFact            `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeFacts) Reset() {
+	*x = NodeFacts{}
+	mi := &file_lattice_v1_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeFacts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeFacts) ProtoMessage() {}
+
+func (x *NodeFacts) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeFacts.ProtoReflect.Descriptor instead.
+func (*NodeFacts) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NodeFacts) GetNodes() []*NodeFact {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+type NodeFact struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Fingerprint   string                 `protobuf:"bytes,2,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"` // which inputs changed, for the node's state reason
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeFact) Reset() {
+	*x = NodeFact{}
+	mi := &file_lattice_v1_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeFact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeFact) ProtoMessage() {}
+
+func (x *NodeFact) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeFact.ProtoReflect.Descriptor instead.
+func (*NodeFact) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeFact) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NodeFact) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *NodeFact) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // AllocationReport says an allocation changed state on the agent.
 type AllocationReport struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -345,7 +496,7 @@ type AllocationReport struct {
 
 func (x *AllocationReport) Reset() {
 	*x = AllocationReport{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[4]
+	mi := &file_lattice_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +508,7 @@ func (x *AllocationReport) String() string {
 func (*AllocationReport) ProtoMessage() {}
 
 func (x *AllocationReport) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[4]
+	mi := &file_lattice_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +521,7 @@ func (x *AllocationReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocationReport.ProtoReflect.Descriptor instead.
 func (*AllocationReport) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AllocationReport) GetAllocationId() uint64 {
@@ -450,7 +601,7 @@ type LogData struct {
 
 func (x *LogData) Reset() {
 	*x = LogData{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[5]
+	mi := &file_lattice_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +613,7 @@ func (x *LogData) String() string {
 func (*LogData) ProtoMessage() {}
 
 func (x *LogData) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[5]
+	mi := &file_lattice_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +626,7 @@ func (x *LogData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogData.ProtoReflect.Descriptor instead.
 func (*LogData) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LogData) GetRequestId() uint64 {
@@ -541,7 +692,7 @@ type ServerMessage struct {
 
 func (x *ServerMessage) Reset() {
 	*x = ServerMessage{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[6]
+	mi := &file_lattice_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +704,7 @@ func (x *ServerMessage) String() string {
 func (*ServerMessage) ProtoMessage() {}
 
 func (x *ServerMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[6]
+	mi := &file_lattice_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +717,7 @@ func (x *ServerMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMessage.ProtoReflect.Descriptor instead.
 func (*ServerMessage) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ServerMessage) GetMsg() isServerMessage_Msg {
@@ -743,7 +894,7 @@ type SetWalltime struct {
 
 func (x *SetWalltime) Reset() {
 	*x = SetWalltime{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	mi := &file_lattice_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +906,7 @@ func (x *SetWalltime) String() string {
 func (*SetWalltime) ProtoMessage() {}
 
 func (x *SetWalltime) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[7]
+	mi := &file_lattice_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +919,7 @@ func (x *SetWalltime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWalltime.ProtoReflect.Descriptor instead.
 func (*SetWalltime) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetWalltime) GetAllocationId() uint64 {
@@ -797,7 +948,7 @@ type SignalAllocation struct {
 
 func (x *SignalAllocation) Reset() {
 	*x = SignalAllocation{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	mi := &file_lattice_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +960,7 @@ func (x *SignalAllocation) String() string {
 func (*SignalAllocation) ProtoMessage() {}
 
 func (x *SignalAllocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[8]
+	mi := &file_lattice_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +973,7 @@ func (x *SignalAllocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalAllocation.ProtoReflect.Descriptor instead.
 func (*SignalAllocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SignalAllocation) GetAllocationId() uint64 {
@@ -851,7 +1002,7 @@ type CheckpointAck struct {
 
 func (x *CheckpointAck) Reset() {
 	*x = CheckpointAck{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[9]
+	mi := &file_lattice_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1014,7 @@ func (x *CheckpointAck) String() string {
 func (*CheckpointAck) ProtoMessage() {}
 
 func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[9]
+	mi := &file_lattice_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1027,7 @@ func (x *CheckpointAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAck.ProtoReflect.Descriptor instead.
 func (*CheckpointAck) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckpointAck) GetAllocationId() uint64 {
@@ -906,7 +1057,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[10]
+	mi := &file_lattice_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1069,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[10]
+	mi := &file_lattice_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1082,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Assignment) GetAllocation() *Allocation {
@@ -966,7 +1117,7 @@ type CancelAllocation struct {
 
 func (x *CancelAllocation) Reset() {
 	*x = CancelAllocation{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[11]
+	mi := &file_lattice_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1129,7 @@ func (x *CancelAllocation) String() string {
 func (*CancelAllocation) ProtoMessage() {}
 
 func (x *CancelAllocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[11]
+	mi := &file_lattice_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1142,7 @@ func (x *CancelAllocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelAllocation.ProtoReflect.Descriptor instead.
 func (*CancelAllocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelAllocation) GetAllocationId() uint64 {
@@ -1028,7 +1179,7 @@ type LogRequest struct {
 
 func (x *LogRequest) Reset() {
 	*x = LogRequest{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[12]
+	mi := &file_lattice_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1191,7 @@ func (x *LogRequest) String() string {
 func (*LogRequest) ProtoMessage() {}
 
 func (x *LogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[12]
+	mi := &file_lattice_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1204,7 @@ func (x *LogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogRequest.ProtoReflect.Descriptor instead.
 func (*LogRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LogRequest) GetRequestId() uint64 {
@@ -1115,7 +1266,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[13]
+	mi := &file_lattice_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1278,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[13]
+	mi := &file_lattice_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1291,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CheckpointRequest) GetAllocationId() uint64 {
@@ -1215,7 +1366,7 @@ type ReportAck struct {
 
 func (x *ReportAck) Reset() {
 	*x = ReportAck{}
-	mi := &file_lattice_v1_agent_proto_msgTypes[14]
+	mi := &file_lattice_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1378,7 @@ func (x *ReportAck) String() string {
 func (*ReportAck) ProtoMessage() {}
 
 func (x *ReportAck) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_agent_proto_msgTypes[14]
+	mi := &file_lattice_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1391,7 @@ func (x *ReportAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAck.ProtoReflect.Descriptor instead.
 func (*ReportAck) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReportAck) GetSeq() uint64 {
@@ -1255,26 +1406,37 @@ var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/agent.proto\x12\n" +
-	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\"\x9e\x02\n" +
+	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\"\xd6\x02\n" +
 	"\fAgentMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.lattice.v1.AgentHelloH\x00R\x05hello\x126\n" +
 	"\x06report\x18\x02 \x01(\v2\x1c.lattice.v1.AllocationReportH\x00R\x06report\x120\n" +
 	"\blog_data\x18\x03 \x01(\v2\x13.lattice.v1.LogDataH\x00R\alogData\x125\n" +
 	"\theartbeat\x18\x04 \x01(\v2\x15.lattice.v1.HeartbeatH\x00R\theartbeat\x126\n" +
 	"\n" +
-	"step_event\x18\x05 \x01(\v2\x15.lattice.v1.StepEventH\x00R\tstepEventB\x05\n" +
+	"step_event\x18\x05 \x01(\v2\x15.lattice.v1.StepEventH\x00R\tstepEvent\x126\n" +
+	"\n" +
+	"node_facts\x18\x06 \x01(\v2\x15.lattice.v1.NodeFactsH\x00R\tnodeFactsB\x05\n" +
 	"\x03msg\"\x85\x01\n" +
 	"\n" +
 	"AgentHello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x124\n" +
-	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\"I\n" +
+	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\"[\n" +
 	"\x0eRunningOnAgent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"7\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +
+	"\x03run\x18\x03 \x01(\x05R\x03run\"v\n" +
 	"\tHeartbeat\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x14\n" +
-	"\x05watts\x18\x02 \x03(\x05R\x05watts\"\x84\x02\n" +
+	"\x05watts\x18\x02 \x03(\x05R\x05watts\x12#\n" +
+	"\rlists_running\x18\x03 \x01(\bR\flistsRunning\x12\x18\n" +
+	"\arunning\x18\x04 \x03(\x04R\arunning\"7\n" +
+	"\tNodeFacts\x12*\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x14.lattice.v1.NodeFactR\x05nodes\"X\n" +
+	"\bNodeFact\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x84\x02\n" +
 	"\x10AllocationReport\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1366,55 +1528,59 @@ func file_lattice_v1_agent_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_agent_proto_rawDescData
 }
 
-var file_lattice_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_lattice_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_lattice_v1_agent_proto_goTypes = []any{
 	(*AgentMessage)(nil),      // 0: lattice.v1.AgentMessage
 	(*AgentHello)(nil),        // 1: lattice.v1.AgentHello
 	(*RunningOnAgent)(nil),    // 2: lattice.v1.RunningOnAgent
 	(*Heartbeat)(nil),         // 3: lattice.v1.Heartbeat
-	(*AllocationReport)(nil),  // 4: lattice.v1.AllocationReport
-	(*LogData)(nil),           // 5: lattice.v1.LogData
-	(*ServerMessage)(nil),     // 6: lattice.v1.ServerMessage
-	(*SetWalltime)(nil),       // 7: lattice.v1.SetWalltime
-	(*SignalAllocation)(nil),  // 8: lattice.v1.SignalAllocation
-	(*CheckpointAck)(nil),     // 9: lattice.v1.CheckpointAck
-	(*Assignment)(nil),        // 10: lattice.v1.Assignment
-	(*CancelAllocation)(nil),  // 11: lattice.v1.CancelAllocation
-	(*LogRequest)(nil),        // 12: lattice.v1.LogRequest
-	(*CheckpointRequest)(nil), // 13: lattice.v1.CheckpointRequest
-	(*ReportAck)(nil),         // 14: lattice.v1.ReportAck
-	(*StepEvent)(nil),         // 15: lattice.v1.StepEvent
-	(*Node)(nil),              // 16: lattice.v1.Node
-	(*StepLaunch)(nil),        // 17: lattice.v1.StepLaunch
-	(*StepKill)(nil),          // 18: lattice.v1.StepKill
-	(*Allocation)(nil),        // 19: lattice.v1.Allocation
+	(*NodeFacts)(nil),         // 4: lattice.v1.NodeFacts
+	(*NodeFact)(nil),          // 5: lattice.v1.NodeFact
+	(*AllocationReport)(nil),  // 6: lattice.v1.AllocationReport
+	(*LogData)(nil),           // 7: lattice.v1.LogData
+	(*ServerMessage)(nil),     // 8: lattice.v1.ServerMessage
+	(*SetWalltime)(nil),       // 9: lattice.v1.SetWalltime
+	(*SignalAllocation)(nil),  // 10: lattice.v1.SignalAllocation
+	(*CheckpointAck)(nil),     // 11: lattice.v1.CheckpointAck
+	(*Assignment)(nil),        // 12: lattice.v1.Assignment
+	(*CancelAllocation)(nil),  // 13: lattice.v1.CancelAllocation
+	(*LogRequest)(nil),        // 14: lattice.v1.LogRequest
+	(*CheckpointRequest)(nil), // 15: lattice.v1.CheckpointRequest
+	(*ReportAck)(nil),         // 16: lattice.v1.ReportAck
+	(*StepEvent)(nil),         // 17: lattice.v1.StepEvent
+	(*Node)(nil),              // 18: lattice.v1.Node
+	(*StepLaunch)(nil),        // 19: lattice.v1.StepLaunch
+	(*StepKill)(nil),          // 20: lattice.v1.StepKill
+	(*Allocation)(nil),        // 21: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
-	4,  // 1: lattice.v1.AgentMessage.report:type_name -> lattice.v1.AllocationReport
-	5,  // 2: lattice.v1.AgentMessage.log_data:type_name -> lattice.v1.LogData
+	6,  // 1: lattice.v1.AgentMessage.report:type_name -> lattice.v1.AllocationReport
+	7,  // 2: lattice.v1.AgentMessage.log_data:type_name -> lattice.v1.LogData
 	3,  // 3: lattice.v1.AgentMessage.heartbeat:type_name -> lattice.v1.Heartbeat
-	15, // 4: lattice.v1.AgentMessage.step_event:type_name -> lattice.v1.StepEvent
-	16, // 5: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
-	2,  // 6: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
-	10, // 7: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
-	11, // 8: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
-	12, // 9: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
-	13, // 10: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
-	14, // 11: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
-	9,  // 12: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
-	17, // 13: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
-	18, // 14: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
-	8,  // 15: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
-	7,  // 16: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
-	19, // 17: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 18: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	6,  // 19: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	19, // [19:20] is the sub-list for method output_type
-	18, // [18:19] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	17, // 4: lattice.v1.AgentMessage.step_event:type_name -> lattice.v1.StepEvent
+	4,  // 5: lattice.v1.AgentMessage.node_facts:type_name -> lattice.v1.NodeFacts
+	18, // 6: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
+	2,  // 7: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
+	5,  // 8: lattice.v1.NodeFacts.nodes:type_name -> lattice.v1.NodeFact
+	12, // 9: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
+	13, // 10: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
+	14, // 11: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
+	15, // 12: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
+	16, // 13: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
+	11, // 14: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
+	19, // 15: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
+	20, // 16: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
+	10, // 17: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
+	9,  // 18: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
+	21, // 19: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 20: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 21: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	21, // [21:22] is the sub-list for method output_type
+	20, // [20:21] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1431,8 +1597,9 @@ func file_lattice_v1_agent_proto_init() {
 		(*AgentMessage_LogData)(nil),
 		(*AgentMessage_Heartbeat)(nil),
 		(*AgentMessage_StepEvent)(nil),
+		(*AgentMessage_NodeFacts)(nil),
 	}
-	file_lattice_v1_agent_proto_msgTypes[6].OneofWrappers = []any{
+	file_lattice_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*ServerMessage_Assign)(nil),
 		(*ServerMessage_Cancel)(nil),
 		(*ServerMessage_LogRequest)(nil),
@@ -1450,7 +1617,7 @@ func file_lattice_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_agent_proto_rawDesc), len(file_lattice_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -46,8 +46,22 @@ type Node struct {
 	ReservedUntilUnixMs int64                  `protobuf:"varint,21,opt,name=reserved_until_unix_ms,json=reservedUntilUnixMs,proto3" json:"reserved_until_unix_ms,omitempty"`
 	ReclaimedFrom       string                 `protobuf:"bytes,22,opt,name=reclaimed_from,json=reclaimedFrom,proto3" json:"reclaimed_from,omitempty"` // may not be borrowed again by this vCluster until the back-off ends
 	ReclaimedAtUnixMs   int64                  `protobuf:"varint,23,opt,name=reclaimed_at_unix_ms,json=reclaimedAtUnixMs,proto3" json:"reclaimed_at_unix_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// What the node is, as its agent detected it at registration (0/empty:
+	// not detected; simulated nodes keep their configured figures).
+	Cpus     int32 `protobuf:"varint,24,opt,name=cpus,proto3" json:"cpus,omitempty"`
+	MemoryMb int64 `protobuf:"varint,25,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	// cleanup_allocation: an allocation the quorum ended without its agent's
+	// report (node lost) whose processes may still run here; the node takes
+	// no new work until its agent confirms they are gone (or an admin
+	// undrains it). 0 = none.
+	CleanupAllocation uint64 `protobuf:"varint,26,opt,name=cleanup_allocation,json=cleanupAllocation,proto3" json:"cleanup_allocation,omitempty"`
+	// The draw measured on the node (RAPL), committed when fresh; it stands
+	// for the estimate while the node runs the same allocation (0 = idle)
+	// as when measured. 0 = none.
+	MeasuredWatts    int32 `protobuf:"varint,27,opt,name=measured_watts,json=measuredWatts,proto3" json:"measured_watts,omitempty"`
+	MeasuredAtUnixMs int64 `protobuf:"varint,28,opt,name=measured_at_unix_ms,json=measuredAtUnixMs,proto3" json:"measured_at_unix_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -237,6 +251,41 @@ func (x *Node) GetReclaimedFrom() string {
 func (x *Node) GetReclaimedAtUnixMs() int64 {
 	if x != nil {
 		return x.ReclaimedAtUnixMs
+	}
+	return 0
+}
+
+func (x *Node) GetCpus() int32 {
+	if x != nil {
+		return x.Cpus
+	}
+	return 0
+}
+
+func (x *Node) GetMemoryMb() int64 {
+	if x != nil {
+		return x.MemoryMb
+	}
+	return 0
+}
+
+func (x *Node) GetCleanupAllocation() uint64 {
+	if x != nil {
+		return x.CleanupAllocation
+	}
+	return 0
+}
+
+func (x *Node) GetMeasuredWatts() int32 {
+	if x != nil {
+		return x.MeasuredWatts
+	}
+	return 0
+}
+
+func (x *Node) GetMeasuredAtUnixMs() int64 {
+	if x != nil {
+		return x.MeasuredAtUnixMs
 	}
 	return 0
 }
@@ -743,7 +792,7 @@ var File_lattice_v1_node_proto protoreflect.FileDescriptor
 const file_lattice_v1_node_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/node.proto\x12\n" +
-	"lattice.v1\"\x9b\x06\n" +
+	"lattice.v1\"\xd1\a\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
@@ -773,7 +822,12 @@ const file_lattice_v1_node_proto_rawDesc = "" +
 	"\freserved_for\x18\x14 \x01(\x04R\vreservedFor\x123\n" +
 	"\x16reserved_until_unix_ms\x18\x15 \x01(\x03R\x13reservedUntilUnixMs\x12%\n" +
 	"\x0ereclaimed_from\x18\x16 \x01(\tR\rreclaimedFrom\x12/\n" +
-	"\x14reclaimed_at_unix_ms\x18\x17 \x01(\x03R\x11reclaimedAtUnixMs\"Y\n" +
+	"\x14reclaimed_at_unix_ms\x18\x17 \x01(\x03R\x11reclaimedAtUnixMs\x12\x12\n" +
+	"\x04cpus\x18\x18 \x01(\x05R\x04cpus\x12\x1b\n" +
+	"\tmemory_mb\x18\x19 \x01(\x03R\bmemoryMb\x12-\n" +
+	"\x12cleanup_allocation\x18\x1a \x01(\x04R\x11cleanupAllocation\x12%\n" +
+	"\x0emeasured_watts\x18\x1b \x01(\x05R\rmeasuredWatts\x12-\n" +
+	"\x13measured_at_unix_ms\x18\x1c \x01(\x03R\x10measuredAtUnixMs\"Y\n" +
 	"\x14RegisterNodesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\"7\n" +
