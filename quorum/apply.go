@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -644,6 +645,7 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 		return &Result{Rejection: reject(CodeInvalid, "", "registration has no nodes")}
 	}
 	var drawDelta int64
+	vcDelta := map[string]int64{} // per current vCluster, for the caps
 	fresh := make([]*model.Node, len(c.Nodes))
 	for i := range c.Nodes {
 		in := c.Nodes[i]
@@ -663,6 +665,7 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 				n.HomeVCluster, n.CurrentVCluster = in.HomeVCluster, in.HomeVCluster
 			}
 			drawDelta -= int64(old.Watts())
+			vcDelta[old.CurrentVCluster] -= int64(old.Watts())
 		}
 		n.Group = in.Group
 		if old != nil && old.Fingerprint != "" && in.Fingerprint != old.Fingerprint {
@@ -678,11 +681,21 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 		n.Health = model.NodeReady
 		n.DeriveState()
 		drawDelta += int64(n.Watts())
+		vcDelta[n.CurrentVCluster] += int64(n.Watts())
 		fresh[i] = n
 	}
 	if b := s.PowerBudgetWatts; b > 0 && drawDelta > 0 && s.idx.drawWatts+drawDelta > b {
 		return &Result{Rejection: reject(CodePower, model.ReasonPowerBudget,
 			"registering these nodes raises the estimated draw to %d W, above the system budget %d W", s.idx.drawWatts+drawDelta, b)}
+	}
+	// A vCluster's cap holds as the system budget does (I3): a node that
+	// comes home to it, or whose figures rise, must fit under it.
+	for _, name := range slices.Sorted(maps.Keys(vcDelta)) {
+		d := vcDelta[name]
+		if vc := s.vclusters[name]; vc != nil && vc.PowerCapWatts > 0 && d > 0 && s.idx.vclusterDraw[name]+d > vc.PowerCapWatts {
+			return &Result{Rejection: reject(CodePower, model.ReasonPowerBudget,
+				"registering these nodes raises vcluster %s's estimated draw to %d W, above its cap %d W", name, s.idx.vclusterDraw[name]+d, vc.PowerCapWatts)}
+		}
 	}
 	for _, n := range fresh {
 		s.putNode(n)
