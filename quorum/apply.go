@@ -793,6 +793,7 @@ func (s *State) applySetPowerBudget(c *SetPowerBudget) *Result {
 }
 
 func (s *State) applyPrune(c *Prune) *Result {
+	s.pruned = nil // only the last Prune's, if nobody took them
 	var pruned []uint64
 	for _, id := range s.allocIDs() {
 		a := s.allocs[id]
@@ -801,6 +802,7 @@ func (s *State) applyPrune(c *Prune) *Result {
 		}
 	}
 	for _, id := range pruned {
+		s.pruned = append(s.pruned, s.allocs[id])
 		s.deleteAlloc(id)
 	}
 	if len(pruned) > 0 {

@@ -32,6 +32,9 @@ type State struct {
 
 	idx     indexes
 	dirtyAt uint64 // the version of the last command that changed something
+	// pruned holds the allocations the last Prune dropped, until the FSM
+	// hands them to its archive (TakePruned); nil otherwise.
+	pruned []*model.Allocation
 	// wake lists what the current command changed that waiting allocations
 	// depend on; it is empty between commands (dependencies.go).
 	wake wakeQueue
@@ -259,9 +262,19 @@ func (s *State) replaceAlloc(old, a *model.Allocation) {
 		s.indexAlloc(a, +1)
 	}
 	s.reindexDeps(old, a)
+	compactEnded(a)
 	a.ModifyVersion = s.Version
 	s.dirtyAt = s.Version
 	s.allocs[a.ID] = a
+}
+
+// compactEnded drops what an ended allocation no longer needs — its script
+// and environment, the bulk of a stored request — so the state and its
+// snapshots carry them only for live work. a is the state's own fresh copy.
+func compactEnded(a *model.Allocation) {
+	if a.State.Terminal() && (a.Script != "" || a.Env != nil) {
+		a.Script, a.Env = "", nil
+	}
 }
 
 // reindexAlloc moves the indexes from old to a, its replacement. An
@@ -505,4 +518,11 @@ func (s *State) LookupArrayTask(arrayID uint64, index int) *model.Allocation {
 		return a
 	}
 	return nil
+}
+
+// takePruned returns and forgets what the last Prune dropped.
+func (s *State) takePruned() []*model.Allocation {
+	p := s.pruned
+	s.pruned = nil
+	return p
 }

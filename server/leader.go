@@ -240,7 +240,7 @@ func (l *leaderState) onApply(c quorum.Command, r *quorum.Result) {
 
 // prune drops ended allocations older than the retention period.
 func (l *leaderState) prune(ctx context.Context) {
-	tick := time.NewTicker(10 * time.Minute)
+	tick := time.NewTicker(l.s.cfg.PruneInterval)
 	defer tick.Stop()
 	for {
 		before := l.s.cfg.Clock().Add(-l.s.cfg.Retention)

@@ -66,8 +66,11 @@ type Config struct {
 	// its agent, and then as long again before it ends it (backstop.go;
 	// default 1 min).
 	WalltimeBackstop time.Duration
-	// Retention keeps ended allocations this long (default 7 days).
-	Retention time.Duration
+	// Retention keeps ended allocations this long in the replicated state
+	// (default 7 days); then they move to each member's archive
+	// (archive.go). PruneInterval is how often the leader looks (default 10 min).
+	Retention     time.Duration
+	PruneInterval time.Duration
 	// Checkpoint holds the checkpoint cost model's parameters (default
 	// checkpoint.DefaultParams); BrokerInterval is how often the leader's
 	// checkpoint broker looks for --signal lead times and proactive
@@ -141,6 +144,9 @@ func (c *Config) defaults() error {
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour
 	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = 10 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -156,10 +162,12 @@ func (c *Config) defaults() error {
 // Server is one quorum member with its API. The member holding leadership
 // also runs the leader-only loops.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	fsm     *quorum.FSM
-	q       *quorum.Quorum
+	cfg Config
+	log *slog.Logger
+	fsm *quorum.FSM
+	q   *quorum.Quorum
+	// archive holds the ended allocations retention pruned (archive.go).
+	archive *archive
 	grpc    *grpc.Server
 	apiLis  net.Listener
 	metrics *metrics
@@ -193,6 +201,12 @@ func New(cfg Config) (*Server, error) {
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
 	s.fsm.Audit = cfg.AuditState
+	arch, err := openArchive(s.dataPath("archive"), s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.archive = arch
+	s.fsm.Archive = arch.write
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
