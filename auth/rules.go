@@ -52,6 +52,7 @@ var Rules = map[string]Access{
 	"/lattice.v1.AllocationService/Explain":        Human,
 	"/lattice.v1.AllocationService/Checkpoint":     Human,
 	"/lattice.v1.AllocationService/CheckpointDone": Human,
+	"/lattice.v1.AllocationService/SubmitBatch":    Human,
 
 	// A step runs inside an allocation its caller may change (the object rule
 	// is checked by the handler); the srun shim calls it from the job.

@@ -66,6 +66,8 @@ func (s *State) dispatch(c Command) *Result {
 	switch c := c.(type) {
 	case *Submit:
 		return s.applySubmit(c)
+	case *SubmitBatch:
+		return s.applySubmitBatch(c)
 	case *AssignBatch:
 		return s.applyAssignBatch(c)
 	case *UpdateAllocs:

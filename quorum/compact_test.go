@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latticehpc/lattice/model"
 )
@@ -177,4 +178,43 @@ func withChecksum(t *testing.T, body string) string {
 	t.Helper()
 	sum := sha256.Sum256([]byte(body))
 	return body + fmt.Sprintf(`{"kind":"checksum","records":%d,"sha256":"%s"}`+"\n", strings.Count(body, "\n"), hex.EncodeToString(sum[:]))
+}
+
+func TestSubmitBatchAppliesEachOnItsOwn(t *testing.T) {
+	f := newFixture(t)
+	ok := model.Request{VCluster: "batch", Command: []string{"true"}, NodesMin: 1}
+	bad := ok
+	bad.VCluster = "nowhere"
+	arr := ok
+	arr.Array = &model.ArraySpec{Start: 0, End: 2, Step: 1}
+	r := f.ok(&SubmitBatch{Submissions: []Submit{
+		{Header: Header{RequestID: "r1"}, Items: []SubmitItem{{Request: ok}}},
+		{Items: []SubmitItem{{Request: bad}}},
+		{Items: []SubmitItem{{Request: arr}}},
+		{Header: Header{RequestID: "r1"}, Items: []SubmitItem{{Request: ok}}},
+	}})
+	subs := r.Submissions
+	if len(subs) != 4 || len(subs[0].IDs) != 1 || subs[1].Rejection == nil || len(subs[2].IDs) != 3 {
+		t.Fatalf("results %s", mustJSON(t, subs))
+	}
+	if !strings.Contains(subs[1].Rejection.Message, `invalid vcluster "nowhere"`) {
+		t.Fatalf("rejection %q", subs[1].Rejection.Message)
+	}
+	if subs[3].IDs[0] != subs[0].IDs[0] || f.s.AllocationCount() != 4 {
+		t.Fatalf("a repeated request id created again: %v, %d allocations", subs[3].IDs, f.s.AllocationCount())
+	}
+	// A later Submit or batch with the same request id answers the first outcome.
+	again := f.ok(&Submit{Header: Header{RequestID: "r1"}, Items: []SubmitItem{{Request: ok}}})
+	if again.IDs[0] != subs[0].IDs[0] {
+		t.Fatalf("retry created %v", again.IDs)
+	}
+	for _, n := range []int{0, MaxBatchSubmissions + 1} {
+		r := f.apply(&SubmitBatch{Submissions: make([]Submit, n)})
+		if r.Rejection == nil || !strings.Contains(r.Rejection.Message, "allowed 1..10000") {
+			t.Fatalf("batch of %d: %+v", n, r.Rejection)
+		}
+	}
+	if a := f.s.Allocation(subs[0].IDs[0]); !a.SubmitTime.Equal(f.now.Add(-3 * time.Second)) {
+		t.Fatalf("batch submission time %v", a.SubmitTime)
+	}
 }

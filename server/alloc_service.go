@@ -29,25 +29,10 @@ type allocService struct {
 }
 
 func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest) (*latticev1.SubmitResponse, error) {
-	if err := checkWireRequest(req.Request); err != nil {
+	r, err := a.checkSubmission(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	r := requestFromProto(req.Request)
-	check := r
-	check.ApplyDefaults()
-	if err := checkLimits(&check); err != nil {
-		return nil, err
-	}
-	if err := check.Validate(); err != nil {
-		return nil, rpcError(err)
-	}
-	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
-		return nil, rpcError(err)
-	}
-	if err := a.s.admitSubmission(ctx, &check); err != nil {
-		return nil, err
-	}
-	r.User = check.User
 	res, err := a.s.propose(ctx, &quorum.Submit{
 		Header: quorum.Header{RequestID: req.ClientRequestId},
 		Items:  []quorum.SubmitItem{{Request: r}},
@@ -60,6 +45,84 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 	}
 	a.s.metrics.submitted.Add(float64(len(res.IDs)))
 	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10)}, nil
+}
+
+// checkSubmission runs every check a submission passes before it is
+// proposed (wire bounds, limits, validation, array size, tenant and
+// ownership) and returns the request to propose, stamped with its user.
+func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.SubmitRequest) (model.Request, error) {
+	if err := checkWireRequest(req.Request); err != nil {
+		return model.Request{}, err
+	}
+	r := requestFromProto(req.Request)
+	check := r
+	check.ApplyDefaults()
+	if err := checkLimits(&check); err != nil {
+		return model.Request{}, err
+	}
+	if err := check.Validate(); err != nil {
+		return model.Request{}, rpcError(err)
+	}
+	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
+		return model.Request{}, rpcError(err)
+	}
+	if err := a.s.admitSubmission(ctx, &check); err != nil {
+		return model.Request{}, err
+	}
+	r.User = check.User
+	return r, nil
+}
+
+// SubmitBatch checks each request as Submit does and proposes those that
+// pass as one SubmitBatch command: a burst of submissions costs one Raft
+// entry (one fsync) instead of one each.
+func (a *allocService) SubmitBatch(ctx context.Context, req *latticev1.SubmitBatchRequest) (*latticev1.SubmitBatchResponse, error) {
+	if n := len(req.Requests); n == 0 || n > quorum.MaxBatchSubmissions {
+		return nil, invalid("invalid requests: %d given, allowed 1..%d per batch", n, quorum.MaxBatchSubmissions)
+	}
+	resp := &latticev1.SubmitBatchResponse{Results: make([]*latticev1.SubmitBatchResult, len(req.Requests))}
+	cmd := &quorum.SubmitBatch{}
+	var at []int // request index of each proposed submission
+	for i, sr := range req.Requests {
+		if sr == nil {
+			sr = &latticev1.SubmitRequest{}
+		}
+		r, err := a.checkSubmission(ctx, sr)
+		if err != nil {
+			resp.Results[i] = batchError(err)
+			continue
+		}
+		cmd.Submissions = append(cmd.Submissions, quorum.Submit{
+			Header: quorum.Header{RequestID: sr.ClientRequestId},
+			Items:  []quorum.SubmitItem{{Request: r}},
+		})
+		at = append(at, i)
+	}
+	if len(cmd.Submissions) == 0 {
+		return resp, nil
+	}
+	res, err := a.s.propose(ctx, cmd)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if res.Rejection != nil {
+		return nil, rejectionError(res.Rejection)
+	}
+	for k, sub := range res.Submissions {
+		i := at[k]
+		if sub.Rejection != nil {
+			resp.Results[i] = batchError(rejectionError(sub.Rejection))
+			continue
+		}
+		a.s.metrics.submitted.Add(float64(len(sub.IDs)))
+		resp.Results[i] = &latticev1.SubmitBatchResult{Ids: sub.IDs, DisplayId: strconv.FormatUint(sub.IDs[0], 10)}
+	}
+	return resp, nil
+}
+
+func batchError(err error) *latticev1.SubmitBatchResult {
+	st := status.Convert(err)
+	return &latticev1.SubmitBatchResult{Error: st.Message(), Code: st.Code().String()}
 }
 
 // resolveIDs turns user ids into allocations: "12" is allocation 12 — or,

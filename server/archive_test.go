@@ -2,10 +2,15 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
@@ -98,5 +103,41 @@ func TestPrunedAllocationsStayListable(t *testing.T) {
 	resp, err := d.allocs.List(ctx, &latticev1.ListAllocationsRequest{States: []string{"PENDING"}})
 	if err != nil || len(resp.Allocations) != 0 {
 		t.Fatalf("pending listing: %v %v", resp, err)
+	}
+}
+
+// TestSubmitBatchChecksEachRequest: a batch answers every request in order;
+// one refused by the server's checks or by the FSM leaves the others
+// submitted.
+func TestSubmitBatchChecksEachRequest(t *testing.T) {
+	d := startDevWith(t, t.TempDir(), 2, []string{"hpc-batch"}, nil)
+	ctx := context.Background()
+	good := &latticev1.AllocationRequest{NodesMin: 1, WalltimeSeconds: 60, Command: []string{"true"}}
+	resp, err := d.allocs.SubmitBatch(ctx, &latticev1.SubmitBatchRequest{Requests: []*latticev1.SubmitRequest{
+		{Request: good, ClientRequestId: "x1"},
+		{Request: &latticev1.AllocationRequest{NodesMin: 0, WalltimeSeconds: 60, Command: []string{"true"}}},
+		{Request: &latticev1.AllocationRequest{NodesMin: 1, WalltimeSeconds: 60, Command: []string{"true"}, Vcluster: "nowhere"}},
+		nil,
+		{Request: &latticev1.AllocationRequest{NodesMin: 1, WalltimeSeconds: 60, Script: "#!/bin/sh\ntrue\n",
+			Array: &latticev1.ArraySpec{Start: 0, End: 3, Step: 1}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := resp.Results
+	if len(rs) != 5 || len(rs[0].Ids) != 1 || len(rs[4].Ids) != 4 || rs[4].DisplayId != fmt.Sprint(rs[4].Ids[0]) {
+		t.Fatalf("results %v", rs)
+	}
+	for i, want := range map[int]string{1: "invalid nodes", 2: `invalid vcluster "nowhere"`, 3: "entrypoint"} {
+		if rs[i].Code != "InvalidArgument" || !strings.Contains(rs[i].Error, want) || len(rs[i].Ids) != 0 {
+			t.Errorf("result %d: %v, want InvalidArgument naming %q", i, rs[i], want)
+		}
+	}
+	again, err := d.allocs.SubmitBatch(ctx, &latticev1.SubmitBatchRequest{Requests: []*latticev1.SubmitRequest{{Request: good, ClientRequestId: "x1"}}})
+	if err != nil || again.Results[0].Ids[0] != rs[0].Ids[0] {
+		t.Fatalf("retried request id: %v %v", again, err)
+	}
+	if _, err := d.allocs.SubmitBatch(ctx, &latticev1.SubmitBatchRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("empty batch: %v", err)
 	}
 }

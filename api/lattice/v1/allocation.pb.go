@@ -21,6 +21,166 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SubmitBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// at most 10,000; each may carry its own client_request_id.
+	Requests      []*SubmitRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchRequest) Reset() {
+	*x = SubmitBatchRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchRequest) ProtoMessage() {}
+
+func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
+func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SubmitBatchRequest) GetRequests() []*SubmitRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type SubmitBatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ids and display_id as SubmitResponse when submitted; empty when refused.
+	Ids       []uint64 `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	DisplayId string   `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
+	// error says why this one was refused; code is its gRPC status code name
+	// (InvalidArgument, PermissionDenied, ResourceExhausted, ...).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Code          string `protobuf:"bytes,4,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchResult) Reset() {
+	*x = SubmitBatchResult{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchResult) ProtoMessage() {}
+
+func (x *SubmitBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchResult.ProtoReflect.Descriptor instead.
+func (*SubmitBatchResult) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SubmitBatchResult) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SubmitBatchResult) GetDisplayId() string {
+	if x != nil {
+		return x.DisplayId
+	}
+	return ""
+}
+
+func (x *SubmitBatchResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SubmitBatchResult) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+type SubmitBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*SubmitBatchResult   `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchResponse) Reset() {
+	*x = SubmitBatchResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchResponse) ProtoMessage() {}
+
+func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
+func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SubmitBatchResponse) GetResults() []*SubmitBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type CheckpointAllocationRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -31,7 +191,7 @@ type CheckpointAllocationRequest struct {
 
 func (x *CheckpointAllocationRequest) Reset() {
 	*x = CheckpointAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +203,7 @@ func (x *CheckpointAllocationRequest) String() string {
 func (*CheckpointAllocationRequest) ProtoMessage() {}
 
 func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +216,7 @@ func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAllocationRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CheckpointAllocationRequest) GetId() string {
@@ -84,7 +244,7 @@ type CheckpointAllocationResponse struct {
 
 func (x *CheckpointAllocationResponse) Reset() {
 	*x = CheckpointAllocationResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -96,7 +256,7 @@ func (x *CheckpointAllocationResponse) String() string {
 func (*CheckpointAllocationResponse) ProtoMessage() {}
 
 func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -109,7 +269,7 @@ func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAllocationResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointAllocationResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CheckpointAllocationResponse) GetId() string {
@@ -143,7 +303,7 @@ type CheckpointDoneRequest struct {
 
 func (x *CheckpointDoneRequest) Reset() {
 	*x = CheckpointDoneRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +315,7 @@ func (x *CheckpointDoneRequest) String() string {
 func (*CheckpointDoneRequest) ProtoMessage() {}
 
 func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +328,7 @@ func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDoneRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointDoneRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CheckpointDoneRequest) GetId() string {
@@ -193,7 +353,7 @@ type CheckpointDoneResponse struct {
 
 func (x *CheckpointDoneResponse) Reset() {
 	*x = CheckpointDoneResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -205,7 +365,7 @@ func (x *CheckpointDoneResponse) String() string {
 func (*CheckpointDoneResponse) ProtoMessage() {}
 
 func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -218,7 +378,7 @@ func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDoneResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointDoneResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
 }
 
 type Dependency struct {
@@ -232,7 +392,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +404,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +417,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Dependency) GetCondition() string {
@@ -293,7 +453,7 @@ type ArraySpec struct {
 
 func (x *ArraySpec) Reset() {
 	*x = ArraySpec{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +465,7 @@ func (x *ArraySpec) String() string {
 func (*ArraySpec) ProtoMessage() {}
 
 func (x *ArraySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +478,7 @@ func (x *ArraySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArraySpec.ProtoReflect.Descriptor instead.
 func (*ArraySpec) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ArraySpec) GetStart() int32 {
@@ -391,7 +551,7 @@ type AllocationRequest struct {
 
 func (x *AllocationRequest) Reset() {
 	*x = AllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +563,7 @@ func (x *AllocationRequest) String() string {
 func (*AllocationRequest) ProtoMessage() {}
 
 func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +576,7 @@ func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocationRequest.ProtoReflect.Descriptor instead.
 func (*AllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AllocationRequest) GetName() string {
@@ -637,7 +797,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +809,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +822,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Preemption) GetKind() string {
@@ -718,7 +878,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +890,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +903,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubmitRequest) GetRequest() *AllocationRequest {
@@ -772,7 +932,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +944,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +957,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SubmitResponse) GetIds() []uint64 {
@@ -825,7 +985,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +997,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1010,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Transition) GetState() string {
@@ -908,7 +1068,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1080,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1093,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Allocation) GetId() uint64 {
@@ -1129,7 +1289,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1301,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1314,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Step) GetId() int32 {
@@ -1230,7 +1390,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1402,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1415,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetAllocationRequest) GetId() string {
@@ -1284,7 +1444,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1456,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1469,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListAllocationsRequest) GetStates() []string {
@@ -1375,7 +1535,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1547,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1560,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -1427,7 +1587,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1599,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1612,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelRequest) GetIds() []string {
@@ -1480,7 +1640,7 @@ type CancelResult struct {
 
 func (x *CancelResult) Reset() {
 	*x = CancelResult{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1652,7 @@ func (x *CancelResult) String() string {
 func (*CancelResult) ProtoMessage() {}
 
 func (x *CancelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1665,7 @@ func (x *CancelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResult.ProtoReflect.Descriptor instead.
 func (*CancelResult) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelResult) GetId() string {
@@ -1538,7 +1698,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1710,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1723,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelResponse) GetResults() []*CancelResult {
@@ -1585,7 +1745,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1757,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1770,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1652,7 +1812,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1824,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1837,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -1710,7 +1870,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1882,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1895,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExplainRequest) GetId() string {
@@ -1758,7 +1918,7 @@ type FactorScore struct {
 
 func (x *FactorScore) Reset() {
 	*x = FactorScore{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1930,7 @@ func (x *FactorScore) String() string {
 func (*FactorScore) ProtoMessage() {}
 
 func (x *FactorScore) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1943,7 @@ func (x *FactorScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactorScore.ProtoReflect.Descriptor instead.
 func (*FactorScore) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FactorScore) GetName() string {
@@ -1831,7 +1991,7 @@ type FilterCount struct {
 
 func (x *FilterCount) Reset() {
 	*x = FilterCount{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2003,7 @@ func (x *FilterCount) String() string {
 func (*FilterCount) ProtoMessage() {}
 
 func (x *FilterCount) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2016,7 @@ func (x *FilterCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterCount.ProtoReflect.Descriptor instead.
 func (*FilterCount) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FilterCount) GetFilter() string {
@@ -1893,7 +2053,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2065,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2078,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Explanation) GetId() string {
@@ -2010,7 +2170,17 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"Y\n" +
+	"lattice.v1\"K\n" +
+	"\x12SubmitBatchRequest\x125\n" +
+	"\brequests\x18\x01 \x03(\v2\x19.lattice.v1.SubmitRequestR\brequests\"n\n" +
+	"\x11SubmitBatchResult\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
+	"\n" +
+	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\tR\x04code\"N\n" +
+	"\x13SubmitBatchResponse\x127\n" +
+	"\aresults\x18\x01 \x03(\v2\x1d.lattice.v1.SubmitBatchResultR\aresults\"Y\n" +
 	"\x1bCheckpointAllocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"n\n" +
@@ -2188,7 +2358,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fweights_profile\x18\n" +
 	" \x01(\tR\x0eweightsProfile\x12%\n" +
 	"\x0equeue_position\x18\v \x01(\x05R\rqueuePosition\x12\x14\n" +
-	"\x05nodes\x18\f \x03(\tR\x05nodes2\xda\x04\n" +
+	"\x05nodes\x18\f \x03(\tR\x05nodes2\xaa\x05\n" +
 	"\x11AllocationService\x12?\n" +
 	"\x06Submit\x12\x19.lattice.v1.SubmitRequest\x1a\x1a.lattice.v1.SubmitResponse\x12?\n" +
 	"\x03Get\x12 .lattice.v1.GetAllocationRequest\x1a\x16.lattice.v1.Allocation\x12O\n" +
@@ -2198,7 +2368,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\aExplain\x12\x1a.lattice.v1.ExplainRequest\x1a\x17.lattice.v1.Explanation\x12_\n" +
 	"\n" +
 	"Checkpoint\x12'.lattice.v1.CheckpointAllocationRequest\x1a(.lattice.v1.CheckpointAllocationResponse\x12W\n" +
-	"\x0eCheckpointDone\x12!.lattice.v1.CheckpointDoneRequest\x1a\".lattice.v1.CheckpointDoneResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
+	"\x0eCheckpointDone\x12!.lattice.v1.CheckpointDoneRequest\x1a\".lattice.v1.CheckpointDoneResponse\x12N\n" +
+	"\vSubmitBatch\x12\x1e.lattice.v1.SubmitBatchRequest\x1a\x1f.lattice.v1.SubmitBatchResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
 var (
 	file_lattice_v1_allocation_proto_rawDescOnce sync.Once
@@ -2212,68 +2383,75 @@ func file_lattice_v1_allocation_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_allocation_proto_rawDescData
 }
 
-var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_lattice_v1_allocation_proto_goTypes = []any{
-	(*CheckpointAllocationRequest)(nil),  // 0: lattice.v1.CheckpointAllocationRequest
-	(*CheckpointAllocationResponse)(nil), // 1: lattice.v1.CheckpointAllocationResponse
-	(*CheckpointDoneRequest)(nil),        // 2: lattice.v1.CheckpointDoneRequest
-	(*CheckpointDoneResponse)(nil),       // 3: lattice.v1.CheckpointDoneResponse
-	(*Dependency)(nil),                   // 4: lattice.v1.Dependency
-	(*ArraySpec)(nil),                    // 5: lattice.v1.ArraySpec
-	(*AllocationRequest)(nil),            // 6: lattice.v1.AllocationRequest
-	(*Preemption)(nil),                   // 7: lattice.v1.Preemption
-	(*SubmitRequest)(nil),                // 8: lattice.v1.SubmitRequest
-	(*SubmitResponse)(nil),               // 9: lattice.v1.SubmitResponse
-	(*Transition)(nil),                   // 10: lattice.v1.Transition
-	(*Allocation)(nil),                   // 11: lattice.v1.Allocation
-	(*Step)(nil),                         // 12: lattice.v1.Step
-	(*GetAllocationRequest)(nil),         // 13: lattice.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 14: lattice.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 15: lattice.v1.ListAllocationsResponse
-	(*CancelRequest)(nil),                // 16: lattice.v1.CancelRequest
-	(*CancelResult)(nil),                 // 17: lattice.v1.CancelResult
-	(*CancelResponse)(nil),               // 18: lattice.v1.CancelResponse
-	(*LogsRequest)(nil),                  // 19: lattice.v1.LogsRequest
-	(*LogChunk)(nil),                     // 20: lattice.v1.LogChunk
-	(*ExplainRequest)(nil),               // 21: lattice.v1.ExplainRequest
-	(*FactorScore)(nil),                  // 22: lattice.v1.FactorScore
-	(*FilterCount)(nil),                  // 23: lattice.v1.FilterCount
-	(*Explanation)(nil),                  // 24: lattice.v1.Explanation
+	(*SubmitBatchRequest)(nil),           // 0: lattice.v1.SubmitBatchRequest
+	(*SubmitBatchResult)(nil),            // 1: lattice.v1.SubmitBatchResult
+	(*SubmitBatchResponse)(nil),          // 2: lattice.v1.SubmitBatchResponse
+	(*CheckpointAllocationRequest)(nil),  // 3: lattice.v1.CheckpointAllocationRequest
+	(*CheckpointAllocationResponse)(nil), // 4: lattice.v1.CheckpointAllocationResponse
+	(*CheckpointDoneRequest)(nil),        // 5: lattice.v1.CheckpointDoneRequest
+	(*CheckpointDoneResponse)(nil),       // 6: lattice.v1.CheckpointDoneResponse
+	(*Dependency)(nil),                   // 7: lattice.v1.Dependency
+	(*ArraySpec)(nil),                    // 8: lattice.v1.ArraySpec
+	(*AllocationRequest)(nil),            // 9: lattice.v1.AllocationRequest
+	(*Preemption)(nil),                   // 10: lattice.v1.Preemption
+	(*SubmitRequest)(nil),                // 11: lattice.v1.SubmitRequest
+	(*SubmitResponse)(nil),               // 12: lattice.v1.SubmitResponse
+	(*Transition)(nil),                   // 13: lattice.v1.Transition
+	(*Allocation)(nil),                   // 14: lattice.v1.Allocation
+	(*Step)(nil),                         // 15: lattice.v1.Step
+	(*GetAllocationRequest)(nil),         // 16: lattice.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 17: lattice.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 18: lattice.v1.ListAllocationsResponse
+	(*CancelRequest)(nil),                // 19: lattice.v1.CancelRequest
+	(*CancelResult)(nil),                 // 20: lattice.v1.CancelResult
+	(*CancelResponse)(nil),               // 21: lattice.v1.CancelResponse
+	(*LogsRequest)(nil),                  // 22: lattice.v1.LogsRequest
+	(*LogChunk)(nil),                     // 23: lattice.v1.LogChunk
+	(*ExplainRequest)(nil),               // 24: lattice.v1.ExplainRequest
+	(*FactorScore)(nil),                  // 25: lattice.v1.FactorScore
+	(*FilterCount)(nil),                  // 26: lattice.v1.FilterCount
+	(*Explanation)(nil),                  // 27: lattice.v1.Explanation
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
-	4,  // 0: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
-	5,  // 1: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
-	6,  // 2: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
-	6,  // 3: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
-	10, // 4: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
-	24, // 5: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
-	7,  // 6: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
-	12, // 7: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
-	11, // 8: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	17, // 9: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	22, // 10: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	23, // 11: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	8,  // 12: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	13, // 13: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	14, // 14: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	16, // 15: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	19, // 16: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	21, // 17: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	0,  // 18: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	2,  // 19: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	9,  // 20: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	11, // 21: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	15, // 22: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	18, // 23: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	20, // 24: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	24, // 25: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	1,  // 26: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	3,  // 27: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	11, // 0: lattice.v1.SubmitBatchRequest.requests:type_name -> lattice.v1.SubmitRequest
+	1,  // 1: lattice.v1.SubmitBatchResponse.results:type_name -> lattice.v1.SubmitBatchResult
+	7,  // 2: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
+	8,  // 3: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
+	9,  // 4: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
+	9,  // 5: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
+	13, // 6: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
+	27, // 7: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
+	10, // 8: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
+	15, // 9: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
+	14, // 10: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	20, // 11: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	25, // 12: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	26, // 13: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	11, // 14: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	16, // 15: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	17, // 16: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	19, // 17: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	22, // 18: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	24, // 19: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	3,  // 20: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	5,  // 21: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	0,  // 22: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
+	12, // 23: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	14, // 24: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	18, // 25: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	21, // 26: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	23, // 27: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	27, // 28: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	4,  // 29: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	6,  // 30: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	2,  // 31: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
+	23, // [23:32] is the sub-list for method output_type
+	14, // [14:23] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -2287,7 +2465,7 @@ func file_lattice_v1_allocation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_allocation_proto_rawDesc), len(file_lattice_v1_allocation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

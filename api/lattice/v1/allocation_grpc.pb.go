@@ -27,6 +27,7 @@ const (
 	AllocationService_Explain_FullMethodName        = "/lattice.v1.AllocationService/Explain"
 	AllocationService_Checkpoint_FullMethodName     = "/lattice.v1.AllocationService/Checkpoint"
 	AllocationService_CheckpointDone_FullMethodName = "/lattice.v1.AllocationService/CheckpointDone"
+	AllocationService_SubmitBatch_FullMethodName    = "/lattice.v1.AllocationService/SubmitBatch"
 )
 
 // AllocationServiceClient is the client API for AllocationService service.
@@ -47,6 +48,10 @@ type AllocationServiceClient interface {
 	// CheckpointDone acknowledges a webhook-mode checkpoint (the application
 	// calls it, or `latticectl checkpoint done ID`, once its checkpoint is written).
 	CheckpointDone(ctx context.Context, in *CheckpointDoneRequest, opts ...grpc.CallOption) (*CheckpointDoneResponse, error)
+	// SubmitBatch submits many requests in one Raft entry. Each is checked as
+	// Submit checks it and applied on its own: one refused leaves the others
+	// standing; results come back in order.
+	SubmitBatch(ctx context.Context, in *SubmitBatchRequest, opts ...grpc.CallOption) (*SubmitBatchResponse, error)
 }
 
 type allocationServiceClient struct {
@@ -146,6 +151,16 @@ func (c *allocationServiceClient) CheckpointDone(ctx context.Context, in *Checkp
 	return out, nil
 }
 
+func (c *allocationServiceClient) SubmitBatch(ctx context.Context, in *SubmitBatchRequest, opts ...grpc.CallOption) (*SubmitBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitBatchResponse)
+	err := c.cc.Invoke(ctx, AllocationService_SubmitBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AllocationServiceServer is the server API for AllocationService service.
 // All implementations must embed UnimplementedAllocationServiceServer
 // for forward compatibility.
@@ -164,6 +179,10 @@ type AllocationServiceServer interface {
 	// CheckpointDone acknowledges a webhook-mode checkpoint (the application
 	// calls it, or `latticectl checkpoint done ID`, once its checkpoint is written).
 	CheckpointDone(context.Context, *CheckpointDoneRequest) (*CheckpointDoneResponse, error)
+	// SubmitBatch submits many requests in one Raft entry. Each is checked as
+	// Submit checks it and applied on its own: one refused leaves the others
+	// standing; results come back in order.
+	SubmitBatch(context.Context, *SubmitBatchRequest) (*SubmitBatchResponse, error)
 	mustEmbedUnimplementedAllocationServiceServer()
 }
 
@@ -197,6 +216,9 @@ func (UnimplementedAllocationServiceServer) Checkpoint(context.Context, *Checkpo
 }
 func (UnimplementedAllocationServiceServer) CheckpointDone(context.Context, *CheckpointDoneRequest) (*CheckpointDoneResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckpointDone not implemented")
+}
+func (UnimplementedAllocationServiceServer) SubmitBatch(context.Context, *SubmitBatchRequest) (*SubmitBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitBatch not implemented")
 }
 func (UnimplementedAllocationServiceServer) mustEmbedUnimplementedAllocationServiceServer() {}
 func (UnimplementedAllocationServiceServer) testEmbeddedByValue()                           {}
@@ -356,6 +378,24 @@ func _AllocationService_CheckpointDone_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AllocationService_SubmitBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).SubmitBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_SubmitBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).SubmitBatch(ctx, req.(*SubmitBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AllocationService_ServiceDesc is the grpc.ServiceDesc for AllocationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +430,10 @@ var AllocationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckpointDone",
 			Handler:    _AllocationService_CheckpointDone_Handler,
+		},
+		{
+			MethodName: "SubmitBatch",
+			Handler:    _AllocationService_SubmitBatch_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
