@@ -122,7 +122,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[uint64]*process
-	closed  bool
+	// starting: runs being started (files, fork/exec) outside mu, by allocation.
+	starting map[uint64]int
+	closed   bool
 	wg      sync.WaitGroup
 }
 
@@ -308,33 +310,84 @@ func (r *Runner) Paths(id uint64) (LogPaths, bool) {
 }
 
 // Start launches an allocation. An error means nothing was started.
+//
+// Starts of different allocations run concurrently: the lock is held only
+// to claim the allocation and to record the started process, not for the
+// files and the fork/exec in between.
 func (r *Runner) Start(l Launch) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return errors.New("agent is shutting down")
 	}
 	if old, dup := r.running[l.AllocID]; dup {
+		r.mu.Unlock()
 		if old.launch.RequeueCount == l.RequeueCount {
 			return nil
 		}
 		return fmt.Errorf("allocation %d: run %d still runs here; run %d cannot start before it ends", l.AllocID, old.launch.RequeueCount, l.RequeueCount)
 	}
+	if run, dup := r.starting[l.AllocID]; dup {
+		r.mu.Unlock()
+		if run == l.RequeueCount {
+			return nil
+		}
+		return fmt.Errorf("allocation %d: run %d is starting here; run %d cannot start before it ends", l.AllocID, run, l.RequeueCount)
+	}
+	if r.starting == nil {
+		r.starting = map[uint64]int{}
+	}
+	r.starting[l.AllocID] = l.RequeueCount
+	r.wg.Add(1) // Shutdown waits for a start in flight; the process's wait takes it over
+	r.mu.Unlock()
+	p, err := r.spawn(l)
+	r.mu.Lock()
+	delete(r.starting, l.AllocID)
+	if err != nil {
+		r.mu.Unlock()
+		r.wg.Done()
+		return err
+	}
+	r.running[l.AllocID] = p
+	if l.Walltime > 0 {
+		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
+	}
+	closed := r.closed
+	r.mu.Unlock()
+	go func() {
+		err := p.cmd.Wait()
+		code, msg := exitCodeOf(err), ""
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			msg = err.Error()
+		}
+		r.finish(p, code, msg)
+	}()
+	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
+	if closed {
+		// Shut down while it started: stop it like the others.
+		r.stop(p, model.ReasonNodeFailure, l.Grace)
+	}
+	return nil
+}
+
+// spawn prepares the files of a run and starts its process (Runner.mu not held).
+func (r *Runner) spawn(l Launch) (*process, error) {
 	if l.WorkDir != "" {
 		if st, err := os.Stat(l.WorkDir); err != nil || !st.IsDir() {
-			return fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
+			return nil, fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
 		}
 	}
 	cred, err := r.credential(l)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	procCred := cred // the credential of the process started here
 	if l.CheckpointDir == "" {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
 	if err := os.MkdirAll(l.CheckpointDir, 0o700); err != nil {
-		return fmt.Errorf("checkpoint dir: %w", err)
+		return nil, fmt.Errorf("checkpoint dir: %w", err)
 	}
 	started := false
 	defer func() {
@@ -344,22 +397,22 @@ func (r *Runner) Start(l Launch) error {
 	}()
 	// An acknowledgement left by an earlier run acknowledges nothing now.
 	if err := removeIfExists(l.DonePath()); err != nil {
-		return fmt.Errorf("checkpoint done file: %w", err)
+		return nil, fmt.Errorf("checkpoint done file: %w", err)
 	}
 	lp := r.logPaths(l)
 	meta, _ := json.Marshal(lp)
 	if err := os.WriteFile(filepath.Join(r.dir, "logs", strconv.FormatUint(l.AllocID, 10)+".json"), meta, 0o644); err != nil {
-		return fmt.Errorf("record log paths: %w", err)
+		return nil, fmt.Errorf("record log paths: %w", err)
 	}
 	stdout, err := openLog(lp.Stdout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stderr := stdout
 	if lp.Stderr != lp.Stdout {
 		if stderr, err = openLog(lp.Stderr); err != nil {
 			stdout.Close()
-			return err
+			return nil, err
 		}
 	}
 	var cmd *exec.Cmd
@@ -368,7 +421,7 @@ func (r *Runner) Start(l Launch) error {
 		path := filepath.Join(r.dir, "scripts", strconv.FormatUint(l.AllocID, 10)+".sh")
 		if err := os.WriteFile(path, []byte(l.Script), 0o700); err != nil {
 			closeLogs(stdout, stderr)
-			return fmt.Errorf("write script: %w", err)
+			return nil, fmt.Errorf("write script: %w", err)
 		}
 		if strings.HasPrefix(l.Script, "#!") {
 			cmd = exec.Command(path)
@@ -384,24 +437,24 @@ func (r *Runner) Start(l Launch) error {
 		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, BaseEnv())), "PATH"))
 		if err != nil {
 			closeLogs(stdout, stderr)
-			return fmt.Errorf("command: %w", err)
+			return nil, fmt.Errorf("command: %w", err)
 		}
 		cmd = exec.Command(path, l.Command[1:]...)
 		cmd.Args[0] = l.Command[0]
 	default:
 		closeLogs(stdout, stderr)
-		return errors.New("allocation has neither a command nor a script")
+		return nil, errors.New("allocation has neither a command nor a script")
 	}
 	cmd.Env = r.stepEnv(Env(l, BaseEnv()))
 	if l.StatusFile != "" {
 		if err := removeIfExists(l.StatusFile); err != nil {
 			closeLogs(stdout, stderr)
-			return fmt.Errorf("status file: %w", err)
+			return nil, fmt.Errorf("status file: %w", err)
 		}
 		sup, err := supervisorCommand(l.StatusFile, cmd.Path, cmd.Args)
 		if err != nil {
 			closeLogs(stdout, stderr)
-			return err
+			return nil, err
 		}
 		sup.Env = append(cmd.Env, superviseEnv+"="+l.StatusFile)
 		if cred != nil {
@@ -417,31 +470,15 @@ func (r *Runner) Start(l Launch) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: procCred}
 	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
 		closeLogs(stdout, stderr)
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		closeLogs(stdout, stderr)
-		return fmt.Errorf("start entrypoint: %w", err)
+		return nil, fmt.Errorf("start entrypoint: %w", err)
 	}
 	closeLogs(stdout, stderr) // the child holds its own descriptors
 	started = true
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}
-	r.running[l.AllocID] = p
-	if l.Walltime > 0 {
-		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
-	}
-	r.wg.Add(1)
-	go func() {
-		err := p.cmd.Wait()
-		code, msg := exitCodeOf(err), ""
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			msg = err.Error()
-		}
-		r.finish(p, code, msg)
-	}()
-	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
-	return nil
+	return &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}, nil
 }
 
 func openLog(path string) (*os.File, error) {

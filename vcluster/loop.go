@@ -166,7 +166,7 @@ func (l *Loop) init() {
 }
 
 // Wake asks for a cycle soon (a submission or a completion happened). The
-// loop still waits its minimum interval since the last cycle.
+// loop still waits its wake gap since the last cycle (Run).
 func (l *Loop) Wake() {
 	l.init()
 	select {
@@ -175,11 +175,28 @@ func (l *Loop) Wake() {
 	}
 }
 
+// Woken cycles pace themselves by their own cost: after a wake the loop
+// waits wakeDuty times as long as its last cycle took, at least
+// minWakeGap and at most the vCluster's MinInterval. A cheap cycle (a few
+// ms) can so follow the completions that free nodes within tens of
+// milliseconds, while the scheduler never takes more than about
+// 1/(wakeDuty+1) of a core however busy the cluster is.
+const (
+	wakeDuty   = 4
+	minWakeGap = 10 * time.Millisecond
+)
+
+// wakeGap is how long after a cycle that took took a woken loop waits.
+func wakeGap(took, minInterval time.Duration) time.Duration {
+	return min(minInterval, max(minWakeGap, wakeDuty*took))
+}
+
 // Run cycles until ctx ends: every cycle interval, or earlier when woken,
-// but never more often than the minimum interval.
+// but never sooner after the last cycle than its wake gap (wakeGap).
 func (l *Loop) Run(ctx context.Context) {
 	l.init()
 	var last time.Time
+	var took time.Duration
 	for {
 		interval, minInterval := l.intervals()
 		wait := interval
@@ -194,11 +211,11 @@ func (l *Loop) Run(ctx context.Context) {
 		case <-timer.C:
 		case <-l.wake:
 			timer.Stop()
-			if since := time.Since(last); since < minInterval {
+			if gap, since := wakeGap(took, minInterval), time.Since(last); since < gap {
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(minInterval - since):
+				case <-time.After(gap - since):
 				}
 			}
 		}
@@ -206,6 +223,7 @@ func (l *Loop) Run(ctx context.Context) {
 		if err := l.safeCycle(ctx); err != nil && ctx.Err() == nil {
 			l.Log.Warn("scheduling cycle failed", "vcluster", l.Name, "err", err)
 		}
+		took = time.Since(last)
 	}
 }
 
