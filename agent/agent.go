@@ -89,7 +89,7 @@ type Agent struct {
 	stateVersion uint64
 	stateMu      sync.Mutex // orders state file writes
 	// launchSlots bounds the starts in flight (launchAsync).
-	launchSlots chan struct{}
+	launchSlots  chan struct{}
 	stateWritten uint64
 }
 

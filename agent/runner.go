@@ -125,7 +125,7 @@ type Runner struct {
 	// starting: runs being started (files, fork/exec) outside mu, by allocation.
 	starting map[uint64]int
 	closed   bool
-	wg      sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 type process struct {
