@@ -45,6 +45,9 @@ type Config struct {
 	// submitted it (latticed dev).
 	AllowRootJobs bool
 	RunAsSelf     bool
+	// VirtualRuns starts no processes (RunnerConfig.VirtualRuns): for
+	// scale tests of the control plane with simulated nodes.
+	VirtualRuns bool
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
@@ -172,7 +175,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf,
+	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
 		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers})
 	if err != nil {
 		return nil, err

@@ -85,6 +85,11 @@ type RunnerConfig struct {
 	// AllowRootJobs and RunAsSelf: see Config (credential.go).
 	AllowRootJobs bool
 	RunAsSelf     bool
+	// VirtualRuns starts no processes (scale tests of the control plane
+	// with thousands of simulated nodes): a run whose command is
+	// `sleep SECONDS` lasts that long, any other ends at once with exit 0; a
+	// stop ends it at once as the signal would.
+	VirtualRuns bool
 	// CheckpointDir is the root of the per-allocation checkpoint
 	// directories (default Dir/checkpoints).
 	CheckpointDir string
@@ -126,6 +131,7 @@ type Runner struct {
 	starting map[uint64]int
 	closed   bool
 	wg       sync.WaitGroup
+	virtual  bool // RunnerConfig.VirtualRuns
 }
 
 type process struct {
@@ -144,6 +150,21 @@ type process struct {
 	ckpt *checkpointRun
 	// reportMu orders a checkpoint's RUNNING outcome before the exit.
 	reportMu sync.Mutex
+	// stopped ends a virtual run (no process: pgid 0) when it is signalled.
+	stopped     chan struct{}
+	stoppedOnce sync.Once
+}
+
+// signal sends sig to the process group; a virtual run has none, and ends
+// at its first signal. Never signals group 0 (the agent's own).
+func (p *process) signal(sig syscall.Signal) error {
+	if p.pgid <= 0 {
+		if p.stopped != nil {
+			p.stoppedOnce.Do(func() { close(p.stopped) })
+		}
+		return nil
+	}
+	return syscall.Kill(-p.pgid, sig)
 }
 
 // LogPaths records where an allocation's output went.
@@ -178,7 +199,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
 		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
-		shimDir: cfg.ShimDir, servers: cfg.Servers, tag: tag}
+		shimDir: cfg.ShimDir, servers: cfg.Servers, tag: tag, virtual: cfg.VirtualRuns}
 	r.sayWhoRunsJobs()
 	return r, nil
 }
@@ -340,7 +361,13 @@ func (r *Runner) Start(l Launch) error {
 	r.starting[l.AllocID] = l.RequeueCount
 	r.wg.Add(1) // Shutdown waits for a start in flight; the process's wait takes it over
 	r.mu.Unlock()
-	p, err := r.spawn(l)
+	var p *process
+	var err error
+	if r.virtual {
+		p = &process{launch: l, done: make(chan struct{}), stopped: make(chan struct{})}
+	} else {
+		p, err = r.spawn(l)
+	}
 	r.mu.Lock()
 	delete(r.starting, l.AllocID)
 	if err != nil {
@@ -355,6 +382,10 @@ func (r *Runner) Start(l Launch) error {
 	closed := r.closed
 	r.mu.Unlock()
 	go func() {
+		if p.cmd == nil {
+			r.finish(p, virtualWait(p), "")
+			return
+		}
 		err := p.cmd.Wait()
 		code, msg := exitCodeOf(err), ""
 		var ee *exec.ExitError
@@ -521,7 +552,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 		p.timer.Stop()
 	}
 	// Whatever the entrypoint left behind in its group goes with it.
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	_ = p.signal(syscall.SIGKILL)
 	close(p.done)
 	r.mu.Lock()
 	delete(r.running, p.launch.AllocID)
@@ -617,12 +648,12 @@ func (r *Runner) stop(p *process, reason string, grace time.Duration) {
 		p.why = reason
 		r.mu.Unlock()
 		r.log.Info("stopping allocation", "alloc", p.launch.AllocID, "reason", reason, "grace", grace)
-		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+		_ = p.signal(syscall.SIGTERM)
 		go func() {
 			select {
 			case <-p.done:
 			case <-time.After(grace):
-				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+				_ = p.signal(syscall.SIGKILL)
 			}
 		}()
 	})
@@ -645,7 +676,7 @@ func (r *Runner) Signal(id uint64, sig syscall.Signal) bool {
 	if p == nil {
 		return false
 	}
-	return syscall.Kill(-p.pgid, sig) == nil
+	return p.signal(sig) == nil
 }
 
 // Running lists the allocations running now, in id order.
@@ -704,4 +735,29 @@ func (r *Runner) Shutdown(grace time.Duration) {
 		r.stop(p, model.ReasonNodeFailure, grace)
 	}
 	r.wg.Wait()
+}
+
+// virtualWait is the life of a virtual run: `sleep SECONDS` lasts that
+// long, anything else ends at once; a stop ends it with 143 (SIGTERM).
+func virtualWait(p *process) int {
+	var d time.Duration
+	if c := p.launch.Command; len(c) == 2 && c[0] == "sleep" {
+		if secs, err := strconv.ParseFloat(c[1], 64); err == nil && secs > 0 {
+			d = time.Duration(secs * float64(time.Second))
+		}
+	} else if len(c) == 1 {
+		if f := strings.Fields(c[0]); len(f) == 2 && f[0] == "sleep" {
+			if secs, err := strconv.ParseFloat(f[1], 64); err == nil && secs > 0 {
+				d = time.Duration(secs * float64(time.Second))
+			}
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0
+	case <-p.stopped:
+		return 143
+	}
 }

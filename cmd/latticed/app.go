@@ -391,6 +391,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "virtual-runs", EnvVars: env("virtual-runs"), Usage: "with --simulate: start no processes; a job `sleep S` lasts S seconds, any other ends at once with exit 0 (scale tests of the control plane)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (always with --simulate)"}),
 	}
 	return &cli.Command{
@@ -436,6 +437,8 @@ func runAgent(c *cli.Context) error {
 		}
 	} else if c.Int("simulate") < 0 {
 		return usageError{&model.FieldError{Field: "simulate", Value: fmt.Sprint(c.Int("simulate")), Allowed: "a node count >= 0"}}
+	} else if c.Bool("virtual-runs") {
+		return usageError{&model.FieldError{Field: "virtual-runs", Value: "true", Allowed: "only with --simulate N (a real node runs its jobs)"}}
 	} else {
 		nodes = []model.Node{{Name: c.String("name"), HomeVCluster: names[0], IdleWatts: idle, BusyWatts: busy, Fingerprint: fp}}
 	}
@@ -457,7 +460,7 @@ func runAgent(c *cli.Context) error {
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
-		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter})
+		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter, VirtualRuns: c.Bool("virtual-runs")})
 	if err != nil {
 		return err
 	}
