@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -73,7 +74,7 @@ type indexes struct {
 	vclusterDraw  map[string]int64   // by current vCluster
 	tenantRun     map[string]TenantRun
 	borrowed      map[BorrowKey]int
-	pending       map[string]map[uint64]struct{} // by vCluster
+	pending       map[string]map[uint64]*model.Allocation // by vCluster
 	active        map[uint64]struct{}
 	staging       map[uint64]struct{}
 	cancelling    map[uint64]struct{}
@@ -92,7 +93,7 @@ func newIndexes() indexes {
 		vclusterDraw:  map[string]int64{},
 		tenantRun:     map[string]TenantRun{},
 		borrowed:      map[BorrowKey]int{},
-		pending:       map[string]map[uint64]struct{}{},
+		pending:       map[string]map[uint64]*model.Allocation{},
 		active:        map[uint64]struct{}{},
 		staging:       map[uint64]struct{}{},
 		cancelling:    map[uint64]struct{}{},
@@ -191,10 +192,14 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 	case a.State == model.StatePending:
 		m := s.idx.pending[a.VCluster]
 		if m == nil {
-			m = map[uint64]struct{}{}
+			m = map[uint64]*model.Allocation{}
 			s.idx.pending[a.VCluster] = m
 		}
-		setMember(m, a.ID, add)
+		if add {
+			m[a.ID] = a
+		} else {
+			delete(m, a.ID)
+		}
 		if len(m) == 0 {
 			delete(s.idx.pending, a.VCluster)
 		}
@@ -390,7 +395,23 @@ func (s *State) byIDs(ids []uint64) []*model.Allocation {
 
 // Pending returns a vCluster's pending allocations in id order.
 func (s *State) Pending(vcluster string) []*model.Allocation {
-	return s.byIDs(sortedIDs(s.idx.pending[vcluster]))
+	out := s.PendingAnyOrder(vcluster)
+	slices.SortFunc(out, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+	return out
+}
+
+// PendingAnyOrder returns a vCluster's pending allocations in no
+// particular order (map order: never inside Apply). A reader under the
+// read lock takes them with it and sorts them after releasing it, so a
+// scheduling cycle over 100,000 pending allocations does not hold Apply
+// up for the sort.
+func (s *State) PendingAnyOrder(vcluster string) []*model.Allocation {
+	m := s.idx.pending[vcluster]
+	out := make([]*model.Allocation, 0, len(m))
+	for _, a := range m {
+		out = append(out, a)
+	}
+	return out
 }
 
 // PendingCount counts a vCluster's pending allocations.
@@ -525,4 +546,14 @@ func (s *State) takePruned() []*model.Allocation {
 	p := s.pruned
 	s.pruned = nil
 	return p
+}
+
+// ActiveAnyOrder returns the allocations holding nodes in no particular
+// order (map order: never inside Apply), for readers that index them.
+func (s *State) ActiveAnyOrder() []*model.Allocation {
+	out := make([]*model.Allocation, 0, len(s.idx.active))
+	for id := range s.idx.active {
+		out = append(out, s.allocs[id])
+	}
+	return out
 }

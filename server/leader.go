@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"github.com/latticehpc/lattice/checkpoint"
+	"slices"
 	"sync"
 	"time"
 
@@ -286,7 +288,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			Lenders:     map[string]bool{},
 			Nodes:       st.Nodes(),
 			Allocations: map[uint64]*model.Allocation{},
-			Pending:     st.Pending(name),
+			Pending:     st.PendingAnyOrder(name), // sorted below, after the lock
 			Tenants:     map[string]*model.Tenant{},
 			TenantLoad:  map[string]vcluster.TenantLoad{},
 			Groups:      st.Groups(),
@@ -298,7 +300,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 				snap.Lenders[v.Name] = true
 			}
 		}
-		for _, a := range st.Active() {
+		for _, a := range st.ActiveAnyOrder() {
 			snap.Allocations[a.ID] = a
 		}
 		// The allocations nodes are held for, so that a hold of one that is
@@ -317,6 +319,10 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 		}
 		s.powerSnapshot(st, vc, snap)
 	})
+	if snap != nil {
+		// Apply waits while the read lock is held: sort outside it.
+		slices.SortFunc(snap.Pending, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+	}
 	return snap, version, snap != nil
 }
 
