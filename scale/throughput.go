@@ -74,7 +74,7 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 	c := &cluster{bin: cfg.Bin, dir: cfg.Dir}
 	defer c.stop()
 	logf("starting three members and %d simulated nodes (real processes) in %s", cfg.Nodes, cfg.Dir)
-	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch", "--tenants", "default", "--max-array-size", "100000"}); err != nil {
+	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch", "--tenants", "default", "--max-array-size", "100000", "--raft-heartbeat-timeout", "1s"}); err != nil {
 		return nil, err
 	}
 	agents := max(1, min(4, cfg.Nodes/32))

@@ -93,6 +93,11 @@ type Config struct {
 	RaftNoSync bool
 	// RaftLogLevel is hashicorp/raft's own log level (default warn; "off").
 	RaftLogLevel string
+	// RaftHeartbeatTimeout is how long a follower waits for the leader
+	// before an election, and the election timeout; the leader lease is
+	// half of it (0 = quorum's default, 500 ms). A loaded machine wants
+	// more: a starved leader otherwise steps down under load.
+	RaftHeartbeatTimeout time.Duration
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
 
@@ -215,6 +220,7 @@ func New(cfg Config) (*Server, error) {
 	q, err := quorum.Open(quorum.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
+		HeartbeatTimeout: cfg.RaftHeartbeatTimeout, ElectionTimeout: cfg.RaftHeartbeatTimeout, LeaderLeaseTimeout: cfg.RaftHeartbeatTimeout / 2,
 		FaultInjection: cfg.FaultInjection,
 	}, s.fsm)
 	if err != nil {
