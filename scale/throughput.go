@@ -46,13 +46,22 @@ type ThroughputReport struct {
 	TotalSec       float64 `json:"complete_seconds"` // from the first submission (concurrent) or the release (phased)
 	SubmitPerSec   float64 `json:"submitted_per_second"`
 	CompletePerSec float64 `json:"completed_per_second"`
+	// Where the time went: the leader's scheduling cycles while the jobs
+	// ran, and the CPU the processes used (members, agents without their jobs).
+	Cycles      int     `json:"cycles"`
+	CycleMeanMs float64 `json:"cycle_mean_ms"`
+	MembersCPUs float64 `json:"members_cpu_seconds"`
+	AgentsCPUs  float64 `json:"agents_cpu_seconds"`
+	LoadAverage string  `json:"load_average"`
 }
 
 func (t *ThroughputReport) String() string {
 	return fmt.Sprintf("lattice throughput: submitted %.1f/s, completed %.1f/s over %d jobs on %d nodes\n"+
-		"  details: mode=%s; submit phase %.2fs; all complete %.2fs after %s; %d/%d COMPLETED, %d failed",
+		"  details: mode=%s; submit phase %.2fs; all complete %.2fs after %s; %d/%d COMPLETED, %d failed\n"+
+		"  %d scheduling cycles (mean %.1f ms); CPU: members %.1f s, agents %.1f s (not counting their jobs); load average %s",
 		t.SubmitPerSec, t.CompletePerSec, t.Jobs, t.Nodes, t.Mode, t.SubmitSec, t.TotalSec,
-		map[string]string{"concurrent": "first submit", "phased": "release"}[t.Mode], t.Completed, t.Submitted, t.Failed)
+		map[string]string{"concurrent": "first submit", "phased": "release"}[t.Mode], t.Completed, t.Submitted, t.Failed,
+		t.Cycles, t.CycleMeanMs, t.MembersCPUs, t.AgentsCPUs, t.LoadAverage)
 }
 
 // Throughput runs one comparison run and stops what it started.
@@ -105,6 +114,23 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 		return out, nil
 	}
 	common := []string{"-N", "1", "-t", "1", "--stdout", "/dev/null", "--stderr", "/dev/null"}
+	cpu := func() (members, agents float64) {
+		for _, m := range c.members {
+			if ps, err := readProc(m.pid()); err == nil {
+				members += ps.CPU.Seconds()
+			}
+		}
+		for _, a := range c.agents {
+			if a.Process != nil {
+				if ps, err := readProc(a.Process.Pid); err == nil {
+					agents += ps.CPU.Seconds()
+				}
+			}
+		}
+		return members, agents
+	}
+	m0, a0 := cpu()
+	before, _ := scrape(ctx, leader.metrics)
 	rep := &ThroughputReport{Mode: "concurrent", Nodes: cfg.Nodes, Jobs: cfg.Jobs}
 	var t0, tStart time.Time
 	if cfg.Phased {
@@ -187,6 +213,15 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 		time.Sleep(50 * time.Millisecond)
 	}
 	rep.TotalSec = time.Since(tStart).Seconds()
+	if after, err := scrape(ctx, leader.metrics); err == nil && before != nil {
+		h := histDelta(before, after, "lattice_scheduler_cycle_duration_seconds")
+		rep.Cycles, rep.CycleMeanMs = int(h.Count), 1000*h.mean()
+	}
+	m1, a1 := cpu()
+	rep.MembersCPUs, rep.AgentsCPUs = m1-m0, a1-a0
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
 	if rep.SubmitSec > 0 {
 		rep.SubmitPerSec = float64(rep.Submitted) / rep.SubmitSec
 	}

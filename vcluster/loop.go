@@ -151,6 +151,9 @@ type Loop struct {
 
 	wake chan struct{}
 	once sync.Once
+	// work is how long the last cycle computed before proposing (its CPU
+	// share; waiting for the commit is not), which paces woken cycles.
+	work time.Duration
 }
 
 func (l *Loop) init() {
@@ -176,7 +179,8 @@ func (l *Loop) Wake() {
 }
 
 // Woken cycles pace themselves by their own cost: after a wake the loop
-// waits wakeDuty times as long as its last cycle took, at least
+// waits wakeDuty times as long as its last cycle computed (up to its
+// proposal; the wait for the commit is not counted), at least
 // minWakeGap and at most the vCluster's MinInterval. A cheap cycle (a few
 // ms) can so follow the completions that free nodes within tens of
 // milliseconds, while the scheduler never takes more than about
@@ -220,10 +224,14 @@ func (l *Loop) Run(ctx context.Context) {
 			}
 		}
 		last = time.Now()
+		l.work = 0
 		if err := l.safeCycle(ctx); err != nil && ctx.Err() == nil {
 			l.Log.Warn("scheduling cycle failed", "vcluster", l.Name, "err", err)
 		}
 		took = time.Since(last)
+		if l.work > 0 {
+			took = l.work // the commit wait costs no CPU here
+		}
 	}
 }
 
@@ -393,6 +401,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			stats.Backfilled++
 		}
 	}
+	l.work = time.Since(began) // planning done; what follows waits for commits
 	if len(items) > 0 {
 		stats.Proposed = len(items)
 		outcomes, err := l.Proposer.AssignBatch(ctx, l.Name, items)
