@@ -3,6 +3,8 @@ package vcluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -45,7 +47,8 @@ func BenchmarkCycle10kNodes100kPending(b *testing.B) {
 	}
 	s := snapshot(vc, nodes, allocs...)
 	s.Groups = 10000 / 16
-	l := &Loop{Name: "hpc-batch", State: &fakeState{s}, Proposer: &fakeProposer{}, Planner: solver.Solve}
+	l := &Loop{Name: "hpc-batch", State: &fakeState{s}, Proposer: &fakeProposer{}, Planner: solver.Solve,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
