@@ -35,9 +35,14 @@ type Config struct {
 	// fault.
 	InvariantEvery time.Duration
 	Downtime       time.Duration // how long the restarted follower stays down
-	Mix            Mix
-	Seed           uint64
-	Log            io.Writer // progress
+	// Retention and PruneInterval are the members' --retention and
+	// --prune-interval: ended allocations leave the replicated state for
+	// the archive after Retention, so the state follows live work.
+	Retention     time.Duration
+	PruneInterval time.Duration
+	Mix           Mix
+	Seed          uint64
+	Log           io.Writer // progress
 }
 
 // Report is what a run measured.
@@ -131,7 +136,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	cfg.logf("starting three members in %s", cfg.Dir)
 	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch,ml-training", "--tenants", strings.Join(cfg.Mix.Tenants, ","),
-		"--max-array-size", "100000", "--down-after", "10m", "--degraded-after", "5m", "--raft-heartbeat-timeout", "1s"}); err != nil {
+		"--max-array-size", "100000", "--down-after", "10m", "--degraded-after", "5m", "--raft-heartbeat-timeout", "1s",
+		"--retention", cfg.Retention.String(), "--prune-interval", cfg.PruneInterval.String()}); err != nil {
 		return rep, err
 	}
 	split := func(k int) string {
