@@ -36,6 +36,13 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"agent", "--server", "127.0.0.1:1", "--node-watts", "x"}, "node-watts"},
 		{[]string{"--log-level", "loud", "dev"}, "log-level"},
 		{[]string{"server", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--virtual-runs"}, "virtual-runs"},
+		{[]string{"bench", "scale", "--sizes", "1:x"}, "sizes"},
+		{[]string{"bench", "scale", "--runtimes", "-5"}, "runtimes"},
+		{[]string{"bench", "scale", "--borrow", "2"}, "borrow"},
+		{[]string{"bench", "scale", "--agents", "0"}, "agents"},
+		{[]string{"bench", "scale", "--rate", "0"}, "rate"},
+		{[]string{"bench", "throughput", "--jobs", "0"}, "jobs"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
