@@ -185,7 +185,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer wg.Done()
 		rep.Submitted = submitAtRate(mctx, c.members, cfg.Rate, &cfg.Mix, cfg.Seed+1, lat)
 	}()
-	if cfg.InvariantEvery > 0 {
+	if cfg.InvariantEvery <= 0 {
+		<-mctx.Done()
+	} else {
 		tick := time.NewTicker(cfg.InvariantEvery)
 	loop:
 		for {
@@ -262,6 +264,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	cfg.logf("follower %s caught up with index %d in %.2f s", follower.id, target, rep.FollowerCatchUpSec)
 	stopBG()
+	rep.States = append(rep.States, checkState(ctx, c, "after the follower restart", rep))
 
 	// The leader crashes; a surviving member takes submissions again.
 	cfg.logf("killing the leader %s", leader.id)
