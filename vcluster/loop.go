@@ -180,19 +180,25 @@ func (l *Loop) Wake() {
 
 // Woken cycles pace themselves by their own cost: after a wake the loop
 // waits wakeDuty times as long as its last cycle computed (up to its
-// proposal; the wait for the commit is not counted), at least
-// minWakeGap and at most the vCluster's MinInterval. A cheap cycle (a few
-// ms) can so follow the completions that free nodes within tens of
-// milliseconds, while the scheduler never takes more than about
-// 1/(wakeDuty+1) of a core however busy the cluster is.
+// proposal; the wait for the commit is not counted), at least minWakeGap
+// and at most the cycle interval. A cheap cycle (a few ms) so follows the
+// completions that free nodes within tens of milliseconds, while a loop
+// never takes more than about 1/(wakeDuty+1) of a core however big the
+// queue: at 100,000 pending a cycle costs a second or more here, and
+// cycling back to back would starve Raft and the API on the same cores.
+// A MinInterval other than the default is kept as a floor.
 const (
 	wakeDuty   = 4
 	minWakeGap = 10 * time.Millisecond
 )
 
-// wakeGap is how long after a cycle that took took a woken loop waits.
-func wakeGap(took, minInterval time.Duration) time.Duration {
-	return min(minInterval, max(minWakeGap, wakeDuty*took))
+// wakeGap is how long after a cycle that computed for took a woken loop waits.
+func wakeGap(took, minInterval, interval time.Duration) time.Duration {
+	g := max(minWakeGap, wakeDuty*took)
+	if minInterval != model.DefaultMinInterval {
+		g = max(g, minInterval)
+	}
+	return min(g, interval)
 }
 
 // Run cycles until ctx ends: every cycle interval, or earlier when woken,
@@ -215,7 +221,7 @@ func (l *Loop) Run(ctx context.Context) {
 		case <-timer.C:
 		case <-l.wake:
 			timer.Stop()
-			if gap, since := wakeGap(took, minInterval), time.Since(last); since < gap {
+			if gap, since := wakeGap(took, minInterval, interval), time.Since(last); since < gap {
 				select {
 				case <-ctx.Done():
 					return

@@ -254,18 +254,21 @@ func (ts *timedState) Snapshot(vc string, now time.Time) (*Snapshot, uint64, boo
 }
 
 func TestWakeGap(t *testing.T) {
+	def := model.DefaultMinInterval
 	for _, tc := range []struct {
-		took, minInterval, want time.Duration
+		took, minInterval, interval, want time.Duration
 	}{
-		{0, 500 * time.Millisecond, 10 * time.Millisecond},
-		{time.Millisecond, 500 * time.Millisecond, 10 * time.Millisecond},
-		{5 * time.Millisecond, 500 * time.Millisecond, 20 * time.Millisecond},
-		{100 * time.Millisecond, 500 * time.Millisecond, 400 * time.Millisecond},
-		{time.Second, 500 * time.Millisecond, 500 * time.Millisecond},
-		{0, 5 * time.Millisecond, 5 * time.Millisecond}, // a lower ceiling wins
+		{0, def, time.Hour, 10 * time.Millisecond},
+		{time.Millisecond, def, time.Hour, 10 * time.Millisecond},
+		{5 * time.Millisecond, def, time.Hour, 20 * time.Millisecond},
+		{100 * time.Millisecond, def, time.Hour, 400 * time.Millisecond},
+		{time.Second, def, 5 * time.Second, 4 * time.Second},         // a costly cycle: a fifth of a core at most
+		{time.Second, def, 2 * time.Second, 2 * time.Second},         // never past the cycle interval
+		{0, 50 * time.Millisecond, time.Hour, 50 * time.Millisecond}, // a MinInterval set by hand is a floor
+		{20 * time.Millisecond, 50 * time.Millisecond, time.Hour, 80 * time.Millisecond},
 	} {
-		if got := wakeGap(tc.took, tc.minInterval); got != tc.want {
-			t.Errorf("wakeGap(%v, %v) = %v, want %v", tc.took, tc.minInterval, got, tc.want)
+		if got := wakeGap(tc.took, tc.minInterval, tc.interval); got != tc.want {
+			t.Errorf("wakeGap(%v, %v, %v) = %v, want %v", tc.took, tc.minInterval, tc.interval, got, tc.want)
 		}
 	}
 }
