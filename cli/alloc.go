@@ -243,8 +243,11 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 	}
 	if cmd := req.GetCommand(); len(cmd) > 0 {
 		kv(w, "Command", shellJoin(cmd))
+	} else if n := len(req.GetScript()); n > 0 {
+		kv(w, "Script", fmt.Sprintf("%d bytes", n))
 	} else {
-		kv(w, "Script", fmt.Sprintf("%d bytes", len(req.GetScript())))
+		// Ended allocations keep no script (the state keeps it for live work only).
+		kv(w, "Script", "-")
 	}
 	kv(w, "Work dir", orDash(req.GetWorkDir()))
 	kv(w, "Output", orDash(req.GetStdout()))
