@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -98,6 +99,9 @@ type Config struct {
 	// half of it (0 = quorum's default, 500 ms). A loaded machine wants
 	// more: a starved leader otherwise steps down under load.
 	RaftHeartbeatTimeout time.Duration
+	// Pprof serves Go's profiles under /debug/pprof/ on the metrics
+	// address (scale runs; the address is loopback unless set otherwise).
+	Pprof bool
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
 
@@ -291,6 +295,10 @@ func (s *Server) Serve() error {
 		mux := http.NewServeMux()
 		gather := prometheus.Gatherers{s.metrics.reg, raftRegistry}
 		mux.Handle("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{Registry: s.metrics.reg}))
+		if s.cfg.Pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		}
 		s.healthHandlers(mux)
 		s.httpSrv = &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		s.wg.Add(1)

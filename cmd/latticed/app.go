@@ -250,6 +250,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
+		&cli.BoolFlag{Name: "pprof", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on the metrics address", EnvVars: env("pprof")},
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	flags = append(flags, checkpointFlags()...)
@@ -335,7 +336,7 @@ func runServer(c *cli.Context) error {
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), PruneInterval: c.Duration("prune-interval"),
-		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"), RaftHeartbeatTimeout: c.Duration("raft-heartbeat-timeout"),
+		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"), RaftHeartbeatTimeout: c.Duration("raft-heartbeat-timeout"), Pprof: c.Bool("pprof"),
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
