@@ -557,3 +557,14 @@ func (s *State) ActiveAnyOrder() []*model.Allocation {
 	}
 	return out
 }
+
+// StagingAnyOrder returns the allocations assigned but not yet running in
+// no particular order (map order: never inside Apply), for the dispatcher,
+// which looks at them after every change.
+func (s *State) StagingAnyOrder() []*model.Allocation {
+	out := make([]*model.Allocation, 0, len(s.idx.staging))
+	for id := range s.idx.staging {
+		out = append(out, s.allocs[id])
+	}
+	return out
+}

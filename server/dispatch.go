@@ -196,7 +196,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 	}
 	d.mu.Unlock()
 	d.l.s.view(func(st *quorum.State) {
-		for _, a := range st.Staging() {
+		for _, a := range st.StagingAnyOrder() { // order does not matter; a sort of thousands would, under the lock
 			if len(a.Nodes) == 0 {
 				continue
 			}
