@@ -48,6 +48,9 @@ type Config struct {
 	// submitted it (latticed dev).
 	AllowRootJobs bool
 	RunAsSelf     bool
+	// VirtualRuns starts no processes (RunnerConfig.VirtualRuns): for
+	// scale tests of the control plane with simulated nodes.
+	VirtualRuns bool
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
@@ -104,6 +107,8 @@ type Agent struct {
 	detached     bool
 	stateVersion uint64
 	stateMu      sync.Mutex // orders state file writes
+	// launchSlots bounds the starts in flight (launchAsync).
+	launchSlots  chan struct{}
 	stateWritten uint64
 
 	facts MachineFacts // as last read (Machine), under mu
@@ -129,6 +134,10 @@ type runRecord struct {
 	// cancelled: a user's cancel came before any run started here; the
 	// CANCELLED report made the allocation terminal, so nothing starts.
 	cancelled bool
+	// launching: its start runs on its own goroutine (launchAsync); a
+	// cancel arriving meanwhile waits in cancelAfter until the start is done.
+	launching   bool
+	cancelAfter *latticev1.CancelAllocation
 	// checkpoints are the deadlines of the checkpoint requests received,
 	// newest last, kept across runs: a request the server resends (after a
 	// leader change) is delivered once.
@@ -181,12 +190,14 @@ func New(cfg Config) (*Agent, error) {
 		runs:    map[uint64]*runRecord{},
 		durable: map[uint64]*runState{},
 		blocked: map[uint64]bool{},
+
+		launchSlots: make(chan struct{}, maxConcurrentLaunches),
 	}
 	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf,
+	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
 		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile})
 	if err != nil {
 		return nil, err
@@ -729,8 +740,32 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		a.log.Warn("launch deferred: another allocation still runs on its nodes", "alloc", id, "run", run, "other", other)
 		return
 	}
+	rec.launching = true
 	a.mu.Unlock()
+	go a.launchAsync(l)
+}
+
+// maxConcurrentLaunches bounds the starts in flight on one agent.
+const maxConcurrentLaunches = 32
+
+// launchAsync starts a run off the stream's receive loop, so one agent
+// (one node, or thousands simulated) starts many runs at once: their
+// state-file writes share fsyncs (saveState) and their fork/execs overlap.
+// A cancel that came during the start is applied after it.
+func (a *Agent) launchAsync(l Launch) {
+	a.launchSlots <- struct{}{}
 	a.launch(l)
+	<-a.launchSlots
+	a.mu.Lock()
+	var c *latticev1.CancelAllocation
+	if rec := a.runs[l.AllocID]; rec != nil && rec.requeue == int32(l.RequeueCount) {
+		rec.launching = false
+		c, rec.cancelAfter = rec.cancelAfter, nil
+	}
+	a.mu.Unlock()
+	if c != nil {
+		a.cancel(c)
+	}
 }
 
 // startUnblocked launches the deferred runs whose nodes no other
@@ -814,6 +849,11 @@ func (a *Agent) cancel(c *latticev1.CancelAllocation) {
 		a.mu.Unlock()
 		a.log.Info("cancelled before it started", "alloc", id, "run", l.RequeueCount)
 		a.report(cloneReport(cancelled))
+		return
+	}
+	if rec != nil && rec.launching {
+		rec.cancelAfter = c // applied once the start is done (launchAsync)
+		a.mu.Unlock()
 		return
 	}
 	if rec != nil && rec.final == nil && !reported {

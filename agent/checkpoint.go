@@ -171,7 +171,7 @@ func (r *Runner) runCheckpoint(p *process, c *checkpointRun) {
 	case model.CheckpointSignal:
 		if o.Signal < 1 || o.Signal > 64 {
 			res, msg = failed, fmt.Sprintf("invalid checkpoint signal %d: allowed 1..64", int(o.Signal))
-		} else if err := syscall.Kill(-p.pgid, o.Signal); err != nil {
+		} else if err := p.signal(o.Signal); err != nil {
 			res, msg = failed, fmt.Sprintf("signal %d: %v", int(o.Signal), err)
 		}
 	case model.CheckpointHook:

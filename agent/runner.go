@@ -96,6 +96,11 @@ type RunnerConfig struct {
 	// AllowRootJobs and RunAsSelf: see Config (credential.go).
 	AllowRootJobs bool
 	RunAsSelf     bool
+	// VirtualRuns starts no processes (scale tests of the control plane
+	// with thousands of simulated nodes): a run whose command is
+	// `sleep SECONDS` lasts that long, any other ends at once with exit 0; a
+	// stop ends it at once as the signal would.
+	VirtualRuns bool
 	// CheckpointDir is the root of the per-allocation checkpoint
 	// directories (default Dir/checkpoints).
 	CheckpointDir string
@@ -137,8 +142,11 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[uint64]*process
-	closed  bool
-	wg      sync.WaitGroup
+	// starting: runs being started (files, fork/exec) outside mu, by allocation.
+	starting map[uint64]int
+	closed   bool
+	wg       sync.WaitGroup
+	virtual  bool // RunnerConfig.VirtualRuns
 }
 
 type process struct {
@@ -157,6 +165,21 @@ type process struct {
 	ckpt *checkpointRun
 	// reportMu orders a checkpoint's RUNNING outcome before the exit.
 	reportMu sync.Mutex
+	// stopped ends a virtual run (no process: pgid 0) when it is signalled.
+	stopped     chan struct{}
+	stoppedOnce sync.Once
+}
+
+// signal sends sig to the process group; a virtual run has none, and ends
+// at its first signal. Never signals group 0 (the agent's own).
+func (p *process) signal(sig syscall.Signal) error {
+	if p.pgid <= 0 {
+		if p.stopped != nil {
+			p.stoppedOnce.Do(func() { close(p.stopped) })
+		}
+		return nil
+	}
+	return syscall.Kill(-p.pgid, sig)
 }
 
 // LogPaths records where an allocation's output went.
@@ -191,7 +214,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
 		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
-		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag}
+		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns}
 	r.sayWhoRunsJobs()
 	return r, nil
 }
@@ -328,33 +351,94 @@ func (r *Runner) Paths(id uint64) (LogPaths, bool) {
 }
 
 // Start launches an allocation. An error means nothing was started.
+//
+// Starts of different allocations run concurrently: the lock is held only
+// to claim the allocation and to record the started process, not for the
+// files and the fork/exec in between.
 func (r *Runner) Start(l Launch) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return errors.New("agent is shutting down")
 	}
 	if old, dup := r.running[l.AllocID]; dup {
+		r.mu.Unlock()
 		if old.launch.RequeueCount == l.RequeueCount {
 			return nil
 		}
 		return fmt.Errorf("allocation %d: run %d still runs here; run %d cannot start before it ends", l.AllocID, old.launch.RequeueCount, l.RequeueCount)
 	}
+	if run, dup := r.starting[l.AllocID]; dup {
+		r.mu.Unlock()
+		if run == l.RequeueCount {
+			return nil
+		}
+		return fmt.Errorf("allocation %d: run %d is starting here; run %d cannot start before it ends", l.AllocID, run, l.RequeueCount)
+	}
+	if r.starting == nil {
+		r.starting = map[uint64]int{}
+	}
+	r.starting[l.AllocID] = l.RequeueCount
+	r.wg.Add(1) // Shutdown waits for a start in flight; the process's wait takes it over
+	r.mu.Unlock()
+	var p *process
+	var err error
+	if r.virtual {
+		p = &process{launch: l, done: make(chan struct{}), stopped: make(chan struct{})}
+	} else {
+		p, err = r.spawn(l)
+	}
+	r.mu.Lock()
+	delete(r.starting, l.AllocID)
+	if err != nil {
+		r.mu.Unlock()
+		r.wg.Done()
+		return err
+	}
+	r.running[l.AllocID] = p
+	if l.Walltime > 0 {
+		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
+	}
+	closed := r.closed
+	r.mu.Unlock()
+	go func() {
+		if p.cmd == nil {
+			r.finish(p, virtualWait(p), "")
+			return
+		}
+		err := p.cmd.Wait()
+		code, msg := exitCodeOf(err), ""
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			msg = err.Error()
+		}
+		r.finish(p, code, msg)
+	}()
+	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
+	if closed {
+		// Shut down while it started: stop it like the others.
+		r.stop(p, model.ReasonNodeFailure, l.Grace)
+	}
+	return nil
+}
+
+// spawn prepares the files of a run and starts its process (Runner.mu not held).
+func (r *Runner) spawn(l Launch) (*process, error) {
 	if l.WorkDir != "" {
 		if st, err := os.Stat(l.WorkDir); err != nil || !st.IsDir() {
-			return fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
+			return nil, fmt.Errorf("work dir %s does not exist on %s", l.WorkDir, strings.Join(l.Nodes[:min(1, len(l.Nodes))], ""))
 		}
 	}
 	cred, err := r.credential(l)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	procCred := cred // the credential of the process started here
 	if l.CheckpointDir == "" {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
 	if err := os.MkdirAll(l.CheckpointDir, 0o700); err != nil {
-		return fmt.Errorf("checkpoint dir: %w", err)
+		return nil, fmt.Errorf("checkpoint dir: %w", err)
 	}
 	started := false
 	defer func() {
@@ -364,22 +448,22 @@ func (r *Runner) Start(l Launch) error {
 	}()
 	// An acknowledgement left by an earlier run acknowledges nothing now.
 	if err := removeIfExists(l.DonePath()); err != nil {
-		return fmt.Errorf("checkpoint done file: %w", err)
+		return nil, fmt.Errorf("checkpoint done file: %w", err)
 	}
 	lp := r.logPaths(l)
 	meta, _ := json.Marshal(lp)
 	if err := os.WriteFile(filepath.Join(r.dir, "logs", strconv.FormatUint(l.AllocID, 10)+".json"), meta, 0o644); err != nil {
-		return fmt.Errorf("record log paths: %w", err)
+		return nil, fmt.Errorf("record log paths: %w", err)
 	}
 	stdout, err := openLog(lp.Stdout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stderr := stdout
 	if lp.Stderr != lp.Stdout {
 		if stderr, err = openLog(lp.Stderr); err != nil {
 			stdout.Close()
-			return err
+			return nil, err
 		}
 	}
 	var cmd *exec.Cmd
@@ -388,7 +472,7 @@ func (r *Runner) Start(l Launch) error {
 		path := filepath.Join(r.dir, "scripts", strconv.FormatUint(l.AllocID, 10)+".sh")
 		if err := os.WriteFile(path, []byte(l.Script), 0o700); err != nil {
 			closeLogs(stdout, stderr)
-			return fmt.Errorf("write script: %w", err)
+			return nil, fmt.Errorf("write script: %w", err)
 		}
 		if strings.HasPrefix(l.Script, "#!") {
 			cmd = exec.Command(path)
@@ -404,24 +488,24 @@ func (r *Runner) Start(l Launch) error {
 		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, BaseEnv())), "PATH"))
 		if err != nil {
 			closeLogs(stdout, stderr)
-			return fmt.Errorf("command: %w", err)
+			return nil, fmt.Errorf("command: %w", err)
 		}
 		cmd = exec.Command(path, l.Command[1:]...)
 		cmd.Args[0] = l.Command[0]
 	default:
 		closeLogs(stdout, stderr)
-		return errors.New("allocation has neither a command nor a script")
+		return nil, errors.New("allocation has neither a command nor a script")
 	}
 	cmd.Env = r.stepEnv(Env(l, BaseEnv()))
 	if l.StatusFile != "" {
 		if err := removeIfExists(l.StatusFile); err != nil {
 			closeLogs(stdout, stderr)
-			return fmt.Errorf("status file: %w", err)
+			return nil, fmt.Errorf("status file: %w", err)
 		}
 		sup, err := supervisorCommand(l.StatusFile, cmd.Path, cmd.Args)
 		if err != nil {
 			closeLogs(stdout, stderr)
-			return err
+			return nil, err
 		}
 		sup.Env = append(cmd.Env, superviseEnv+"="+l.StatusFile)
 		if cred != nil {
@@ -437,31 +521,15 @@ func (r *Runner) Start(l Launch) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: procCred}
 	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
 		closeLogs(stdout, stderr)
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		closeLogs(stdout, stderr)
-		return fmt.Errorf("start entrypoint: %w", err)
+		return nil, fmt.Errorf("start entrypoint: %w", err)
 	}
 	closeLogs(stdout, stderr) // the child holds its own descriptors
 	started = true
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}
-	r.running[l.AllocID] = p
-	if l.Walltime > 0 {
-		p.timer = time.AfterFunc(l.Walltime, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
-	}
-	r.wg.Add(1)
-	go func() {
-		err := p.cmd.Wait()
-		code, msg := exitCodeOf(err), ""
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			msg = err.Error()
-		}
-		r.finish(p, code, msg)
-	}()
-	r.log.Info("allocation started", "alloc", l.AllocID, "run", l.RequeueCount, "pid", p.pgid, "nodes", len(l.Nodes))
-	return nil
+	return &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}, nil
 }
 
 func openLog(path string) (*os.File, error) {
@@ -504,7 +572,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 		p.timer.Stop()
 	}
 	// Whatever the entrypoint left behind in its group goes with it.
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	_ = p.signal(syscall.SIGKILL)
 	close(p.done)
 	r.mu.Lock()
 	delete(r.running, p.launch.AllocID)
@@ -609,12 +677,12 @@ func (r *Runner) stop(p *process, reason string, grace time.Duration) {
 		p.why = reason
 		r.mu.Unlock()
 		r.log.Info("stopping allocation", "alloc", p.launch.AllocID, "reason", reason, "grace", grace)
-		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+		_ = p.signal(syscall.SIGTERM)
 		go func() {
 			select {
 			case <-p.done:
 			case <-time.After(grace):
-				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+				_ = p.signal(syscall.SIGKILL)
 			}
 		}()
 	})
@@ -637,7 +705,7 @@ func (r *Runner) Signal(id uint64, sig syscall.Signal) bool {
 	if p == nil {
 		return false
 	}
-	return syscall.Kill(-p.pgid, sig) == nil
+	return p.signal(sig) == nil
 }
 
 // SetWalltime moves a running allocation's walltime timer to walltime
@@ -729,4 +797,29 @@ func (r *Runner) Shutdown(grace time.Duration) {
 		r.stop(p, model.ReasonNodeFailure, grace)
 	}
 	r.wg.Wait()
+}
+
+// virtualWait is the life of a virtual run: `sleep SECONDS` lasts that
+// long, anything else ends at once; a stop ends it with 143 (SIGTERM).
+func virtualWait(p *process) int {
+	var d time.Duration
+	if c := p.launch.Command; len(c) == 2 && c[0] == "sleep" {
+		if secs, err := strconv.ParseFloat(c[1], 64); err == nil && secs > 0 {
+			d = time.Duration(secs * float64(time.Second))
+		}
+	} else if len(c) == 1 {
+		if f := strings.Fields(c[0]); len(f) == 2 && f[0] == "sleep" {
+			if secs, err := strconv.ParseFloat(f[1], 64); err == nil && secs > 0 {
+				d = time.Duration(secs * float64(time.Second))
+			}
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0
+	case <-p.stopped:
+		return 143
+	}
 }

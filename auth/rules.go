@@ -62,6 +62,7 @@ var Rules = map[string]Access{
 	"/lattice.v1.AllocationService/ListQOS":      Human,
 	"/lattice.v1.AllocationService/SetQOS":       Admin,
 	"/lattice.v1.AllocationService/SetPartition": Admin,
+	"/lattice.v1.AllocationService/SubmitBatch":  Human,
 
 	// A step runs inside an allocation its caller may change (the object rule
 	// is checked by the handler); the srun shim calls it from the job.

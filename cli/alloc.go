@@ -306,7 +306,12 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 		if b := req.GetScriptBytes(); len(b) > 0 {
 			n = len(b)
 		}
-		kv(w, "Script", fmt.Sprintf("%d bytes", n))
+		if n > 0 {
+			kv(w, "Script", fmt.Sprintf("%d bytes", n))
+		} else {
+			// Ended allocations keep no script (the state keeps it for live work only).
+			kv(w, "Script", "-")
+		}
 	}
 	kv(w, "Work dir", orDash(req.GetWorkDir()))
 	kv(w, "Output", orDash(req.GetStdout()))

@@ -185,6 +185,22 @@ func (f *fakeServer) Submit(_ context.Context, req *latticev1.SubmitRequest) (*l
 	return resp, nil
 }
 
+func (f *fakeServer) SubmitBatch(ctx context.Context, req *latticev1.SubmitBatchRequest) (*latticev1.SubmitBatchResponse, error) {
+	resp := &latticev1.SubmitBatchResponse{}
+	for _, r := range req.GetRequests() {
+		if r.GetRequest().GetName() == "refused" {
+			resp.Results = append(resp.Results, &latticev1.SubmitBatchResult{Error: "invalid tenant: refused by the fake", Code: "InvalidArgument"})
+			continue
+		}
+		one, err := f.Submit(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		resp.Results = append(resp.Results, &latticev1.SubmitBatchResult{Ids: one.Ids, DisplayId: one.DisplayId})
+	}
+	return resp, nil
+}
+
 func (f *fakeServer) Get(_ context.Context, req *latticev1.GetAllocationRequest) (*latticev1.Allocation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -89,7 +89,7 @@ func (r *runner) submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "submit",
 		Usage:     "submit one allocation (or an array) from a batch script or a command",
-		ArgsUsage: "SCRIPT | -- CMD [ARGS...]",
+		ArgsUsage: "SCRIPT [SCRIPT...] | -- CMD [ARGS...]",
 		Description: "#SBATCH lines in SCRIPT are honoured; command-line flags win over them.\n" +
 			"On the command line -o is the output format; in a script #SBATCH -o/-e set the output files.\n" +
 			"--qos names a QOS of the site's table (`latticectl qos list`); built in: scavenger 0, low 2, normal 5 (default), high 8, urgent 10, debug 8.\n" +
@@ -168,8 +168,7 @@ func (r *runner) submit(c *cli.Context) error {
 	case len(before) == 0:
 		return usageErrorf("submit needs a batch SCRIPT or a command after --, e.g. latticectl submit job.sh or latticectl submit -- hostname")
 	case len(before) > 1:
-		return usageErrorf("submit takes one SCRIPT (got %d arguments); to run a command put it after --: latticectl submit [flags] -- %s",
-			len(before), strings.Join(before, " "))
+		return r.submitMany(c, format, before)
 	default:
 		in.scriptPath = before[0]
 		in.script, err = r.readScript(in.scriptPath)
@@ -180,32 +179,8 @@ func (r *runner) submit(c *cli.Context) error {
 			return err
 		}
 	}
-	for _, f := range submitFlags {
-		if c.IsSet(f.flag) {
-			in.opts.set(f.key, c.String(f.flag), "")
-		}
-	}
-	if c.IsSet("requeue") {
-		in.opts.set(optRequeue, fmt.Sprint(c.Bool("requeue")), "")
-	}
-	if c.IsSet("no-requeue") {
-		in.opts.set(optRequeue, fmt.Sprint(!c.Bool("no-requeue")), "")
-	}
-	if c.IsSet("hold") {
-		in.opts.set(optHold, fmt.Sprint(c.Bool("hold")), "")
-	}
-	in.now = r.Now()
-	if v, ok := explicit(c, "tenant"); ok {
-		in.opts.set(optTenant, v, "")
-	}
-	if _, ok := in.opts[optTenant]; !ok {
-		in.defaultTenant = r.tenant(c)
-	}
-	if in.cwd, err = r.Getwd(); err != nil {
-		return fmt.Errorf("cannot read the current directory: %w", err)
-	}
-	if r.Environ != nil {
-		in.environ = r.Environ()
+	if err := r.applySubmitFlags(c, &in); err != nil {
+		return err
 	}
 	dry := c.Bool("dry-run")
 	var cn *conn
@@ -273,12 +248,189 @@ func (r *runner) submit(c *cli.Context) error {
 	})
 }
 
+// applySubmitFlags lays the command line over what the script said and
+// fills the defaults that come from the caller's environment.
+func (r *runner) applySubmitFlags(c *cli.Context, in *submitInput) error {
+	for _, f := range submitFlags {
+		if c.IsSet(f.flag) {
+			in.opts.set(f.key, c.String(f.flag), "")
+		}
+	}
+	if c.IsSet("requeue") {
+		in.opts.set(optRequeue, fmt.Sprint(c.Bool("requeue")), "")
+	}
+	if c.IsSet("no-requeue") {
+		in.opts.set(optRequeue, fmt.Sprint(!c.Bool("no-requeue")), "")
+	}
+	if c.IsSet("hold") {
+		in.opts.set(optHold, fmt.Sprint(c.Bool("hold")), "")
+	}
+	in.now = r.Now()
+	if v, ok := explicit(c, "tenant"); ok {
+		in.opts.set(optTenant, v, "")
+	}
+	if _, ok := in.opts[optTenant]; !ok {
+		in.defaultTenant = r.tenant(c)
+	}
+	var err error
+	if in.cwd, err = r.Getwd(); err != nil {
+		return fmt.Errorf("cannot read the current directory: %w", err)
+	}
+	if r.Environ != nil {
+		in.environ = r.Environ()
+	}
+	return nil
+}
+
+// submitMany submits several scripts in one SubmitBatch call (one Raft
+// entry): each is resolved as a single script would be, with the same
+// flags; ids are printed one a line in the order given. A script that
+// cannot be read or is refused is reported on stderr and the others still
+// go; the exit code is then 1.
+func (r *runner) submitMany(c *cli.Context, format string, paths []string) error {
+	if slices.Contains(paths, "-") {
+		return usageErrorf("standard input (-) can be the only SCRIPT; got %d scripts", len(paths))
+	}
+	if n := len(paths); n > maxBatchScripts {
+		return usageErrorf("submit takes at most %d scripts at once (got %d)", maxBatchScripts, n)
+	}
+	dry := c.Bool("dry-run")
+	var cn *conn
+	var err error
+	if !dry {
+		if cn, err = r.connect(c); err != nil {
+			return err
+		}
+	}
+	type one struct {
+		path string
+		req  *model.Request
+	}
+	var ok []one
+	failed := 0
+	fail := func(path string, err error) {
+		failed++
+		fmt.Fprintf(r.Stderr, "error: %s: %v\n", path, err)
+	}
+	var dryViews []any
+	for _, path := range paths {
+		in := submitInput{opts: submitOptions{}, scriptPath: path}
+		if in.script, err = r.readScript(path); err != nil {
+			fail(path, err)
+			continue
+		}
+		warnings, err := parseSbatch(path, in.script, in.opts)
+		if err != nil {
+			fail(path, err)
+			continue
+		}
+		if err := r.applySubmitFlags(c, &in); err != nil {
+			return err
+		}
+		if cn != nil {
+			in.resolveTask = func(display string) (uint64, error) { return getAllocationID(c.Context, cn, display) }
+		}
+		req, err := resolveSubmit(in)
+		if err != nil {
+			fail(path, err)
+			continue
+		}
+		if dry {
+			warnings = append(warnings, r.resolveSiteDry(c, req)...)
+		}
+		warnings = append(warnings, submitWarnings(req, dry)...)
+		for _, w := range warnings {
+			fmt.Fprintf(r.Stderr, "warning: %s: %s\n", path, w)
+		}
+		if dry {
+			dryViews = append(dryViews, dryRunOf(req, in, warnings))
+			continue
+		}
+		ok = append(ok, one{path, req})
+	}
+	if dry {
+		if err := r.emitAs(format, dryViews, func(w io.Writer, _ bool) error {
+			for _, v := range dryViews {
+				if err := dryRunTable(w, v.(dryRunView)); err != nil {
+					return err
+				}
+				fmt.Fprintln(w)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return batchExit(failed)
+	}
+	var views []submitView
+	if len(ok) > 0 {
+		br := &latticev1.SubmitBatchRequest{}
+		for _, o := range ok {
+			br.Requests = append(br.Requests, &latticev1.SubmitRequest{Request: requestProto(o.req), ClientRequestId: r.reqID()})
+		}
+		var resp *latticev1.SubmitBatchResponse
+		err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			var err error
+			resp, err = latticev1.NewAllocationServiceClient(cc).SubmitBatch(ctx, br)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for i, res := range resp.GetResults() {
+			if i >= len(ok) {
+				break
+			}
+			if res.GetError() != "" {
+				fail(ok[i].path, errors.New(res.GetError()))
+				continue
+			}
+			v := submitView{DisplayID: res.GetDisplayId(), IDs: nonNil(res.GetIds()), Warnings: []string{}, Script: ok[i].path}
+			if len(v.IDs) > 0 {
+				v.ID = v.IDs[0]
+			}
+			views = append(views, v)
+		}
+	}
+	if views == nil {
+		views = []submitView{}
+	}
+	if c.Bool("parsable") {
+		for _, v := range views {
+			fmt.Fprintln(r.Stdout, v.DisplayID)
+		}
+		return batchExit(failed)
+	}
+	if err := r.emitAs(format, views, func(w io.Writer, _ bool) error {
+		for _, v := range views {
+			fmt.Fprintln(w, v.DisplayID)
+		}
+		fmt.Fprintf(r.Stderr, "submitted %d of %d scripts\n", len(views), len(paths))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return batchExit(failed)
+}
+
+// maxBatchScripts bounds one `submit A.sh B.sh ...` (the server's batch limit).
+const maxBatchScripts = 10000
+
+func batchExit(failed int) error {
+	if failed > 0 {
+		return fmt.Errorf("%d scripts not submitted", failed)
+	}
+	return nil
+}
+
 // submitView is `submit -o json` (the dry run prints dryRunView instead).
 type submitView struct {
 	ID        uint64   `json:"id"`
 	DisplayID string   `json:"display_id"`
 	IDs       []uint64 `json:"ids"`
 	Warnings  []string `json:"warnings"`
+	// Script is set when several scripts were submitted at once.
+	Script string `json:"script,omitempty"`
 }
 
 func scriptLabel(path string) string {

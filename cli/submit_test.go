@@ -2,7 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -210,7 +213,7 @@ func TestSubmitInvalidInput(t *testing.T) {
 		{"no entrypoint", []string{}, "submit needs a batch SCRIPT or a command after --"},
 		{"unreadable script", []string{"no/such/job.sh"}, `SCRIPT "no/such/job.sh" is not a readable file (no such file or directory); to run a command, put it after --`},
 		{"script is a directory", []string{"."}, `SCRIPT "." is not a readable file`},
-		{"two scripts", []string{"a.sh", "b.sh"}, "submit takes one SCRIPT"},
+		{"stdin among scripts", []string{"a.sh", "-"}, "standard input (-) can be the only SCRIPT"},
 		{"script and command", []string{script, "--", "true"}, "give either SCRIPT or -- CMD"},
 		{"empty command", []string{"--"}, "nothing after --"},
 		{"unknown flag", []string{"--frobnicate", "--", "true"}, `unknown flag --frobnicate for "latticectl submit"`},
@@ -500,5 +503,51 @@ func TestDryRunJSONShape(t *testing.T) {
 	v := run(t, nil, "submit", "--dry-run", "-o", "json", "--", "true")
 	if !strings.Contains(v.stdout, `"array": null`) || !strings.Contains(v.stdout, `"depends_on": []`) || !strings.Contains(v.stdout, `"warnings": []`) {
 		t.Errorf("empty values:\n%s", v.stdout)
+	}
+}
+
+// TestSubmitSeveralScriptsInOneBatch: `submit a.sh b.sh c.sh` sends one
+// SubmitBatch; ids come out one a line in order; a refused or unreadable
+// script is reported on stderr, the others still go, and the exit code is 1.
+func TestSubmitSeveralScriptsInOneBatch(t *testing.T) {
+	f := newFakeServer(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a.sh", "#!/bin/sh\n#SBATCH -N 2\ntrue\n")
+	b := write("b.sh", "#!/bin/sh\n#SBATCH --array 0-2\ntrue\n")
+	refused := write("r.sh", "#!/bin/sh\n#SBATCH -J refused\ntrue\n")
+
+	r := run(t, servers(f.addr), "submit", "--parsable", "-t", "5", a, b)
+	mustCode(t, r, 0)
+	if r.stdout != "40\n41\n" {
+		t.Fatalf("stdout %q, want the two ids one a line", r.stdout)
+	}
+	calls, _, _ := f.snapshot()
+	if !slices.Contains(calls, "SubmitBatch") || slices.Contains(calls, "Submit") {
+		t.Fatalf("calls %v, want one SubmitBatch", calls)
+	}
+	if n := f.submits[0].GetRequest().GetNodesMin(); n != 2 {
+		t.Fatalf("first script's #SBATCH -N lost: %d nodes", n)
+	}
+	if f.submits[1].GetRequest().GetArray() == nil || f.submits[1].GetRequest().GetWalltimeSeconds() != 300 {
+		t.Fatalf("second request %v", f.submits[1].GetRequest())
+	}
+
+	r = run(t, servers(f.addr), "submit", "-o", "json", a, refused, filepath.Join(dir, "missing.sh"))
+	mustCode(t, r, ExitError)
+	var views []submitView
+	if err := json.Unmarshal([]byte(r.stdout), &views); err != nil || len(views) != 1 || views[0].Script != a {
+		t.Fatalf("json %q: %v", r.stdout, err)
+	}
+	for _, want := range []string{"r.sh: invalid tenant: refused by the fake", "missing.sh", "2 scripts not submitted"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q lacks %q", r.stderr, want)
+		}
 	}
 }

@@ -67,6 +67,8 @@ func (s *State) dispatch(c Command) *Result {
 	switch c := c.(type) {
 	case *Submit:
 		return s.applySubmit(c)
+	case *SubmitBatch:
+		return s.applySubmitBatch(c)
 	case *AssignBatch:
 		return s.applyAssignBatch(c)
 	case *UpdateAllocs:
@@ -872,6 +874,7 @@ func (s *State) applySetPowerBudget(c *SetPowerBudget) *Result {
 }
 
 func (s *State) applyPrune(c *Prune) *Result {
+	s.pruned = nil // only the last Prune's, if nobody took them
 	var pruned []uint64
 	for _, id := range s.allocIDs() {
 		a := s.allocs[id]
@@ -880,6 +883,7 @@ func (s *State) applyPrune(c *Prune) *Result {
 		}
 	}
 	for _, id := range pruned {
+		s.pruned = append(s.pruned, s.allocs[id])
 		s.deleteAlloc(id)
 	}
 	if len(pruned) > 0 {

@@ -33,6 +33,8 @@ const (
 	CmdPreempt        CommandType = 17
 	CmdCheckpoint     CommandType = 18
 	CmdStep           CommandType = 19
+	// 20–27: job control and site config (issue 12).
+	CmdSubmitBatch CommandType = 28
 )
 
 var commandNames = map[CommandType]string{
@@ -42,6 +44,7 @@ var commandNames = map[CommandType]string{
 	CmdRequeue: "requeue", CmdReturnNodes: "return_nodes", CmdReclaim: "reclaim", CmdPrune: "prune",
 	CmdSetMember: "set_member", CmdRemoveMember: "remove_member", CmdSetDefaults: "set_defaults",
 	CmdPreempt: "preempt", CmdCheckpoint: "checkpoint", CmdStep: "step",
+	CmdSubmitBatch: "submit_batch",
 }
 
 func (t CommandType) String() string {
@@ -90,6 +93,18 @@ type Submit struct {
 	DAG   bool         `json:"dag,omitempty"`
 	Name  string       `json:"name,omitempty"`
 }
+
+// SubmitBatch applies many independent submissions in one entry (one
+// fsync for a burst of them): each is applied as its own Submit would be —
+// all or nothing, idempotent by its own request id — and one's rejection
+// does not stop the others. Result.Submissions answers each in order.
+type SubmitBatch struct {
+	Header
+	Submissions []Submit `json:"submissions"`
+}
+
+// MaxBatchSubmissions bounds the submissions of one SubmitBatch.
+const MaxBatchSubmissions = 10000
 
 // AssignItem proposes to start one allocation on Nodes. Version is the state
 // version the proposal was computed from: if the allocation or any node
@@ -313,6 +328,7 @@ func (*RemoveMember) Type() CommandType   { return CmdRemoveMember }
 func (*SetDefaults) Type() CommandType    { return CmdSetDefaults }
 func (*Preempt) Type() CommandType        { return CmdPreempt }
 func (*Checkpoint) Type() CommandType     { return CmdCheckpoint }
+func (*SubmitBatch) Type() CommandType    { return CmdSubmitBatch }
 
 // Encode serialises a command as one type byte followed by its body:
 // binary for AssignBatch and UpdateAllocs (see codec.go), JSON for the others.
@@ -397,6 +413,8 @@ func Decode(data []byte) (Command, error) {
 		c = &NodeFacts{}
 	case CmdNodePower:
 		c = &NodePower{}
+	case CmdSubmitBatch:
+		c = &SubmitBatch{}
 	default:
 		if jc := decodeJobControl(CommandType(data[0])); jc != nil {
 			c = jc
@@ -448,5 +466,7 @@ type Result struct {
 	Rejection *Rejection   `json:"rejection,omitempty"` // the whole command was refused
 	IDs       []uint64     `json:"ids,omitempty"`       // created allocations (Submit)
 	Items     []ItemResult `json:"items,omitempty"`     // per item (batches)
-	Version   uint64       `json:"version"`             // state version after the command
+	// Submissions answers each submission of a SubmitBatch, in order.
+	Submissions []*Result `json:"submissions,omitempty"`
+	Version     uint64    `json:"version"` // state version after the command
 }

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -121,7 +122,19 @@ func (g *commandLog) next() Command {
 		case 3:
 			req.ExcludeNodes = []string{fmt.Sprintf("n%03d", g.pick(40))}
 		}
+		if g.pick(4) == 0 { // scripts and environments: shared by an array's tasks, dropped at the end
+			req.Command, req.Script, req.Env = nil, fmt.Sprintf("#!/bin/sh\necho %d\n", g.pick(3)), []string{"A=1"}
+		}
 		items := []SubmitItem{{Request: req}}
+		if g.pick(8) == 0 {
+			// A batch: the same twice under one request id (the second answers
+			// the first), and one refused (unknown vCluster) that stops nothing.
+			bad := req
+			bad.VCluster = "nowhere"
+			rid := fmt.Sprintf("b%d", g.pick(20))
+			return &SubmitBatch{Header: h, Submissions: []Submit{{Header: Header{RequestID: rid}, Items: items},
+				{Items: []SubmitItem{{Request: bad}}}, {Header: Header{RequestID: rid}, Items: items}, {Items: items}}}
+		}
 		if g.pick(10) != 0 {
 			return &Submit{Header: h, Items: items}
 		}
@@ -331,8 +344,8 @@ func TestDeterministicReplay(t *testing.T) {
 				l := &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data}
 				ra := a.Apply(l)
 				rb := b.Apply(l)
-				if fmt.Sprint(ra) != fmt.Sprint(rb) {
-					t.Fatalf("entry %d: results differ: %v vs %v", i+1, ra, rb)
+				if ja, jb := mustJSON(t, ra), mustJSON(t, rb); ja != jb {
+					t.Fatalf("entry %d: results differ: %s vs %s", i+1, ja, jb)
 				}
 				if i+1 == mid {
 					snap, err := a.Snapshot()
@@ -378,4 +391,13 @@ func TestDeterministicReplay(t *testing.T) {
 			t.Logf("seed %d: %d entries, version %d, %d allocations, %d nodes, snapshot %d bytes", seed, len(log), st.Version, st.AllocationCount(), st.NodeCount(), len(sa))
 		})
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

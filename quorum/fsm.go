@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/latticehpc/lattice/model"
 )
 
 // FSM is the Raft state machine: it decodes committed entries and applies
@@ -29,6 +31,11 @@ type FSM struct {
 	// (soak tests check every invariant after every command). It must not
 	// keep s or call back into the FSM.
 	Audit func(c Command, s *State)
+	// Archive, when set before Raft starts, receives the allocations each
+	// Prune dropped, with the entry's log index (outside the lock, on Raft's
+	// apply goroutine), so a member can keep history outside the state. An
+	// entry applied again after a restart is handed over again.
+	Archive func(index uint64, pruned []*model.Allocation)
 }
 
 // NewFSM returns an FSM over an empty state.
@@ -63,6 +70,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		cmds[i] = c
 	}
+	type archived struct {
+		index  uint64
+		allocs []*model.Allocation
+	}
+	var arch []archived
 	f.mu.Lock()
 	before := f.state.Version
 	for i, c := range cmds {
@@ -71,6 +83,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			if f.Audit != nil {
 				f.Audit(c, f.state)
 			}
+			if p := f.state.takePruned(); len(p) > 0 {
+				arch = append(arch, archived{logs[i].Index, p})
+			}
 		}
 		f.applied = max(f.applied, logs[i].Index)
 	}
@@ -78,6 +93,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.mu.Unlock()
 	if changed {
 		f.broadcast()
+	}
+	if f.Archive != nil {
+		for _, a := range arch {
+			f.Archive(a.index, a.allocs)
+		}
 	}
 	if f.OnApply != nil {
 		for i, c := range cmds {
@@ -97,10 +117,14 @@ func (f *FSM) applyCommand(index uint64, c Command) *Result {
 		f.Audit(c, f.state)
 	}
 	f.applied = max(f.applied, index)
+	pruned := f.state.takePruned()
 	changed := f.state.Version != before
 	f.mu.Unlock()
 	if changed {
 		f.broadcast()
+	}
+	if f.Archive != nil && len(pruned) > 0 {
+		f.Archive(index, pruned)
 	}
 	if f.OnApply != nil {
 		f.OnApply(c, r)

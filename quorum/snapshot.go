@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/latticehpc/lattice/model"
@@ -15,8 +16,13 @@ import (
 
 // Snapshots (and backups) are a stream of typed JSON records, one per line,
 // in a fixed order — header, meta, vclusters, tenants, members, nodes,
-// allocations, DAGs, remembered requests — ending with a SHA-256 checksum of every
+// shared scripts, allocations, DAGs, remembered requests — ending with a SHA-256 checksum of every
 // byte before it. The same state always gives the same bytes.
+//
+// An array's tasks share one request: its script and environment are
+// written once, in a "script" record keyed by the array's id, and each task
+// that carries the same refers to it ("shared"). Streams written before
+// this have no such records and load as they are.
 
 const snapshotFormat = 1
 
@@ -33,7 +39,13 @@ type record struct {
 	RequestID  string            `json:"request_id,omitempty"`
 	Result     *Result           `json:"result,omitempty"`
 	Records    int               `json:"records,omitempty"`
-	SHA256     string            `json:"sha256,omitempty"`
+	// Shared is the array id whose "script" record holds this
+	// allocation's script and environment; ScriptOf keys a script record.
+	Shared   uint64   `json:"shared,omitempty"`
+	ScriptOf uint64   `json:"script_of,omitempty"`
+	Script   string   `json:"script,omitempty"`
+	Env      []string `json:"env,omitempty"`
+	SHA256   string   `json:"sha256,omitempty"`
 }
 
 type snapMeta struct {
@@ -124,8 +136,21 @@ func (im *image) write(w io.Writer) error {
 			return err
 		}
 	}
+	shared := sharedRequests(im.allocs)
+	for _, id := range slices.Sorted(maps.Keys(shared)) {
+		sr := shared[id]
+		if err := put(record{Kind: "script", ScriptOf: id, Script: sr.Script, Env: sr.Env}); err != nil {
+			return err
+		}
+	}
 	for _, a := range im.allocs {
-		if err := put(record{Kind: "allocation", Allocation: a}); err != nil {
+		rec := record{Kind: "allocation", Allocation: a}
+		if sr, ok := shared[a.ArrayJobID]; ok && a.ArrayJobID != 0 && sr.same(a) {
+			c := *a
+			c.Script, c.Env = "", nil
+			rec.Allocation, rec.Shared = &c, a.ArrayJobID
+		}
+		if err := put(rec); err != nil {
 			return err
 		}
 	}
@@ -148,6 +173,41 @@ func (im *image) write(w io.Writer) error {
 	return err
 }
 
+// sharedRequest is the script and environment an array's tasks share.
+type sharedRequest struct {
+	Script string
+	Env    []string
+}
+
+func (sr sharedRequest) same(a *model.Allocation) bool {
+	return a.Script == sr.Script && slices.Equal(a.Env, sr.Env)
+}
+
+// sharedRequests picks, per array with a script or an environment, the one
+// its first retained task carries, when at least two tasks carry it.
+func sharedRequests(allocs []*model.Allocation) map[uint64]sharedRequest {
+	out := map[uint64]sharedRequest{}
+	count := map[uint64]int{}
+	for _, a := range allocs { // id order: the first retained task comes first
+		if a.ArrayJobID == 0 || (a.Script == "" && len(a.Env) == 0) {
+			continue
+		}
+		sr, ok := out[a.ArrayJobID]
+		if !ok {
+			out[a.ArrayJobID] = sharedRequest{Script: a.Script, Env: a.Env}
+			count[a.ArrayJobID] = 1
+		} else if sr.same(a) {
+			count[a.ArrayJobID]++
+		}
+	}
+	for id, n := range count {
+		if n < 2 {
+			delete(out, id)
+		}
+	}
+	return out
+}
+
 // ErrCorrupt marks a snapshot or backup that fails its checks.
 var ErrCorrupt = errors.New("corrupt snapshot")
 
@@ -155,6 +215,7 @@ var ErrCorrupt = errors.New("corrupt snapshot")
 // verifying its checksum and structure.
 func ReadSnapshot(r io.Reader) (*State, error) {
 	s := NewState()
+	shared := map[uint64]sharedRequest{}
 	h := sha256.New()
 	br := bufio.NewReaderSize(r, 256<<10)
 	n := 0
@@ -183,7 +244,7 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 		}
 		h.Write(b)
 		n++
-		if err := s.load(&rec, line, &sawHeader); err != nil {
+		if err := s.load(&rec, line, &sawHeader, shared); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +255,7 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 	return s, nil
 }
 
-func (s *State) load(rec *record, line int, sawHeader *bool) error {
+func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]sharedRequest) error {
 	missing := func() error { return fmt.Errorf("%w: line %d: %s record without body", ErrCorrupt, line, rec.Kind) }
 	if !*sawHeader && rec.Kind != "header" {
 		return fmt.Errorf("%w: line %d: expected header, got %q", ErrCorrupt, line, rec.Kind)
@@ -255,7 +316,19 @@ func (s *State) load(rec *record, line int, sawHeader *bool) error {
 		if _, dup := s.allocs[rec.Allocation.ID]; dup {
 			return fmt.Errorf("%w: line %d: allocation %d twice", ErrCorrupt, line, rec.Allocation.ID)
 		}
+		if rec.Shared != 0 {
+			sr, ok := shared[rec.Shared]
+			if !ok || rec.Allocation.ArrayJobID != rec.Shared {
+				return fmt.Errorf("%w: line %d: allocation %d shares the script of array %d, which has no script record", ErrCorrupt, line, rec.Allocation.ID, rec.Shared)
+			}
+			rec.Allocation.Script, rec.Allocation.Env = sr.Script, sr.Env
+		}
 		s.allocs[rec.Allocation.ID] = rec.Allocation
+	case "script":
+		if rec.ScriptOf == 0 {
+			return missing()
+		}
+		shared[rec.ScriptOf] = sharedRequest{Script: rec.Script, Env: rec.Env}
 	case "dag":
 		if rec.DAG == nil {
 			return missing()

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -36,6 +37,9 @@ type State struct {
 
 	idx     indexes
 	dirtyAt uint64 // the version of the last command that changed something
+	// pruned holds the allocations the last Prune dropped, until the FSM
+	// hands them to its archive (TakePruned); nil otherwise.
+	pruned []*model.Allocation
 	// wake lists what the current command changed that waiting allocations
 	// depend on; it is empty between commands (dependencies.go).
 	wake wakeQueue
@@ -74,7 +78,7 @@ type indexes struct {
 	vclusterDraw  map[string]int64   // by current vCluster
 	tenantRun     map[string]TenantRun
 	borrowed      map[BorrowKey]int
-	pending       map[string]map[uint64]struct{} // by vCluster
+	pending       map[string]map[uint64]*model.Allocation // by vCluster
 	active        map[uint64]struct{}
 	staging       map[uint64]struct{}
 	cancelling    map[uint64]struct{}
@@ -93,7 +97,7 @@ func newIndexes() indexes {
 		vclusterDraw:  map[string]int64{},
 		tenantRun:     map[string]TenantRun{},
 		borrowed:      map[BorrowKey]int{},
-		pending:       map[string]map[uint64]struct{}{},
+		pending:       map[string]map[uint64]*model.Allocation{},
 		active:        map[uint64]struct{}{},
 		staging:       map[uint64]struct{}{},
 		cancelling:    map[uint64]struct{}{},
@@ -192,10 +196,14 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 	case a.State == model.StatePending:
 		m := s.idx.pending[a.VCluster]
 		if m == nil {
-			m = map[uint64]struct{}{}
+			m = map[uint64]*model.Allocation{}
 			s.idx.pending[a.VCluster] = m
 		}
-		setMember(m, a.ID, add)
+		if add {
+			m[a.ID] = a
+		} else {
+			delete(m, a.ID)
+		}
 		if len(m) == 0 {
 			delete(s.idx.pending, a.VCluster)
 		}
@@ -263,9 +271,19 @@ func (s *State) replaceAlloc(old, a *model.Allocation) {
 		s.indexAlloc(a, +1)
 	}
 	s.reindexDeps(old, a)
+	compactEnded(a)
 	a.ModifyVersion = s.Version
 	s.dirtyAt = s.Version
 	s.allocs[a.ID] = a
+}
+
+// compactEnded drops what an ended allocation no longer needs — its script
+// and environment, the bulk of a stored request — so the state and its
+// snapshots carry them only for live work. a is the state's own fresh copy.
+func compactEnded(a *model.Allocation) {
+	if a.State.Terminal() && (a.Script != "" || a.Env != nil || a.ScriptBytes != nil) {
+		a.Script, a.Env, a.ScriptBytes = "", nil, nil
+	}
 }
 
 // reindexAlloc moves the indexes from old to a, its replacement. An
@@ -381,7 +399,23 @@ func (s *State) byIDs(ids []uint64) []*model.Allocation {
 
 // Pending returns a vCluster's pending allocations in id order.
 func (s *State) Pending(vcluster string) []*model.Allocation {
-	return s.byIDs(sortedIDs(s.idx.pending[vcluster]))
+	out := s.PendingAnyOrder(vcluster)
+	slices.SortFunc(out, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+	return out
+}
+
+// PendingAnyOrder returns a vCluster's pending allocations in no
+// particular order (map order: never inside Apply). A reader under the
+// read lock takes them with it and sorts them after releasing it, so a
+// scheduling cycle over 100,000 pending allocations does not hold Apply
+// up for the sort.
+func (s *State) PendingAnyOrder(vcluster string) []*model.Allocation {
+	m := s.idx.pending[vcluster]
+	out := make([]*model.Allocation, 0, len(m))
+	for _, a := range m {
+		out = append(out, a)
+	}
+	return out
 }
 
 // PendingCount counts a vCluster's pending allocations.
@@ -509,4 +543,32 @@ func (s *State) LookupArrayTask(arrayID uint64, index int) *model.Allocation {
 		return a
 	}
 	return nil
+}
+
+// takePruned returns and forgets what the last Prune dropped.
+func (s *State) takePruned() []*model.Allocation {
+	p := s.pruned
+	s.pruned = nil
+	return p
+}
+
+// ActiveAnyOrder returns the allocations holding nodes in no particular
+// order (map order: never inside Apply), for readers that index them.
+func (s *State) ActiveAnyOrder() []*model.Allocation {
+	out := make([]*model.Allocation, 0, len(s.idx.active))
+	for id := range s.idx.active {
+		out = append(out, s.allocs[id])
+	}
+	return out
+}
+
+// StagingAnyOrder returns the allocations assigned but not yet running in
+// no particular order (map order: never inside Apply), for the dispatcher,
+// which looks at them after every change.
+func (s *State) StagingAnyOrder() []*model.Allocation {
+	out := make([]*model.Allocation, 0, len(s.idx.staging))
+	for id := range s.idx.staging {
+		out = append(out, s.allocs[id])
+	}
+	return out
 }

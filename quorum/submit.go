@@ -216,3 +216,34 @@ func (s *State) DAGs() []*model.DAG {
 	}
 	return out
 }
+
+// applySubmitBatch applies each submission on its own: a retried one (by
+// its request id) answers its first outcome, a rejected one leaves the
+// others standing. Every submission takes the batch's time.
+func (s *State) applySubmitBatch(c *SubmitBatch) *Result {
+	if len(c.Submissions) == 0 || len(c.Submissions) > MaxBatchSubmissions {
+		return &Result{Rejection: reject(CodeInvalid, "", "invalid batch of %d submissions: allowed 1..%d", len(c.Submissions), MaxBatchSubmissions)}
+	}
+	out := &Result{Submissions: make([]*Result, len(c.Submissions))}
+	var fresh []*Result
+	for i := range c.Submissions {
+		sub := &c.Submissions[i]
+		sub.Time = c.Time
+		if id := sub.RequestID; id != "" {
+			if prev, ok := s.requests[id]; ok {
+				out.Submissions[i] = prev
+				continue
+			}
+		}
+		r := s.applySubmit(sub)
+		if sub.RequestID != "" {
+			s.remember(sub.RequestID, r)
+		}
+		out.Submissions[i] = r
+		fresh = append(fresh, r)
+	}
+	for _, r := range fresh {
+		r.Version = s.Version
+	}
+	return out
+}

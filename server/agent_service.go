@@ -55,7 +55,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	}
 	conn := &agentConn{
 		id: hello.AgentId, out: make(chan *latticev1.ServerMessage, 4096), done: make(chan struct{}), nodes: names,
-		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{},
+		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{}, unsettled: map[uint64]bool{},
 		logWaiters: map[uint64]chan *latticev1.LogData{},
 	}
 	// What the agent still runs counts as delivered — as the run it says
@@ -71,6 +71,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				rc = int(run.Run) - 1
 			}
 			conn.sent[run.AllocationId] = rc
+			conn.unsettled[run.AllocationId] = true
 		}
 	})
 	// Accept: the agent waits for this first message.

@@ -28,37 +28,10 @@ type allocService struct {
 }
 
 func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest) (*latticev1.SubmitResponse, error) {
-	if err := checkWireRequest(req.Request); err != nil {
+	r, check, err := a.checkSubmission(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	r := requestFromProto(req.Request)
-	if err := a.s.resolveSite(&r); err != nil {
-		return nil, err
-	}
-	check := r
-	check.ApplyDefaults()
-	if err := checkLimits(&check); err != nil {
-		return nil, err
-	}
-	if err := check.Validate(); err != nil {
-		return nil, rpcError(err)
-	}
-	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
-		return nil, rpcError(err)
-	}
-	if err := a.s.admitSubmission(ctx, &check); err != nil {
-		return nil, err
-	}
-	keep := req.Request.GetKeepIfNeverFits()
-	if keep && !a.s.isAdmin(ctx) {
-		return nil, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
-	}
-	if !keep && !check.Hold {
-		if err := a.s.checkEverFits(&check); err != nil {
-			return nil, err
-		}
-	}
-	r.User = check.User
 	res, err := a.s.propose(ctx, &quorum.Submit{
 		Header: quorum.Header{RequestID: req.ClientRequestId},
 		Items:  []quorum.SubmitItem{{Request: r}},
@@ -71,6 +44,97 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 	}
 	a.s.metrics.submitted.Add(float64(len(res.IDs)))
 	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check)}, nil
+}
+
+// checkSubmission runs every check a submission passes before it is
+// proposed (wire bounds, site QOS and partition names, limits, validation,
+// array size, tenant and ownership, never-fits) and returns the request to
+// propose, stamped with its user, and its checked copy (defaults applied).
+func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.SubmitRequest) (model.Request, model.Request, error) {
+	if err := checkWireRequest(req.Request); err != nil {
+		return model.Request{}, model.Request{}, err
+	}
+	r := requestFromProto(req.Request)
+	if err := a.s.resolveSite(&r); err != nil {
+		return model.Request{}, model.Request{}, err
+	}
+	check := r
+	check.ApplyDefaults()
+	if err := checkLimits(&check); err != nil {
+		return model.Request{}, model.Request{}, err
+	}
+	if err := check.Validate(); err != nil {
+		return model.Request{}, model.Request{}, rpcError(err)
+	}
+	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
+		return model.Request{}, model.Request{}, rpcError(err)
+	}
+	if err := a.s.admitSubmission(ctx, &check); err != nil {
+		return model.Request{}, model.Request{}, err
+	}
+	keep := req.Request.GetKeepIfNeverFits()
+	if keep && !a.s.isAdmin(ctx) {
+		return model.Request{}, model.Request{}, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
+	}
+	if !keep && !check.Hold {
+		if err := a.s.checkEverFits(&check); err != nil {
+			return model.Request{}, model.Request{}, err
+		}
+	}
+	r.User = check.User
+	return r, check, nil
+}
+
+// SubmitBatch checks each request as Submit does and proposes those that
+// pass as one SubmitBatch command: a burst of submissions costs one Raft
+// entry (one fsync) instead of one each.
+func (a *allocService) SubmitBatch(ctx context.Context, req *latticev1.SubmitBatchRequest) (*latticev1.SubmitBatchResponse, error) {
+	if n := len(req.Requests); n == 0 || n > quorum.MaxBatchSubmissions {
+		return nil, invalid("invalid requests: %d given, allowed 1..%d per batch", n, quorum.MaxBatchSubmissions)
+	}
+	resp := &latticev1.SubmitBatchResponse{Results: make([]*latticev1.SubmitBatchResult, len(req.Requests))}
+	cmd := &quorum.SubmitBatch{}
+	var at []int // request index of each proposed submission
+	for i, sr := range req.Requests {
+		if sr == nil {
+			sr = &latticev1.SubmitRequest{}
+		}
+		r, _, err := a.checkSubmission(ctx, sr)
+		if err != nil {
+			resp.Results[i] = batchError(err)
+			continue
+		}
+		cmd.Submissions = append(cmd.Submissions, quorum.Submit{
+			Header: quorum.Header{RequestID: sr.ClientRequestId},
+			Items:  []quorum.SubmitItem{{Request: r}},
+		})
+		at = append(at, i)
+	}
+	if len(cmd.Submissions) == 0 {
+		return resp, nil
+	}
+	res, err := a.s.propose(ctx, cmd)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	if res.Rejection != nil {
+		return nil, rejectionError(res.Rejection)
+	}
+	for k, sub := range res.Submissions {
+		i := at[k]
+		if sub.Rejection != nil {
+			resp.Results[i] = batchError(rejectionError(sub.Rejection))
+			continue
+		}
+		a.s.metrics.submitted.Add(float64(len(sub.IDs)))
+		resp.Results[i] = &latticev1.SubmitBatchResult{Ids: sub.IDs, DisplayId: strconv.FormatUint(sub.IDs[0], 10)}
+	}
+	return resp, nil
+}
+
+func batchError(err error) *latticev1.SubmitBatchResult {
+	st := status.Convert(err)
+	return &latticev1.SubmitBatchResult{Error: st.Message(), Code: st.Code().String()}
 }
 
 // resolveIDs turns user ids into allocations: "12" is allocation 12 — or,
@@ -155,6 +219,12 @@ func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequ
 			al = found[0]
 		}
 	})
+	if status.Code(err) == codes.NotFound {
+		// Pruned by retention: the archive still has it.
+		if old, aerr := a.s.archive.lookup(strings.TrimSpace(req.Id)); aerr == nil && len(old) > 0 {
+			al, err = old[0], nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +253,7 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 		cutoff = a.s.cfg.Clock().Add(-time.Duration(req.TerminalWindowSeconds) * time.Second)
 	}
 	var list []*model.Allocation
+	var missing []string // ids not in the state: perhaps archived
 	var err error
 	a.s.view(func(st *quorum.State) {
 		if len(req.Ids) > 0 {
@@ -191,6 +262,7 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 				found, ferr := resolveIDs(st, id, true)
 				if ferr != nil {
 					if status.Code(ferr) == codes.NotFound {
+						missing = append(missing, id)
 						continue
 					}
 					err = ferr
@@ -212,6 +284,9 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 		}
 	})
 	if err != nil {
+		return nil, err
+	}
+	if list, err = a.withArchived(ctx, req, list, missing, states, cutoff); err != nil {
 		return nil, err
 	}
 	after, err := parsePageToken(req.PageToken)
@@ -248,6 +323,57 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 		resp.Allocations = append(resp.Allocations, p)
 	}
 	return resp, nil
+}
+
+// withArchived adds to list, in id order, the archived allocations (pruned
+// by retention, archive.go) the request can match: those it names by id, or
+// — for a listing by filter that takes ended allocations from before the
+// terminal window — every archived one (List's loop filters them further).
+func (a *allocService) withArchived(ctx context.Context, req *latticev1.ListAllocationsRequest, list []*model.Allocation,
+	missing []string, states map[model.AllocState]bool, cutoff time.Time) ([]*model.Allocation, error) {
+	var old []*model.Allocation
+	if len(req.Ids) > 0 {
+		for _, id := range missing {
+			found, err := a.s.archive.lookup(strings.TrimSpace(id))
+			if err != nil {
+				return nil, status.Errorf(codes.Internal, "read the archive: %v", err)
+			}
+			for _, f := range found {
+				if err := a.s.canRead(ctx, "list", allocObject(f)); err != nil {
+					return nil, err
+				}
+			}
+			old = append(old, found...)
+		}
+	} else {
+		wantsEnded := len(states) == 0 || states[model.StateCompleted] || states[model.StateFailed] || states[model.StateCancelled]
+		if !wantsEnded || (!cutoff.IsZero() && !a.s.archive.endedSince(cutoff)) {
+			return list, nil
+		}
+		var err error
+		old, err = a.s.archive.matching(func(al *model.Allocation) bool {
+			return (len(states) == 0 || states[al.State]) && (req.Vcluster == "" || al.VCluster == req.Vcluster) &&
+				(req.Tenant == "" || al.Tenant == req.Tenant)
+		})
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "read the archive: %v", err)
+		}
+	}
+	if len(old) == 0 {
+		return list, nil
+	}
+	live := make(map[uint64]bool, len(list))
+	for _, al := range list {
+		live[al.ID] = true
+	}
+	merged := slices.Clip(list)
+	for _, al := range old {
+		if !live[al.ID] {
+			merged = append(merged, al)
+		}
+	}
+	slices.SortFunc(merged, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+	return merged, nil
 }
 
 func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest) (*latticev1.CancelResponse, error) {

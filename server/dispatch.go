@@ -31,6 +31,11 @@ type agentConn struct {
 	ckptSent   map[uint64]int64 // checkpoint requests delivered: deadline (Unix ms)
 	logWaiters map[uint64]chan *latticev1.LogData
 	closed     bool
+	// unsettled: runs the agent said it still had when it attached, counted
+	// as sent with the quorum's run number; every pass reconciles them
+	// (the quorum may no longer want them, and a new run of the same number
+	// must not look delivered), the others once a second (reconcileEvery).
+	unsettled map[uint64]bool
 }
 
 func (c *agentConn) send(m *latticev1.ServerMessage) bool {
@@ -137,9 +142,19 @@ func (d *dispatcher) poke() {
 func (d *dispatcher) run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var reconciled time.Time
 	for {
 		changed := d.l.s.fsm.Changed()
-		d.pass()
+		// Comparing every run sent (10,000 on a full site) with committed
+		// state on every change (every submission is one) took a third of
+		// a leader's CPU under the read lock Apply waits for: once a
+		// second, and the runs agents brought when they attached on every
+		// pass.
+		full := time.Since(reconciled) >= reconcileEvery
+		if full {
+			reconciled = time.Now()
+		}
+		d.pass(full)
 		select {
 		case <-ctx.Done():
 			return
@@ -170,7 +185,11 @@ const (
 )
 
 // pass compares committed state with what each agent was told.
-func (d *dispatcher) pass() {
+// reconcileEvery is how often the dispatcher compares every run it sent
+// with committed state (work the quorum ended without the agent's report).
+const reconcileEvery = time.Second
+
+func (d *dispatcher) pass(reconcileAll bool) {
 	grace := int64(d.l.s.cfg.KillGrace / time.Second)
 	var out []delivery
 	d.mu.Lock()
@@ -180,7 +199,7 @@ func (d *dispatcher) pass() {
 	}
 	d.mu.Unlock()
 	d.l.s.view(func(st *quorum.State) {
-		for _, a := range st.Staging() {
+		for _, a := range st.StagingAnyOrder() { // order does not matter; a sort of thousands would, under the lock
 			if len(a.Nodes) == 0 {
 				continue
 			}
@@ -218,8 +237,15 @@ func (d *dispatcher) pass() {
 		// These cancels are not marked: the run is forgotten at once (a mark
 		// after it would make the cancel of a later run look delivered).
 		for _, c := range conns {
-			for id, run := range c.sentRuns() {
+			runs := c.unsettledRuns()
+			if reconcileAll {
+				runs = c.sentRuns()
+			}
+			for id, run := range runs {
 				a := st.Allocation(id)
+				if a != nil && a.RequeueCount == run && a.State.Active() {
+					c.settle(id)
+				}
 				switch {
 				case a != nil && a.RequeueCount != run:
 					// A newer run exists. When it is (to be) assigned to this
@@ -340,10 +366,35 @@ func (c *agentConn) mark(dv delivery) {
 func (c *agentConn) forget(id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.unsettled, id)
 	delete(c.sent, id)
 	delete(c.reported, id)
 	delete(c.cancelSent, id)
 	delete(c.ckptSent, id)
+}
+
+// unsettledRuns copies the delivered assignments the agent brought when it
+// attached and that are not settled yet: id → run.
+func (c *agentConn) unsettledRuns() map[uint64]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[uint64]int, len(c.unsettled))
+	for id := range c.unsettled {
+		if r, ok := c.sent[id]; ok {
+			out[id] = r
+		} else {
+			delete(c.unsettled, id)
+		}
+	}
+	return out
+}
+
+// settle marks an attached run as one the quorum wants: it is reconciled
+// with the others from now on.
+func (c *agentConn) settle(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unsettled, id)
 }
 
 // sentRuns copies the delivered assignments: id → run.

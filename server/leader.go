@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"github.com/latticehpc/lattice/checkpoint"
+	"slices"
 	"sync"
 	"time"
 
@@ -241,7 +243,7 @@ func (l *leaderState) onApply(c quorum.Command, r *quorum.Result) {
 
 // prune drops ended allocations older than the retention period.
 func (l *leaderState) prune(ctx context.Context) {
-	tick := time.NewTicker(10 * time.Minute)
+	tick := time.NewTicker(l.s.cfg.PruneInterval)
 	defer tick.Stop()
 	for {
 		before := l.s.cfg.Clock().Add(-l.s.cfg.Retention)
@@ -287,7 +289,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			Lenders:     map[string]bool{},
 			Nodes:       st.Nodes(),
 			Allocations: map[uint64]*model.Allocation{},
-			Pending:     st.Pending(name),
+			Pending:     st.PendingAnyOrder(name), // sorted below, after the lock
 			Tenants:     map[string]*model.Tenant{},
 			TenantLoad:  map[string]vcluster.TenantLoad{},
 			Groups:      st.Groups(),
@@ -299,7 +301,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 				snap.Lenders[v.Name] = true
 			}
 		}
-		for _, a := range st.Active() {
+		for _, a := range st.ActiveAnyOrder() {
 			snap.Allocations[a.ID] = a
 		}
 		// The allocations nodes are held for, so that a hold of one that is
@@ -318,6 +320,10 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 		}
 		s.powerSnapshot(st, vc, snap)
 	})
+	if snap != nil {
+		// Apply waits while the read lock is held: sort outside it.
+		slices.SortFunc(snap.Pending, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+	}
 	return snap, version, snap != nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -81,8 +82,11 @@ type Config struct {
 	// (default 10 s; measured_power.go).
 	MeasuredPowerMaxAge   time.Duration
 	MeasuredPowerInterval time.Duration
-	// Retention keeps ended allocations this long (default 7 days).
-	Retention time.Duration
+	// Retention keeps ended allocations this long in the replicated state
+	// (default 7 days); then they move to each member's archive
+	// (archive.go). PruneInterval is how often the leader looks (default 10 min).
+	Retention     time.Duration
+	PruneInterval time.Duration
 	// Checkpoint holds the checkpoint cost model's parameters (default
 	// checkpoint.DefaultParams); BrokerInterval is how often the leader's
 	// checkpoint broker looks for --signal lead times and proactive
@@ -105,6 +109,14 @@ type Config struct {
 	RaftNoSync bool
 	// RaftLogLevel is hashicorp/raft's own log level (default warn; "off").
 	RaftLogLevel string
+	// RaftHeartbeatTimeout is how long a follower waits for the leader
+	// before an election, and the election timeout; the leader lease is
+	// half of it (0 = quorum's default, 500 ms). A loaded machine wants
+	// more: a starved leader otherwise steps down under load.
+	RaftHeartbeatTimeout time.Duration
+	// Pprof serves Go's profiles under /debug/pprof/ on the metrics
+	// address (scale runs; the address is loopback unless set otherwise).
+	Pprof bool
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
 
@@ -168,6 +180,9 @@ func (c *Config) defaults() error {
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour
 	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = 10 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -189,9 +204,11 @@ type Server struct {
 	log       *slog.Logger
 	fsm       *quorum.FSM
 	q         *quorum.Quorum
-	grpc      *grpc.Server
-	apiLis    net.Listener
-	metrics   *metrics
+	// archive holds the ended allocations retention pruned (archive.go).
+	archive *archive
+	grpc    *grpc.Server
+	apiLis  net.Listener
+	metrics *metrics
 	// contract and health: docs/metrics.md's series (metrics_contract.go)
 	// and readiness (health.go).
 	contract *contract
@@ -239,6 +256,12 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 	}
+	arch, err := openArchive(s.dataPath("archive"), s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.archive = arch
+	s.fsm.Archive = arch.write
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
@@ -247,6 +270,7 @@ func New(cfg Config) (*Server, error) {
 	q, err := quorum.Open(quorum.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
+		HeartbeatTimeout: cfg.RaftHeartbeatTimeout, ElectionTimeout: cfg.RaftHeartbeatTimeout, LeaderLeaseTimeout: cfg.RaftHeartbeatTimeout / 2,
 		FaultInjection: cfg.FaultInjection, TLS: peerTLS,
 	}, s.fsm)
 	if err != nil {
@@ -332,6 +356,10 @@ func (s *Server) Serve() error {
 		mux := http.NewServeMux()
 		gather := prometheus.Gatherers{s.metrics.reg, raftRegistry}
 		mux.Handle("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{Registry: s.metrics.reg}))
+		if s.cfg.Pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		}
 		s.healthHandlers(mux)
 		s.httpSrv = &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		s.wg.Add(1)

@@ -160,6 +160,9 @@ type Loop struct {
 
 	wake chan struct{}
 	once sync.Once
+	// work is how long the last cycle computed before proposing (its CPU
+	// share; waiting for the commit is not), which paces woken cycles.
+	work time.Duration
 }
 
 func (l *Loop) init() {
@@ -175,7 +178,7 @@ func (l *Loop) init() {
 }
 
 // Wake asks for a cycle soon (a submission or a completion happened). The
-// loop still waits its minimum interval since the last cycle.
+// loop still waits its wake gap since the last cycle (Run).
 func (l *Loop) Wake() {
 	l.init()
 	select {
@@ -184,11 +187,35 @@ func (l *Loop) Wake() {
 	}
 }
 
+// Woken cycles pace themselves by their own cost: after a wake the loop
+// waits wakeDuty times as long as its last cycle computed (up to its
+// proposal; the wait for the commit is not counted), at least minWakeGap
+// and at most the cycle interval. A cheap cycle (a few ms) so follows the
+// completions that free nodes within tens of milliseconds, while a loop
+// never takes more than about 1/(wakeDuty+1) of a core however big the
+// queue: at 100,000 pending a cycle costs a second or more here, and
+// cycling back to back would starve Raft and the API on the same cores.
+// A MinInterval other than the default is kept as a floor.
+const (
+	wakeDuty   = 4
+	minWakeGap = 10 * time.Millisecond
+)
+
+// wakeGap is how long after a cycle that computed for took a woken loop waits.
+func wakeGap(took, minInterval, interval time.Duration) time.Duration {
+	g := max(minWakeGap, wakeDuty*took)
+	if minInterval != model.DefaultMinInterval {
+		g = max(g, minInterval)
+	}
+	return min(g, interval)
+}
+
 // Run cycles until ctx ends: every cycle interval, or earlier when woken,
-// but never more often than the minimum interval.
+// but never sooner after the last cycle than its wake gap (wakeGap).
 func (l *Loop) Run(ctx context.Context) {
 	l.init()
 	var last time.Time
+	var took time.Duration
 	for {
 		interval, minInterval := l.intervals()
 		wait := interval
@@ -203,17 +230,22 @@ func (l *Loop) Run(ctx context.Context) {
 		case <-timer.C:
 		case <-l.wake:
 			timer.Stop()
-			if since := time.Since(last); since < minInterval {
+			if gap, since := wakeGap(took, minInterval, interval), time.Since(last); since < gap {
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(minInterval - since):
+				case <-time.After(gap - since):
 				}
 			}
 		}
 		last = time.Now()
+		l.work = 0
 		if err := l.safeCycle(ctx); err != nil && ctx.Err() == nil {
 			l.Log.Warn("scheduling cycle failed", "vcluster", l.Name, "err", err)
+		}
+		took = time.Since(last)
+		if l.work > 0 {
+			took = l.work // the commit wait costs no CPU here
 		}
 	}
 }
@@ -309,8 +341,12 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	l.publish(reservedStarts(plan))
 
 	expl := make(map[uint64]*Explanation, len(plan.Explanations))
-	for _, e := range plan.Explanations {
-		x := &Explanation{Explanation: e, Computed: now, Profile: snap.VCluster.WeightsProfile}
+	// One allocation for every explanation of the cycle (100,000 pending
+	// allocations are 100,000 explanations each cycle).
+	xs := make([]Explanation, len(plan.Explanations))
+	for i, e := range plan.Explanations {
+		x := &xs[i]
+		*x = Explanation{Explanation: e, Computed: now, Profile: snap.VCluster.WeightsProfile}
 		x.Message = describe(&x.Explanation)
 		expl[e.JobID] = x
 		if e.Reason != "" {
@@ -385,6 +421,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			stats.Backfilled++
 		}
 	}
+	l.work = time.Since(began) // planning done; what follows waits for commits
 	if len(items) > 0 {
 		stats.Proposed = len(items)
 		outcomes, err := l.Proposer.AssignBatch(ctx, l.Name, items)

@@ -199,28 +199,77 @@ func TestCycleProposesOneBatchAndRecordsRejections(t *testing.T) {
 }
 
 func TestLoopWakesEarlyButNotTooOften(t *testing.T) {
-	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, CycleInterval: time.Hour, MinInterval: 50 * time.Millisecond}
-	s := snapshot(vc, []*model.Node{node("n1", "batch").build()}, alloc(1, "batch", model.StatePending))
-	cycles := make(chan time.Time, 100)
-	l := &Loop{Name: "batch", State: &fakeState{s}, Proposer: &fakeProposer{}, Planner: solver.Solve,
-		OnCycle: func(CycleStats) { cycles <- time.Now() }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go l.Run(ctx)
-	// The first cycle waits for the interval (an hour) unless woken.
-	select {
-	case <-cycles:
-		t.Fatal("cycled before being woken")
-	case <-time.After(100 * time.Millisecond):
+	for _, tc := range []struct {
+		name        string
+		solve       time.Duration // how long each cycle's plan takes
+		minInterval time.Duration
+		atLeast     time.Duration
+		below       time.Duration
+	}{
+		// A slow cycle: 4 × 20 ms is past the 50 ms ceiling.
+		{"slow cycles wait the minimum interval", 20 * time.Millisecond, 50 * time.Millisecond, 45 * time.Millisecond, time.Hour},
+		// A cheap cycle follows a wake far sooner than the 500 ms ceiling.
+		{"cheap cycles follow wakes quickly", 0, 500 * time.Millisecond, 0, 400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, CycleInterval: time.Hour, MinInterval: tc.minInterval}
+			s := snapshot(vc, []*model.Node{node("n1", "batch").build()}, alloc(1, "batch", model.StatePending))
+			cycles := make(chan time.Time, 100)
+			planner := func(in *solver.Input) *solver.Plan {
+				time.Sleep(tc.solve)
+				return solver.Solve(in)
+			}
+			// A cycle begins with its snapshot: time that.
+			l := &Loop{Name: "batch", State: &timedState{fakeState{s}, cycles}, Proposer: &fakeProposer{}, Planner: planner}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go l.Run(ctx)
+			// The first cycle waits for the interval (an hour) unless woken.
+			select {
+			case <-cycles:
+				t.Fatal("cycled before being woken")
+			case <-time.After(50 * time.Millisecond):
+			}
+			l.Wake()
+			first := <-cycles
+			for range 5 {
+				l.Wake()
+			}
+			second := <-cycles
+			if gap := second.Sub(first); gap < tc.atLeast || gap >= tc.below {
+				t.Fatalf("cycles %v apart, want within [%v, %v)", gap, tc.atLeast, tc.below)
+			}
+		})
 	}
-	l.Wake()
-	first := <-cycles
-	for range 5 {
-		l.Wake()
-	}
-	second := <-cycles
-	if gap := second.Sub(first); gap < 45*time.Millisecond {
-		t.Fatalf("cycles %v apart, minimum interval is 50ms", gap)
+}
+
+type timedState struct {
+	fakeState
+	at chan time.Time
+}
+
+func (ts *timedState) Snapshot(vc string, now time.Time) (*Snapshot, uint64, bool) {
+	ts.at <- time.Now()
+	return ts.fakeState.Snapshot(vc, now)
+}
+
+func TestWakeGap(t *testing.T) {
+	def := model.DefaultMinInterval
+	for _, tc := range []struct {
+		took, minInterval, interval, want time.Duration
+	}{
+		{0, def, time.Hour, 10 * time.Millisecond},
+		{time.Millisecond, def, time.Hour, 10 * time.Millisecond},
+		{5 * time.Millisecond, def, time.Hour, 20 * time.Millisecond},
+		{100 * time.Millisecond, def, time.Hour, 400 * time.Millisecond},
+		{time.Second, def, 5 * time.Second, 4 * time.Second},         // a costly cycle: a fifth of a core at most
+		{time.Second, def, 2 * time.Second, 2 * time.Second},         // never past the cycle interval
+		{0, 50 * time.Millisecond, time.Hour, 50 * time.Millisecond}, // a MinInterval set by hand is a floor
+		{20 * time.Millisecond, 50 * time.Millisecond, time.Hour, 80 * time.Millisecond},
+	} {
+		if got := wakeGap(tc.took, tc.minInterval, tc.interval); got != tc.want {
+			t.Errorf("wakeGap(%v, %v, %v) = %v, want %v", tc.took, tc.minInterval, tc.interval, got, tc.want)
+		}
 	}
 }
 

@@ -62,7 +62,7 @@ func app() *cli.App {
 			}
 			return nil
 		},
-		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand(), tokenCommand(), caCommand()},
+		Commands:       []*cli.Command{devCommand(), serverCommand(), agentCommand(), probeCommand(), tokenCommand(), caCommand(), benchCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
@@ -282,7 +282,9 @@ func serverCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("down-after", 60*time.Second, "heartbeat silence before a node is Down (its work fails)")),
 		altsrc.NewDurationFlag(dur("liveness-grace", 0, "after winning leadership, wait this long before marking nodes (default: down-after)")),
 		altsrc.NewDurationFlag(dur("kill-grace", 30*time.Second, "SIGTERM to SIGKILL grace sent with cancellations")),
-		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations this long")),
+		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations this long in the replicated state, then in each member's archive (DATA_DIR/archive)")),
+		altsrc.NewDurationFlag(dur("raft-heartbeat-timeout", 500*time.Millisecond, "leader silence before an election (also the election timeout; the leader lease is half): raise it on loaded machines")),
+		altsrc.NewDurationFlag(dur("prune-interval", 10*time.Minute, "how often the leader moves allocations past --retention to the archive")),
 		altsrc.NewDurationFlag(dur("measured-power-max-age", 30*time.Second, "a node's measured draw stands for its configured figures in the power check while younger than this (negative = never)")),
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		altsrc.NewIntFlag(maxArraySizeFlag()),
@@ -291,6 +293,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
 		tlsFlags("the member")[0], tlsFlags("the member")[1], tlsFlags("the member")[2],
+		&cli.BoolFlag{Name: "pprof", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on the metrics address", EnvVars: env("pprof")},
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
 	flags = append(flags, checkpointFlags()...)
@@ -382,8 +385,8 @@ func runServer(c *cli.Context) error {
 		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
-		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), MeasuredPowerMaxAge: c.Duration("measured-power-max-age"),
-		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"),
+		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), MeasuredPowerMaxAge: c.Duration("measured-power-max-age"), PruneInterval: c.Duration("prune-interval"),
+		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"), RaftHeartbeatTimeout: c.Duration("raft-heartbeat-timeout"), Pprof: c.Bool("pprof"),
 		MaxArraySize: maxArray, MaxDAGStages: maxStages,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
@@ -443,6 +446,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "virtual-runs", EnvVars: env("virtual-runs"), Usage: "with --simulate: start no processes; a job `sleep S` lasts S seconds, any other ends at once with exit 0 (scale tests of the control plane)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (always with --simulate)"}),
 	}
 	flags = append(flags, tlsFlags("the agent")...)
@@ -509,6 +513,8 @@ func runAgent(c *cli.Context) error {
 		}
 	} else if c.Int("simulate") < 0 {
 		return usageError{&model.FieldError{Field: "simulate", Value: fmt.Sprint(c.Int("simulate")), Allowed: "a node count >= 0"}}
+	} else if c.Bool("virtual-runs") {
+		return usageError{&model.FieldError{Field: "virtual-runs", Value: "true", Allowed: "only with --simulate N (a real node runs its jobs)"}}
 	} else {
 		nodes = []model.Node{{Name: c.String("name"), HomeVCluster: names[0], IdleWatts: idle, BusyWatts: busy, Fingerprint: fp,
 			CPUs: hw.CPUs, MemoryMB: hw.MemoryMB}}
@@ -545,7 +551,7 @@ func runAgent(c *cli.Context) error {
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
 		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
 		TLS: tlsCfg, CAFile: absOrEmpty(c.String("tls-ca")),
-		Machine: machine, FingerprintInputs: inputs, FingerprintCheck: c.Duration("fingerprint-check")})
+		Machine: machine, FingerprintInputs: inputs, FingerprintCheck: c.Duration("fingerprint-check"), VirtualRuns: c.Bool("virtual-runs")})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,13 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"server", "--config", tlsConfig, "--data-dir", dir}, "tls-ca"}, // the config file's keys are read
 		{[]string{"ca", "init"}, "dir"},
 		{[]string{"ca", "init", "--dir", dir, "--members", "bad name"}, "members"},
+		{[]string{"agent", "--server", "127.0.0.1:1", "--virtual-runs"}, "virtual-runs"},
+		{[]string{"bench", "scale", "--sizes", "1:x"}, "sizes"},
+		{[]string{"bench", "scale", "--runtimes", "-5"}, "runtimes"},
+		{[]string{"bench", "scale", "--borrow", "2"}, "borrow"},
+		{[]string{"bench", "scale", "--agents", "0"}, "agents"},
+		{[]string{"bench", "scale", "--rate", "0"}, "rate"},
+		{[]string{"bench", "throughput", "--jobs", "0"}, "jobs"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -21,6 +21,166 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SubmitBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// at most 10,000; each may carry its own client_request_id.
+	Requests      []*SubmitRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchRequest) Reset() {
+	*x = SubmitBatchRequest{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchRequest) ProtoMessage() {}
+
+func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
+func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SubmitBatchRequest) GetRequests() []*SubmitRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type SubmitBatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ids and display_id as SubmitResponse when submitted; empty when refused.
+	Ids       []uint64 `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	DisplayId string   `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
+	// error says why this one was refused; code is its gRPC status code name
+	// (InvalidArgument, PermissionDenied, ResourceExhausted, ...).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Code          string `protobuf:"bytes,4,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchResult) Reset() {
+	*x = SubmitBatchResult{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchResult) ProtoMessage() {}
+
+func (x *SubmitBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchResult.ProtoReflect.Descriptor instead.
+func (*SubmitBatchResult) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SubmitBatchResult) GetIds() []uint64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SubmitBatchResult) GetDisplayId() string {
+	if x != nil {
+		return x.DisplayId
+	}
+	return ""
+}
+
+func (x *SubmitBatchResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SubmitBatchResult) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+type SubmitBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*SubmitBatchResult   `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchResponse) Reset() {
+	*x = SubmitBatchResponse{}
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchResponse) ProtoMessage() {}
+
+func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
+func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SubmitBatchResponse) GetResults() []*SubmitBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 // JobControlRequest names allocations: "12", "12_3", or "12" for every task of array 12.
 type JobControlRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -37,7 +197,7 @@ type JobControlRequest struct {
 
 func (x *JobControlRequest) Reset() {
 	*x = JobControlRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +209,7 @@ func (x *JobControlRequest) String() string {
 func (*JobControlRequest) ProtoMessage() {}
 
 func (x *JobControlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[0]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +222,7 @@ func (x *JobControlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobControlRequest.ProtoReflect.Descriptor instead.
 func (*JobControlRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{0}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobControlRequest) GetIds() []string {
@@ -104,7 +264,7 @@ type JobControlResult struct {
 
 func (x *JobControlResult) Reset() {
 	*x = JobControlResult{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -116,7 +276,7 @@ func (x *JobControlResult) String() string {
 func (*JobControlResult) ProtoMessage() {}
 
 func (x *JobControlResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[1]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -129,7 +289,7 @@ func (x *JobControlResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobControlResult.ProtoReflect.Descriptor instead.
 func (*JobControlResult) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{1}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobControlResult) GetId() string {
@@ -162,7 +322,7 @@ type JobControlResponse struct {
 
 func (x *JobControlResponse) Reset() {
 	*x = JobControlResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -174,7 +334,7 @@ func (x *JobControlResponse) String() string {
 func (*JobControlResponse) ProtoMessage() {}
 
 func (x *JobControlResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[2]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -187,7 +347,7 @@ func (x *JobControlResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobControlResponse.ProtoReflect.Descriptor instead.
 func (*JobControlResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{2}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobControlResponse) GetResults() []*JobControlResult {
@@ -215,7 +375,7 @@ type UpdateAllocationRequest struct {
 
 func (x *UpdateAllocationRequest) Reset() {
 	*x = UpdateAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +387,7 @@ func (x *UpdateAllocationRequest) String() string {
 func (*UpdateAllocationRequest) ProtoMessage() {}
 
 func (x *UpdateAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[3]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +400,7 @@ func (x *UpdateAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateAllocationRequest.ProtoReflect.Descriptor instead.
 func (*UpdateAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{3}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateAllocationRequest) GetId() string {
@@ -323,7 +483,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +495,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[4]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +508,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{4}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SignalRequest) GetIds() []string {
@@ -379,7 +539,7 @@ type QOS struct {
 
 func (x *QOS) Reset() {
 	*x = QOS{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +551,7 @@ func (x *QOS) String() string {
 func (*QOS) ProtoMessage() {}
 
 func (x *QOS) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[5]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +564,7 @@ func (x *QOS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QOS.ProtoReflect.Descriptor instead.
 func (*QOS) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{5}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *QOS) GetName() string {
@@ -459,7 +619,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +631,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[6]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +644,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{6}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Partition) GetName() string {
@@ -509,7 +669,7 @@ type ListQOSRequest struct {
 
 func (x *ListQOSRequest) Reset() {
 	*x = ListQOSRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +681,7 @@ func (x *ListQOSRequest) String() string {
 func (*ListQOSRequest) ProtoMessage() {}
 
 func (x *ListQOSRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[7]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +694,7 @@ func (x *ListQOSRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQOSRequest.ProtoReflect.Descriptor instead.
 func (*ListQOSRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{7}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
 }
 
 type ListQOSResponse struct {
@@ -547,7 +707,7 @@ type ListQOSResponse struct {
 
 func (x *ListQOSResponse) Reset() {
 	*x = ListQOSResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +719,7 @@ func (x *ListQOSResponse) String() string {
 func (*ListQOSResponse) ProtoMessage() {}
 
 func (x *ListQOSResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[8]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +732,7 @@ func (x *ListQOSResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQOSResponse.ProtoReflect.Descriptor instead.
 func (*ListQOSResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{8}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListQOSResponse) GetQos() []*QOS {
@@ -599,7 +759,7 @@ type SetQOSRequest struct {
 
 func (x *SetQOSRequest) Reset() {
 	*x = SetQOSRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +771,7 @@ func (x *SetQOSRequest) String() string {
 func (*SetQOSRequest) ProtoMessage() {}
 
 func (x *SetQOSRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[9]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +784,7 @@ func (x *SetQOSRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQOSRequest.ProtoReflect.Descriptor instead.
 func (*SetQOSRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{9}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetQOSRequest) GetQos() *QOS {
@@ -649,7 +809,7 @@ type SetQOSResponse struct {
 
 func (x *SetQOSResponse) Reset() {
 	*x = SetQOSResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +821,7 @@ func (x *SetQOSResponse) String() string {
 func (*SetQOSResponse) ProtoMessage() {}
 
 func (x *SetQOSResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[10]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +834,7 @@ func (x *SetQOSResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQOSResponse.ProtoReflect.Descriptor instead.
 func (*SetQOSResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{10}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
 }
 
 type SetPartitionRequest struct {
@@ -687,7 +847,7 @@ type SetPartitionRequest struct {
 
 func (x *SetPartitionRequest) Reset() {
 	*x = SetPartitionRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +859,7 @@ func (x *SetPartitionRequest) String() string {
 func (*SetPartitionRequest) ProtoMessage() {}
 
 func (x *SetPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[11]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +872,7 @@ func (x *SetPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitionRequest.ProtoReflect.Descriptor instead.
 func (*SetPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{11}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetPartitionRequest) GetName() string {
@@ -737,7 +897,7 @@ type SetPartitionResponse struct {
 
 func (x *SetPartitionResponse) Reset() {
 	*x = SetPartitionResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +909,7 @@ func (x *SetPartitionResponse) String() string {
 func (*SetPartitionResponse) ProtoMessage() {}
 
 func (x *SetPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[12]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +922,7 @@ func (x *SetPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPartitionResponse.ProtoReflect.Descriptor instead.
 func (*SetPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{12}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
 }
 
 type CheckpointAllocationRequest struct {
@@ -775,7 +935,7 @@ type CheckpointAllocationRequest struct {
 
 func (x *CheckpointAllocationRequest) Reset() {
 	*x = CheckpointAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +947,7 @@ func (x *CheckpointAllocationRequest) String() string {
 func (*CheckpointAllocationRequest) ProtoMessage() {}
 
 func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[13]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +960,7 @@ func (x *CheckpointAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAllocationRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{13}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CheckpointAllocationRequest) GetId() string {
@@ -828,7 +988,7 @@ type CheckpointAllocationResponse struct {
 
 func (x *CheckpointAllocationResponse) Reset() {
 	*x = CheckpointAllocationResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1000,7 @@ func (x *CheckpointAllocationResponse) String() string {
 func (*CheckpointAllocationResponse) ProtoMessage() {}
 
 func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[14]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1013,7 @@ func (x *CheckpointAllocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAllocationResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointAllocationResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{14}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CheckpointAllocationResponse) GetId() string {
@@ -887,7 +1047,7 @@ type CheckpointDoneRequest struct {
 
 func (x *CheckpointDoneRequest) Reset() {
 	*x = CheckpointDoneRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1059,7 @@ func (x *CheckpointDoneRequest) String() string {
 func (*CheckpointDoneRequest) ProtoMessage() {}
 
 func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[15]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1072,7 @@ func (x *CheckpointDoneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDoneRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointDoneRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{15}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckpointDoneRequest) GetId() string {
@@ -937,7 +1097,7 @@ type CheckpointDoneResponse struct {
 
 func (x *CheckpointDoneResponse) Reset() {
 	*x = CheckpointDoneResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1109,7 @@ func (x *CheckpointDoneResponse) String() string {
 func (*CheckpointDoneResponse) ProtoMessage() {}
 
 func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[16]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1122,7 @@ func (x *CheckpointDoneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDoneResponse.ProtoReflect.Descriptor instead.
 func (*CheckpointDoneResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{16}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
 }
 
 type Dependency struct {
@@ -976,7 +1136,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1148,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[17]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1161,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{17}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Dependency) GetCondition() string {
@@ -1037,7 +1197,7 @@ type ArraySpec struct {
 
 func (x *ArraySpec) Reset() {
 	*x = ArraySpec{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1209,7 @@ func (x *ArraySpec) String() string {
 func (*ArraySpec) ProtoMessage() {}
 
 func (x *ArraySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[18]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1222,7 @@ func (x *ArraySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArraySpec.ProtoReflect.Descriptor instead.
 func (*ArraySpec) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{18}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ArraySpec) GetStart() int32 {
@@ -1151,7 +1311,7 @@ type AllocationRequest struct {
 
 func (x *AllocationRequest) Reset() {
 	*x = AllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1323,7 @@ func (x *AllocationRequest) String() string {
 func (*AllocationRequest) ProtoMessage() {}
 
 func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[19]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1336,7 @@ func (x *AllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocationRequest.ProtoReflect.Descriptor instead.
 func (*AllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{19}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AllocationRequest) GetName() string {
@@ -1460,7 +1620,7 @@ type Preemption struct {
 
 func (x *Preemption) Reset() {
 	*x = Preemption{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1632,7 @@ func (x *Preemption) String() string {
 func (*Preemption) ProtoMessage() {}
 
 func (x *Preemption) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[20]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1645,7 @@ func (x *Preemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preemption.ProtoReflect.Descriptor instead.
 func (*Preemption) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{20}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Preemption) GetKind() string {
@@ -1541,7 +1701,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1713,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[21]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1726,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{21}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubmitRequest) GetRequest() *AllocationRequest {
@@ -1598,7 +1758,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1770,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[22]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1783,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{22}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitResponse) GetIds() []uint64 {
@@ -1658,7 +1818,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1830,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[23]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1843,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{23}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Transition) GetState() string {
@@ -1742,7 +1902,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1914,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[24]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1927,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{24}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Allocation) GetId() uint64 {
@@ -1970,7 +2130,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2142,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[25]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2155,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{25}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Step) GetId() int32 {
@@ -2071,7 +2231,7 @@ type GetAllocationRequest struct {
 
 func (x *GetAllocationRequest) Reset() {
 	*x = GetAllocationRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2243,7 @@ func (x *GetAllocationRequest) String() string {
 func (*GetAllocationRequest) ProtoMessage() {}
 
 func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[26]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2256,7 @@ func (x *GetAllocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAllocationRequest.ProtoReflect.Descriptor instead.
 func (*GetAllocationRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{26}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetAllocationRequest) GetId() string {
@@ -2125,7 +2285,7 @@ type ListAllocationsRequest struct {
 
 func (x *ListAllocationsRequest) Reset() {
 	*x = ListAllocationsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2297,7 @@ func (x *ListAllocationsRequest) String() string {
 func (*ListAllocationsRequest) ProtoMessage() {}
 
 func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[27]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2310,7 @@ func (x *ListAllocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListAllocationsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{27}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListAllocationsRequest) GetStates() []string {
@@ -2216,7 +2376,7 @@ type ListAllocationsResponse struct {
 
 func (x *ListAllocationsResponse) Reset() {
 	*x = ListAllocationsResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[28]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2388,7 @@ func (x *ListAllocationsResponse) String() string {
 func (*ListAllocationsResponse) ProtoMessage() {}
 
 func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[28]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2401,7 @@ func (x *ListAllocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAllocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListAllocationsResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{28}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListAllocationsResponse) GetAllocations() []*Allocation {
@@ -2268,7 +2428,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[29]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +2440,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[29]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +2453,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{29}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelRequest) GetIds() []string {
@@ -2321,7 +2481,7 @@ type CancelResult struct {
 
 func (x *CancelResult) Reset() {
 	*x = CancelResult{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[30]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2493,7 @@ func (x *CancelResult) String() string {
 func (*CancelResult) ProtoMessage() {}
 
 func (x *CancelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[30]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2506,7 @@ func (x *CancelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResult.ProtoReflect.Descriptor instead.
 func (*CancelResult) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{30}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CancelResult) GetId() string {
@@ -2379,7 +2539,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[31]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2551,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[31]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2564,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{31}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CancelResponse) GetResults() []*CancelResult {
@@ -2426,7 +2586,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[32]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2598,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[32]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2611,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{32}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -2493,7 +2653,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[33]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2665,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[33]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2678,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{33}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -2551,7 +2711,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[34]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2723,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[34]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2736,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{34}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExplainRequest) GetId() string {
@@ -2599,7 +2759,7 @@ type FactorScore struct {
 
 func (x *FactorScore) Reset() {
 	*x = FactorScore{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[35]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2771,7 @@ func (x *FactorScore) String() string {
 func (*FactorScore) ProtoMessage() {}
 
 func (x *FactorScore) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[35]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2784,7 @@ func (x *FactorScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactorScore.ProtoReflect.Descriptor instead.
 func (*FactorScore) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{35}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FactorScore) GetName() string {
@@ -2672,7 +2832,7 @@ type FilterCount struct {
 
 func (x *FilterCount) Reset() {
 	*x = FilterCount{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[36]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2844,7 @@ func (x *FilterCount) String() string {
 func (*FilterCount) ProtoMessage() {}
 
 func (x *FilterCount) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[36]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2857,7 @@ func (x *FilterCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterCount.ProtoReflect.Descriptor instead.
 func (*FilterCount) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{36}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FilterCount) GetFilter() string {
@@ -2734,7 +2894,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_lattice_v1_allocation_proto_msgTypes[37]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2906,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_lattice_v1_allocation_proto_msgTypes[37]
+	mi := &file_lattice_v1_allocation_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2919,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{37}
+	return file_lattice_v1_allocation_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Explanation) GetId() string {
@@ -2851,7 +3011,17 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"\x82\x01\n" +
+	"lattice.v1\"K\n" +
+	"\x12SubmitBatchRequest\x125\n" +
+	"\brequests\x18\x01 \x03(\v2\x19.lattice.v1.SubmitRequestR\brequests\"n\n" +
+	"\x11SubmitBatchResult\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
+	"\n" +
+	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\tR\x04code\"N\n" +
+	"\x13SubmitBatchResponse\x127\n" +
+	"\aresults\x18\x01 \x03(\v2\x1d.lattice.v1.SubmitBatchResultR\aresults\"\x82\x01\n" +
 	"\x11JobControlRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\x12\x1b\n" +
@@ -3100,7 +3270,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fweights_profile\x18\n" +
 	" \x01(\tR\x0eweightsProfile\x12%\n" +
 	"\x0equeue_position\x18\v \x01(\x05R\rqueuePosition\x12\x14\n" +
-	"\x05nodes\x18\f \x03(\tR\x05nodes2\x99\t\n" +
+	"\x05nodes\x18\f \x03(\tR\x05nodes2\xe9\t\n" +
 	"\x11AllocationService\x12?\n" +
 	"\x06Submit\x12\x19.lattice.v1.SubmitRequest\x1a\x1a.lattice.v1.SubmitResponse\x12?\n" +
 	"\x03Get\x12 .lattice.v1.GetAllocationRequest\x1a\x16.lattice.v1.Allocation\x12O\n" +
@@ -3118,7 +3288,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x06Signal\x12\x19.lattice.v1.SignalRequest\x1a\x1e.lattice.v1.JobControlResponse\x12B\n" +
 	"\aListQOS\x12\x1a.lattice.v1.ListQOSRequest\x1a\x1b.lattice.v1.ListQOSResponse\x12?\n" +
 	"\x06SetQOS\x12\x19.lattice.v1.SetQOSRequest\x1a\x1a.lattice.v1.SetQOSResponse\x12Q\n" +
-	"\fSetPartition\x12\x1f.lattice.v1.SetPartitionRequest\x1a .lattice.v1.SetPartitionResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
+	"\fSetPartition\x12\x1f.lattice.v1.SetPartitionRequest\x1a .lattice.v1.SetPartitionResponse\x12N\n" +
+	"\vSubmitBatch\x12\x1e.lattice.v1.SubmitBatchRequest\x1a\x1f.lattice.v1.SubmitBatchResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
 var (
 	file_lattice_v1_allocation_proto_rawDescOnce sync.Once
@@ -3132,101 +3303,108 @@ func file_lattice_v1_allocation_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_allocation_proto_rawDescData
 }
 
-var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_lattice_v1_allocation_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_lattice_v1_allocation_proto_goTypes = []any{
-	(*JobControlRequest)(nil),            // 0: lattice.v1.JobControlRequest
-	(*JobControlResult)(nil),             // 1: lattice.v1.JobControlResult
-	(*JobControlResponse)(nil),           // 2: lattice.v1.JobControlResponse
-	(*UpdateAllocationRequest)(nil),      // 3: lattice.v1.UpdateAllocationRequest
-	(*SignalRequest)(nil),                // 4: lattice.v1.SignalRequest
-	(*QOS)(nil),                          // 5: lattice.v1.QOS
-	(*Partition)(nil),                    // 6: lattice.v1.Partition
-	(*ListQOSRequest)(nil),               // 7: lattice.v1.ListQOSRequest
-	(*ListQOSResponse)(nil),              // 8: lattice.v1.ListQOSResponse
-	(*SetQOSRequest)(nil),                // 9: lattice.v1.SetQOSRequest
-	(*SetQOSResponse)(nil),               // 10: lattice.v1.SetQOSResponse
-	(*SetPartitionRequest)(nil),          // 11: lattice.v1.SetPartitionRequest
-	(*SetPartitionResponse)(nil),         // 12: lattice.v1.SetPartitionResponse
-	(*CheckpointAllocationRequest)(nil),  // 13: lattice.v1.CheckpointAllocationRequest
-	(*CheckpointAllocationResponse)(nil), // 14: lattice.v1.CheckpointAllocationResponse
-	(*CheckpointDoneRequest)(nil),        // 15: lattice.v1.CheckpointDoneRequest
-	(*CheckpointDoneResponse)(nil),       // 16: lattice.v1.CheckpointDoneResponse
-	(*Dependency)(nil),                   // 17: lattice.v1.Dependency
-	(*ArraySpec)(nil),                    // 18: lattice.v1.ArraySpec
-	(*AllocationRequest)(nil),            // 19: lattice.v1.AllocationRequest
-	(*Preemption)(nil),                   // 20: lattice.v1.Preemption
-	(*SubmitRequest)(nil),                // 21: lattice.v1.SubmitRequest
-	(*SubmitResponse)(nil),               // 22: lattice.v1.SubmitResponse
-	(*Transition)(nil),                   // 23: lattice.v1.Transition
-	(*Allocation)(nil),                   // 24: lattice.v1.Allocation
-	(*Step)(nil),                         // 25: lattice.v1.Step
-	(*GetAllocationRequest)(nil),         // 26: lattice.v1.GetAllocationRequest
-	(*ListAllocationsRequest)(nil),       // 27: lattice.v1.ListAllocationsRequest
-	(*ListAllocationsResponse)(nil),      // 28: lattice.v1.ListAllocationsResponse
-	(*CancelRequest)(nil),                // 29: lattice.v1.CancelRequest
-	(*CancelResult)(nil),                 // 30: lattice.v1.CancelResult
-	(*CancelResponse)(nil),               // 31: lattice.v1.CancelResponse
-	(*LogsRequest)(nil),                  // 32: lattice.v1.LogsRequest
-	(*LogChunk)(nil),                     // 33: lattice.v1.LogChunk
-	(*ExplainRequest)(nil),               // 34: lattice.v1.ExplainRequest
-	(*FactorScore)(nil),                  // 35: lattice.v1.FactorScore
-	(*FilterCount)(nil),                  // 36: lattice.v1.FilterCount
-	(*Explanation)(nil),                  // 37: lattice.v1.Explanation
+	(*SubmitBatchRequest)(nil),           // 0: lattice.v1.SubmitBatchRequest
+	(*SubmitBatchResult)(nil),            // 1: lattice.v1.SubmitBatchResult
+	(*SubmitBatchResponse)(nil),          // 2: lattice.v1.SubmitBatchResponse
+	(*JobControlRequest)(nil),            // 3: lattice.v1.JobControlRequest
+	(*JobControlResult)(nil),             // 4: lattice.v1.JobControlResult
+	(*JobControlResponse)(nil),           // 5: lattice.v1.JobControlResponse
+	(*UpdateAllocationRequest)(nil),      // 6: lattice.v1.UpdateAllocationRequest
+	(*SignalRequest)(nil),                // 7: lattice.v1.SignalRequest
+	(*QOS)(nil),                          // 8: lattice.v1.QOS
+	(*Partition)(nil),                    // 9: lattice.v1.Partition
+	(*ListQOSRequest)(nil),               // 10: lattice.v1.ListQOSRequest
+	(*ListQOSResponse)(nil),              // 11: lattice.v1.ListQOSResponse
+	(*SetQOSRequest)(nil),                // 12: lattice.v1.SetQOSRequest
+	(*SetQOSResponse)(nil),               // 13: lattice.v1.SetQOSResponse
+	(*SetPartitionRequest)(nil),          // 14: lattice.v1.SetPartitionRequest
+	(*SetPartitionResponse)(nil),         // 15: lattice.v1.SetPartitionResponse
+	(*CheckpointAllocationRequest)(nil),  // 16: lattice.v1.CheckpointAllocationRequest
+	(*CheckpointAllocationResponse)(nil), // 17: lattice.v1.CheckpointAllocationResponse
+	(*CheckpointDoneRequest)(nil),        // 18: lattice.v1.CheckpointDoneRequest
+	(*CheckpointDoneResponse)(nil),       // 19: lattice.v1.CheckpointDoneResponse
+	(*Dependency)(nil),                   // 20: lattice.v1.Dependency
+	(*ArraySpec)(nil),                    // 21: lattice.v1.ArraySpec
+	(*AllocationRequest)(nil),            // 22: lattice.v1.AllocationRequest
+	(*Preemption)(nil),                   // 23: lattice.v1.Preemption
+	(*SubmitRequest)(nil),                // 24: lattice.v1.SubmitRequest
+	(*SubmitResponse)(nil),               // 25: lattice.v1.SubmitResponse
+	(*Transition)(nil),                   // 26: lattice.v1.Transition
+	(*Allocation)(nil),                   // 27: lattice.v1.Allocation
+	(*Step)(nil),                         // 28: lattice.v1.Step
+	(*GetAllocationRequest)(nil),         // 29: lattice.v1.GetAllocationRequest
+	(*ListAllocationsRequest)(nil),       // 30: lattice.v1.ListAllocationsRequest
+	(*ListAllocationsResponse)(nil),      // 31: lattice.v1.ListAllocationsResponse
+	(*CancelRequest)(nil),                // 32: lattice.v1.CancelRequest
+	(*CancelResult)(nil),                 // 33: lattice.v1.CancelResult
+	(*CancelResponse)(nil),               // 34: lattice.v1.CancelResponse
+	(*LogsRequest)(nil),                  // 35: lattice.v1.LogsRequest
+	(*LogChunk)(nil),                     // 36: lattice.v1.LogChunk
+	(*ExplainRequest)(nil),               // 37: lattice.v1.ExplainRequest
+	(*FactorScore)(nil),                  // 38: lattice.v1.FactorScore
+	(*FilterCount)(nil),                  // 39: lattice.v1.FilterCount
+	(*Explanation)(nil),                  // 40: lattice.v1.Explanation
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
-	1,  // 0: lattice.v1.JobControlResponse.results:type_name -> lattice.v1.JobControlResult
-	5,  // 1: lattice.v1.ListQOSResponse.qos:type_name -> lattice.v1.QOS
-	6,  // 2: lattice.v1.ListQOSResponse.partitions:type_name -> lattice.v1.Partition
-	5,  // 3: lattice.v1.SetQOSRequest.qos:type_name -> lattice.v1.QOS
-	17, // 4: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
-	18, // 5: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
-	19, // 6: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
-	19, // 7: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
-	23, // 8: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
-	37, // 9: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
-	20, // 10: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
-	25, // 11: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
-	24, // 12: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	30, // 13: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	35, // 14: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	36, // 15: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	21, // 16: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	26, // 17: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	27, // 18: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	29, // 19: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	32, // 20: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	34, // 21: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	13, // 22: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	15, // 23: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	0,  // 24: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
-	0,  // 25: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
-	0,  // 26: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
-	3,  // 27: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
-	4,  // 28: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
-	7,  // 29: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
-	9,  // 30: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
-	11, // 31: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
-	22, // 32: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	24, // 33: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	28, // 34: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	31, // 35: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	33, // 36: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	37, // 37: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	14, // 38: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	16, // 39: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	2,  // 40: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
-	2,  // 41: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
-	2,  // 42: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
-	24, // 43: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
-	2,  // 44: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
-	8,  // 45: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
-	10, // 46: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
-	12, // 47: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
-	32, // [32:48] is the sub-list for method output_type
-	16, // [16:32] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	24, // 0: lattice.v1.SubmitBatchRequest.requests:type_name -> lattice.v1.SubmitRequest
+	1,  // 1: lattice.v1.SubmitBatchResponse.results:type_name -> lattice.v1.SubmitBatchResult
+	4,  // 2: lattice.v1.JobControlResponse.results:type_name -> lattice.v1.JobControlResult
+	8,  // 3: lattice.v1.ListQOSResponse.qos:type_name -> lattice.v1.QOS
+	9,  // 4: lattice.v1.ListQOSResponse.partitions:type_name -> lattice.v1.Partition
+	8,  // 5: lattice.v1.SetQOSRequest.qos:type_name -> lattice.v1.QOS
+	20, // 6: lattice.v1.AllocationRequest.depends_on:type_name -> lattice.v1.Dependency
+	21, // 7: lattice.v1.AllocationRequest.array:type_name -> lattice.v1.ArraySpec
+	22, // 8: lattice.v1.SubmitRequest.request:type_name -> lattice.v1.AllocationRequest
+	22, // 9: lattice.v1.Allocation.request:type_name -> lattice.v1.AllocationRequest
+	26, // 10: lattice.v1.Allocation.history:type_name -> lattice.v1.Transition
+	40, // 11: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
+	23, // 12: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
+	28, // 13: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
+	27, // 14: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	33, // 15: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	38, // 16: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	39, // 17: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	24, // 18: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	29, // 19: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	30, // 20: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	32, // 21: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	35, // 22: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	37, // 23: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	16, // 24: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	18, // 25: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	3,  // 26: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
+	3,  // 27: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
+	3,  // 28: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
+	6,  // 29: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
+	7,  // 30: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
+	10, // 31: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
+	12, // 32: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
+	14, // 33: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
+	0,  // 34: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
+	25, // 35: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	27, // 36: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	31, // 37: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	34, // 38: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	36, // 39: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	40, // 40: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	17, // 41: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	19, // 42: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	5,  // 43: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
+	5,  // 44: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
+	5,  // 45: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
+	27, // 46: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
+	5,  // 47: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
+	11, // 48: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
+	13, // 49: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
+	15, // 50: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
+	2,  // 51: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
+	35, // [35:52] is the sub-list for method output_type
+	18, // [18:35] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -3234,14 +3412,14 @@ func file_lattice_v1_allocation_proto_init() {
 	if File_lattice_v1_allocation_proto != nil {
 		return
 	}
-	file_lattice_v1_allocation_proto_msgTypes[3].OneofWrappers = []any{}
+	file_lattice_v1_allocation_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_allocation_proto_rawDesc), len(file_lattice_v1_allocation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	AllocationService_ListQOS_FullMethodName        = "/lattice.v1.AllocationService/ListQOS"
 	AllocationService_SetQOS_FullMethodName         = "/lattice.v1.AllocationService/SetQOS"
 	AllocationService_SetPartition_FullMethodName   = "/lattice.v1.AllocationService/SetPartition"
+	AllocationService_SubmitBatch_FullMethodName    = "/lattice.v1.AllocationService/SubmitBatch"
 )
 
 // AllocationServiceClient is the client API for AllocationService service.
@@ -71,6 +72,10 @@ type AllocationServiceClient interface {
 	ListQOS(ctx context.Context, in *ListQOSRequest, opts ...grpc.CallOption) (*ListQOSResponse, error)
 	SetQOS(ctx context.Context, in *SetQOSRequest, opts ...grpc.CallOption) (*SetQOSResponse, error)
 	SetPartition(ctx context.Context, in *SetPartitionRequest, opts ...grpc.CallOption) (*SetPartitionResponse, error)
+	// SubmitBatch submits many requests in one Raft entry. Each is checked as
+	// Submit checks it and applied on its own: one refused leaves the others
+	// standing; results come back in order.
+	SubmitBatch(ctx context.Context, in *SubmitBatchRequest, opts ...grpc.CallOption) (*SubmitBatchResponse, error)
 }
 
 type allocationServiceClient struct {
@@ -250,6 +255,16 @@ func (c *allocationServiceClient) SetPartition(ctx context.Context, in *SetParti
 	return out, nil
 }
 
+func (c *allocationServiceClient) SubmitBatch(ctx context.Context, in *SubmitBatchRequest, opts ...grpc.CallOption) (*SubmitBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitBatchResponse)
+	err := c.cc.Invoke(ctx, AllocationService_SubmitBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AllocationServiceServer is the server API for AllocationService service.
 // All implementations must embed UnimplementedAllocationServiceServer
 // for forward compatibility.
@@ -284,6 +299,10 @@ type AllocationServiceServer interface {
 	ListQOS(context.Context, *ListQOSRequest) (*ListQOSResponse, error)
 	SetQOS(context.Context, *SetQOSRequest) (*SetQOSResponse, error)
 	SetPartition(context.Context, *SetPartitionRequest) (*SetPartitionResponse, error)
+	// SubmitBatch submits many requests in one Raft entry. Each is checked as
+	// Submit checks it and applied on its own: one refused leaves the others
+	// standing; results come back in order.
+	SubmitBatch(context.Context, *SubmitBatchRequest) (*SubmitBatchResponse, error)
 	mustEmbedUnimplementedAllocationServiceServer()
 }
 
@@ -341,6 +360,9 @@ func (UnimplementedAllocationServiceServer) SetQOS(context.Context, *SetQOSReque
 }
 func (UnimplementedAllocationServiceServer) SetPartition(context.Context, *SetPartitionRequest) (*SetPartitionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetPartition not implemented")
+}
+func (UnimplementedAllocationServiceServer) SubmitBatch(context.Context, *SubmitBatchRequest) (*SubmitBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitBatch not implemented")
 }
 func (UnimplementedAllocationServiceServer) mustEmbedUnimplementedAllocationServiceServer() {}
 func (UnimplementedAllocationServiceServer) testEmbeddedByValue()                           {}
@@ -644,6 +666,24 @@ func _AllocationService_SetPartition_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AllocationService_SubmitBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AllocationServiceServer).SubmitBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AllocationService_SubmitBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AllocationServiceServer).SubmitBatch(ctx, req.(*SubmitBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AllocationService_ServiceDesc is the grpc.ServiceDesc for AllocationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -710,6 +750,10 @@ var AllocationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetPartition",
 			Handler:    _AllocationService_SetPartition_Handler,
+		},
+		{
+			MethodName: "SubmitBatch",
+			Handler:    _AllocationService_SubmitBatch_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

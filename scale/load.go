@@ -1,0 +1,213 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+)
+
+// Weighted is a choice among values by weight: "1:60,2:20,4:10" (value:weight).
+type Weighted struct {
+	Values  []float64
+	Weights []float64
+}
+
+// ParseWeighted reads "VALUE:WEIGHT,..." (a VALUE alone weighs 1).
+func ParseWeighted(field, s string) (Weighted, error) {
+	var w Weighted
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		v, wt, has := strings.Cut(part, ":")
+		val, err := strconv.ParseFloat(v, 64)
+		weight := 1.0
+		if has {
+			weight, err = strconv.ParseFloat(wt, 64)
+		}
+		if err != nil || val <= 0 || weight <= 0 {
+			return w, fmt.Errorf("invalid %s %q: allowed VALUE[:WEIGHT],... with positive numbers, e.g. 1:60,4:30,32:10", field, s)
+		}
+		w.Values = append(w.Values, val)
+		w.Weights = append(w.Weights, weight)
+	}
+	if len(w.Values) == 0 {
+		return w, fmt.Errorf("invalid %s %q: allowed VALUE[:WEIGHT],... with at least one value", field, s)
+	}
+	return w, nil
+}
+
+func (w Weighted) pick(r *rand.Rand) float64 {
+	total := 0.0
+	for _, x := range w.Weights {
+		total += x
+	}
+	t := r.Float64() * total
+	for i, x := range w.Weights {
+		if t < x {
+			return w.Values[i]
+		}
+		t -= x
+	}
+	return w.Values[len(w.Values)-1]
+}
+
+// Mix is the job mix the harness submits.
+type Mix struct {
+	Sizes    Weighted // nodes per job
+	Runtimes Weighted // seconds a (virtual) run lasts; walltime is twice that, at least a minute
+	// ArrayFraction of submissions are arrays of ArrayTasks tasks.
+	ArrayFraction float64
+	ArrayTasks    int
+	// MLFraction of submissions go to ml-training, the rest to hpc-batch;
+	// BorrowFraction of the ML ones are checkpointable, so they may borrow
+	// idle hpc-batch nodes.
+	MLFraction     float64
+	BorrowFraction float64
+	Tenants        []string
+}
+
+// request draws one submission.
+func (m *Mix) request(r *rand.Rand, arrays bool) *latticev1.AllocationRequest {
+	size := int32(m.Sizes.pick(r))
+	run := m.Runtimes.pick(r)
+	wall := max(60, int64(2*run))
+	req := &latticev1.AllocationRequest{
+		Name: "bench", Tenant: m.Tenants[r.IntN(len(m.Tenants))], Vcluster: "hpc-batch",
+		NodesMin: size, WalltimeSeconds: wall, Command: []string{"sleep", strconv.FormatFloat(run, 'f', -1, 64)},
+		PriorityClass: int32(r.IntN(6)),
+	}
+	if r.Float64() < m.MLFraction {
+		req.Vcluster = "ml-training"
+		if r.Float64() < m.BorrowFraction {
+			req.Checkpoint = "signal"
+		}
+	}
+	if arrays && m.ArrayTasks > 1 && r.Float64() < m.ArrayFraction {
+		req.NodesMin = 1
+		req.Array = &latticev1.ArraySpec{Start: 0, End: int32(m.ArrayTasks - 1), Step: 1}
+	}
+	return req
+}
+
+// latencies records submission latencies, safely from many goroutines.
+type latencies struct {
+	mu     sync.Mutex
+	d      []time.Duration
+	errors int
+	first  string
+}
+
+func (l *latencies) add(d time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.errors++
+		if l.first == "" {
+			l.first = err.Error()
+		}
+		return
+	}
+	l.d = append(l.d, d)
+}
+
+// quantiles returns p50, p99 and the maximum.
+func (l *latencies) quantiles() (p50, p99, maxd time.Duration, n int) {
+	l.mu.Lock()
+	d := slices.Clone(l.d)
+	l.mu.Unlock()
+	if len(d) == 0 {
+		return 0, 0, 0, 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	q := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
+	return q(0.50), q(0.99), d[len(d)-1], len(d)
+}
+
+// submitAtRate submits one request per 1/rate through the members in turn,
+// until ctx ends, recording each call's latency.
+func submitAtRate(ctx context.Context, members []*member, rate float64, mix *Mix, seed uint64, lat *latencies) int {
+	r := rand.New(rand.NewPCG(seed, 7))
+	period := time.Duration(float64(time.Second) / rate)
+	next := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 256)
+	n := 0
+	for {
+		next = next.Add(period)
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return n
+			case <-time.After(d):
+			}
+		} else if ctx.Err() != nil {
+			wg.Wait()
+			return n
+		}
+		m := members[n%len(members)]
+		req := &latticev1.SubmitRequest{Request: mix.request(r, false), ClientRequestId: fmt.Sprintf("bench-%d-%d", seed, n)}
+		n++
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			began := time.Now()
+			_, err := m.allocs.Submit(cctx, req)
+			cancel()
+			lat.add(time.Since(began), err)
+		}()
+	}
+}
+
+// submitBacklog submits about want allocations in SubmitBatch calls of
+// batch requests each, to the leader, and returns how many it created.
+func submitBacklog(ctx context.Context, c *cluster, want, batch int, mix *Mix, seed uint64) (int, error) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	created := 0
+	for created < want {
+		l, err := c.leader(ctx)
+		if err != nil {
+			return created, err
+		}
+		br := &latticev1.SubmitBatchRequest{}
+		planned := 0
+		for planned < want-created && len(br.Requests) < batch {
+			req := mix.request(r, true)
+			if a := req.Array; a != nil && int(a.End)+1 > want-created-planned {
+				req.Array = nil
+			}
+			if a := req.Array; a != nil {
+				planned += int(a.End-a.Start) + 1
+			} else {
+				planned++
+			}
+			br.Requests = append(br.Requests, &latticev1.SubmitRequest{Request: req})
+		}
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		resp, err := l.allocs.SubmitBatch(cctx, br)
+		cancel()
+		if err != nil {
+			return created, fmt.Errorf("backlog batch: %w", err)
+		}
+		for _, res := range resp.Results {
+			if res.Error != "" {
+				return created, fmt.Errorf("backlog submission refused: %s", res.Error)
+			}
+			created += len(res.Ids)
+		}
+	}
+	return created, nil
+}

@@ -1,0 +1,264 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+)
+
+// ThroughputConfig is the Lattice side of the Slurm comparison
+// (../shared/peers/slurm/throughput.sh): trivial one-node jobs on a small
+// cluster of real runs, submitted by concurrent CLI loops, or queued first
+// and released at once.
+type ThroughputConfig struct {
+	Bin        string // latticed
+	Latticectl string // the CLI the loops run, as users would
+	Dir        string
+	Nodes      int // simulated nodes (real processes run the jobs)
+	Jobs       int
+	Loops      int // concurrent `latticectl submit` loops
+	// Phased: drain every node, submit the jobs as one array, then undrain
+	// them all at once (Slurm: partition DOWN, sbatch, partition UP); the
+	// completion rate counts from the release.
+	Phased  bool
+	MaxWait time.Duration
+	Log     io.Writer
+}
+
+// ThroughputReport is one throughput run, in throughput.sh's terms.
+type ThroughputReport struct {
+	Mode           string  `json:"mode"` // concurrent or phased
+	Nodes          int     `json:"nodes"`
+	Jobs           int     `json:"jobs"`
+	Submitted      int     `json:"submitted"`
+	Completed      int     `json:"completed"`
+	Failed         int     `json:"failed"`
+	SubmitSec      float64 `json:"submit_seconds"`
+	TotalSec       float64 `json:"complete_seconds"` // from the first submission (concurrent) or the release (phased)
+	SubmitPerSec   float64 `json:"submitted_per_second"`
+	CompletePerSec float64 `json:"completed_per_second"`
+	// Where the time went: the leader's scheduling cycles while the jobs
+	// ran, and the CPU the processes used (members, agents without their jobs).
+	Cycles      int     `json:"cycles"`
+	CycleMeanMs float64 `json:"cycle_mean_ms"`
+	MembersCPUs float64 `json:"members_cpu_seconds"`
+	AgentsCPUs  float64 `json:"agents_cpu_seconds"`
+	LoadAverage string  `json:"load_average"`
+}
+
+func (t *ThroughputReport) String() string {
+	return fmt.Sprintf("lattice throughput: submitted %.1f/s, completed %.1f/s over %d jobs on %d nodes\n"+
+		"  details: mode=%s; submit phase %.2fs; all complete %.2fs after %s; %d/%d COMPLETED, %d failed\n"+
+		"  %d scheduling cycles (mean %.1f ms); CPU: members %.1f s, agents %.1f s (not counting their jobs); load average %s",
+		t.SubmitPerSec, t.CompletePerSec, t.Jobs, t.Nodes, t.Mode, t.SubmitSec, t.TotalSec,
+		map[string]string{"concurrent": "first submit", "phased": "release"}[t.Mode], t.Completed, t.Submitted, t.Failed,
+		t.Cycles, t.CycleMeanMs, t.MembersCPUs, t.AgentsCPUs, t.LoadAverage)
+}
+
+// Throughput runs one comparison run and stops what it started.
+func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, error) {
+	if cfg.Nodes < 1 || cfg.Jobs < 1 || cfg.Loops < 1 {
+		return nil, errors.New("scale: nodes, jobs and loops must be positive")
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 10 * time.Minute
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+		}
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &cluster{bin: cfg.Bin, dir: cfg.Dir}
+	defer c.stop()
+	logf("starting three members and %d simulated nodes (real processes) in %s", cfg.Nodes, cfg.Dir)
+	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch", "--tenants", "default", "--max-array-size", "100000", "--raft-heartbeat-timeout", "1s"}); err != nil {
+		return nil, err
+	}
+	agents := max(1, min(4, cfg.Nodes/32))
+	if err := c.startAgents(cfg.Nodes, agents, 16, func(k int) string { return "hpc-batch:" + strconv.Itoa(k) }, false); err != nil {
+		return nil, err
+	}
+	if err := c.waitNodes(ctx, cfg.Nodes, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	var servers []string
+	for _, m := range c.members {
+		servers = append(servers, m.api)
+	}
+	env := append(os.Environ(), "LATTICE_SERVER="+strings.Join(servers, ","), "LATTICE_TENANT=default")
+	leader, err := c.leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodeNames := func() ([]string, error) {
+		resp, err := leader.nodes.List(ctx, &latticev1.ListNodesRequest{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, len(resp.Nodes))
+		for i, n := range resp.Nodes {
+			out[i] = n.Name
+		}
+		return out, nil
+	}
+	common := []string{"-N", "1", "-t", "1", "--stdout", "/dev/null", "--stderr", "/dev/null"}
+	cpu := func() (members, agents float64) {
+		for _, m := range c.members {
+			if ps, err := readProc(m.pid()); err == nil {
+				members += ps.CPU.Seconds()
+			}
+		}
+		for _, a := range c.agents {
+			if a.Process != nil {
+				if ps, err := readProc(a.Process.Pid); err == nil {
+					agents += ps.CPU.Seconds()
+				}
+			}
+		}
+		return members, agents
+	}
+	m0, a0 := cpu()
+	before, _ := scrape(ctx, leader.metrics)
+	rep := &ThroughputReport{Mode: "concurrent", Nodes: cfg.Nodes, Jobs: cfg.Jobs}
+	var t0, tStart time.Time
+	if cfg.Phased {
+		rep.Mode = "phased"
+		names, err := nodeNames()
+		if err != nil {
+			return nil, err
+		}
+		if err := forEachNode(ctx, names, func(ctx context.Context, n string) error {
+			_, err := leader.nodes.Drain(ctx, &latticev1.DrainRequest{Name: n, Reason: "throughput: held"})
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("hold the nodes: %w", err)
+		}
+		t0 = time.Now()
+		args := append([]string{"submit", "--parsable", "--array", fmt.Sprintf("0-%d", cfg.Jobs-1)}, common...)
+		out, err := runCLI(ctx, cfg.Latticectl, env, append(args, "--", "true")...)
+		if err != nil {
+			return nil, fmt.Errorf("submit the array: %w: %s", err, out)
+		}
+		rep.Submitted = cfg.Jobs
+		rep.SubmitSec = time.Since(t0).Seconds()
+		logf("queued %d tasks in %.2f s; releasing the nodes", cfg.Jobs, rep.SubmitSec)
+		tStart = time.Now()
+		if err := forEachNode(ctx, names, func(ctx context.Context, n string) error {
+			_, err := leader.nodes.Undrain(ctx, &latticev1.UndrainRequest{Name: n})
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("release the nodes: %w", err)
+		}
+	} else {
+		t0 = time.Now()
+		tStart = t0
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		per, extra := cfg.Jobs/cfg.Loops, cfg.Jobs%cfg.Loops
+		for w := range cfg.Loops {
+			n := per
+			if w < extra {
+				n++
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range n {
+					args := append([]string{"submit", "--parsable"}, common...)
+					out, err := runCLI(ctx, cfg.Latticectl, env, append(args, "--", "true")...)
+					mu.Lock()
+					if err != nil {
+						if firstErr == nil {
+							firstErr = fmt.Errorf("%w: %s", err, out)
+						}
+					} else {
+						rep.Submitted++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		rep.SubmitSec = time.Since(t0).Seconds()
+		if firstErr != nil {
+			logf("some submissions failed: %v", firstErr)
+		}
+		logf("%d submitted by %d CLI loops in %.2f s", rep.Submitted, cfg.Loops, rep.SubmitSec)
+	}
+	deadline := time.Now().Add(cfg.MaxWait)
+	for {
+		l, err := c.leader(ctx)
+		if err == nil {
+			if s, err := scrape(ctx, l.metrics); err == nil {
+				rep.Completed = int(s.sum("lattice_allocations", `state="COMPLETED"`))
+				rep.Failed = int(s.sum("lattice_allocations", `state="FAILED"`) + s.sum("lattice_allocations", `state="CANCELLED"`))
+			}
+		}
+		if rep.Completed+rep.Failed >= rep.Submitted || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rep.TotalSec = time.Since(tStart).Seconds()
+	if after, err := scrape(ctx, leader.metrics); err == nil && before != nil {
+		h := histDelta(before, after, "lattice_scheduler_cycle_duration_seconds")
+		rep.Cycles, rep.CycleMeanMs = int(h.Count), 1000*h.mean()
+	}
+	m1, a1 := cpu()
+	rep.MembersCPUs, rep.AgentsCPUs = m1-m0, a1-a0
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	if rep.SubmitSec > 0 {
+		rep.SubmitPerSec = float64(rep.Submitted) / rep.SubmitSec
+	}
+	rep.CompletePerSec = float64(rep.Completed+rep.Failed) / rep.TotalSec
+	return rep, nil
+}
+
+func runCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// forEachNode calls fn for every node, 16 at a time.
+func forEachNode(ctx context.Context, names []string, fn func(context.Context, string) error) error {
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, n := range names {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := fn(cctx, n); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("node %s: %w", n, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
