@@ -26,7 +26,7 @@ func TestLatin1ScriptRunsAsBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp, err := d.allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
-		NodesMin: 1, WalltimeSeconds: 60, WorkDir: dir,
+		NodesMin: 1, WalltimeSeconds: 60, WorkDir: dir, Hold: true, // held: Get sees it before it runs and ends
 		Script:      "#!/bin/sh\n# r\uFFFDsum\uFFFD of the run (Latin-1)\n", // what an old client would send; the bytes win
 		ScriptBytes: script,
 	}})
@@ -39,6 +39,13 @@ func TestLatin1ScriptRunsAsBytes(t *testing.T) {
 			t.Fatalf("stored script %q, want %q", got, script)
 		}
 	})
+	a, err := d.allocs.Get(ctx, &latticev1.GetAllocationRequest{Id: resp.DisplayId})
+	if err != nil || !bytes.Equal(a.Request.ScriptBytes, script) || a.Request.Script != "#!/bin/sh\n# r?sum? of the run (Latin-1)\ncp \"$0\" "+copyTo+"\necho caf? > "+echoTo+"\n" {
+		t.Fatalf("Get: bytes %q text %q (%v)", a.GetRequest().GetScriptBytes(), a.GetRequest().GetScript(), err)
+	}
+	if _, err := d.allocs.Release(ctx, &latticev1.JobControlRequest{Ids: []string{resp.DisplayId}}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
 	waitFor(t, 20*time.Second, "the job completed", func() bool {
 		a, err := d.allocs.Get(ctx, &latticev1.GetAllocationRequest{Id: resp.DisplayId})
 		return err == nil && a.State == "COMPLETED"
@@ -53,9 +60,9 @@ func TestLatin1ScriptRunsAsBytes(t *testing.T) {
 	if out, _ := os.ReadFile(echoTo); !bytes.Equal(out, []byte("caf\xe9\n")) {
 		t.Fatalf("the job echoed %q, want caf\\xe9", out)
 	}
-	a, err := d.allocs.Get(ctx, &latticev1.GetAllocationRequest{Id: resp.DisplayId})
-	if err != nil || !bytes.Equal(a.Request.ScriptBytes, script) || a.Request.Script != "#!/bin/sh\n# r?sum? of the run (Latin-1)\ncp \"$0\" "+copyTo+"\necho caf? > "+echoTo+"\n" {
-		t.Fatalf("Get: bytes %q text %q (%v)", a.GetRequest().GetScriptBytes(), a.GetRequest().GetScript(), err)
+	// Ended, it keeps no script: neither form (the compact stored form).
+	if a, err := d.allocs.Get(ctx, &latticev1.GetAllocationRequest{Id: resp.DisplayId}); err != nil || len(a.Request.ScriptBytes) != 0 || a.Request.Script != "" {
+		t.Fatalf("an ended allocation still carries its script: %d bytes, %d chars (%v)", len(a.GetRequest().GetScriptBytes()), len(a.GetRequest().GetScript()), err)
 	}
 }
 
