@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -36,6 +37,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
 			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
 			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
+			&cli.StringFlag{Name: "starvation-factor", Value: "1.25", Usage: "lattice: once the head has waited this factor × the wait EASY's reservation gave it, running work is planned with walltimes (a number ≥ 1, or none)"},
 			&cli.StringFlag{Name: "corrector", Usage: "how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time); default tsafrir for easy++, reqtime for lattice"},
 			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
 			&cli.IntFlag{Name: "group-size", Value: replay.DefaultGroupSize, Usage: "nodes per synthetic dragonfly group"},
@@ -260,6 +262,13 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		return cfg, nil, fmt.Errorf("--starvation-wait %q: allowed a positive duration such as 72h, or none", sw)
 	} else {
 		cfg.StarvationWait = d
+	}
+	if sf := strings.TrimSpace(c.String("starvation-factor")); sf == "none" || sf == "off" {
+		cfg.StarvationFactor = -1
+	} else if f, err := strconv.ParseFloat(sf, 64); err != nil || !(f >= 1) || math.IsInf(f, 1) {
+		return cfg, nil, fmt.Errorf("--starvation-factor %q: allowed a number ≥ 1 such as 1.25, or none", sf)
+	} else {
+		cfg.StarvationFactor = f
 	}
 	if err := applyReplayEnergy(c, &cfg); err != nil {
 		return cfg, nil, err

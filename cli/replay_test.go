@@ -124,6 +124,8 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--corrector", "bad", trace},
 		{"replay", "--predictor", "xyz", trace},
 		{"replay", "--starvation-wait", "3d", trace},
+		{"replay", "--starvation-factor", "0.5", trace},
+		{"replay", "--starvation-factor", "x", trace},
 	} {
 		if _, _, err := runReplayCmd(t, args...); ExitCode(err) != ExitUsage {
 			t.Errorf("%v: error %v (exit %d), want exit %d", args, err, ExitCode(err), ExitUsage)

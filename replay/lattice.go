@@ -201,6 +201,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		Predictor:          lp.hist,
 		Corrector:          s.cfg.Corrector,
 		StarvationWait:     s.cfg.StarvationWait,
+		StarvationFactor:   s.cfg.StarvationFactor,
 		PredictedStarts:    s.cfg.PredictedStarts,
 	}
 	if es := s.energy; es != nil {

@@ -68,6 +68,9 @@ type Config struct {
 	// StarvationWait is the lattice policy's starvation guard
 	// (vcluster.Snapshot.StarvationWait): 0 = the default, < 0 = off.
 	StarvationWait time.Duration
+	// StarvationFactor is the lattice policy's relative starvation guard
+	// (vcluster.Snapshot.StarvationFactor): 0 = the default, < 0 = off.
+	StarvationFactor float64
 	// PredictedStarts: the lattice policy fits starts into holes by
 	// predicted runtimes (vcluster.Snapshot.PredictedStarts).
 	PredictedStarts bool

@@ -92,6 +92,12 @@ type Snapshot struct {
 	// is planned with its walltimes, not its predictions (the starvation
 	// guard). 0 = DefaultStarvationWait, < 0 = never.
 	StarvationWait time.Duration
+	// StarvationFactor is the relative starvation guard: once the head of
+	// the queue has waited longer than this factor × the wait EASY's
+	// reservation gave it when it became the head (walltime release
+	// times), running work is planned with its walltimes until it starts.
+	// 0 = DefaultStarvationFactor, < 0 = off.
+	StarvationFactor float64
 }
 
 // DefaultStarvationWait is the wait beyond which the starvation guard plans
@@ -183,6 +189,7 @@ type Builder struct {
 	names       []string
 	tenantList  []*model.Tenant
 	decayed     []float64
+	guard       easyGuard // the relative starvation guard's memory
 }
 
 // Build turns a snapshot into the solver's input; see BuildInput.
@@ -208,6 +215,9 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 				break
 			}
 		}
+	}
+	if runPred != nil && b.guard.starved(s, s.starvationFactor()) {
+		runPred = nil
 	}
 	predictedStarts := runPred != nil && s.PredictedStarts
 	if b.tenants == nil {

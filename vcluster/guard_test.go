@@ -1,0 +1,48 @@
+package vcluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/predict"
+)
+
+// TestRelativeStarvationGuard: the head's EASY start is taken when it first
+// becomes the head (n1 frees at its walltime, t0+3.5h, so EASY's wait is
+// 4.5 h from its eligible time t0−1h); once it has waited past factor × that,
+// the cycle is planned with walltimes and without predicted starts.
+func TestRelativeStarvationGuard(t *testing.T) {
+	history := []*model.Allocation{
+		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
+		done(3, 40*time.Minute, t0.Add(-3*time.Hour)),
+	}
+	tests := []struct {
+		name    string
+		factor  float64
+		later   time.Duration // the second cycle, after t0
+		guarded bool
+	}{
+		{"before EASY's start", 1, 3 * time.Hour, false},
+		{"past EASY's start, within the factor", 1.5, 5 * time.Hour, false},
+		{"past the factor", 1.5, 6 * time.Hour, true},
+		{"past EASY's start, factor 1", 1, 4 * time.Hour, true},
+		{"off", -1, 100 * time.Hour, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Builder
+			s := predictionSnapshot(history...)
+			s.StarvationWait, s.StarvationFactor, s.PredictedStarts = -1, tt.factor, true
+			s.Corrector = predict.CorrectTsafrir
+			if in := b.Build(s); !in.PredictedStarts {
+				t.Fatal("first cycle: predicted starts off, want on (nobody starved yet)")
+			}
+			s.Now = t0.Add(tt.later)
+			in := b.Build(s)
+			if in.PredictedStarts == tt.guarded {
+				t.Errorf("PredictedStarts %v at t0+%v, want %v", in.PredictedStarts, tt.later, !tt.guarded)
+			}
+		})
+	}
+}
