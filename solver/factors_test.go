@@ -217,7 +217,7 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 	w, _ := Profile("balanced")
-	if w != (model.Weights{.20, .20, .20, .15, .10, .05, 0, 0, .10}) {
+	if w != (model.Weights{.20, .20, .35, 0, .10, .05, 0, 0, .10}) {
 		t.Errorf("balanced = %v", w)
 	}
 	if w, _ := Profile(" Sensitive "); w[0] != 0.9 || w[8] != 0.1 {
