@@ -36,6 +36,7 @@ type latticePolicy struct {
 	byName []*model.Tenant
 	// build and solve keep their memory from one decision to the next.
 	build   vcluster.Builder
+	easy    vcluster.EasyStarts // the relative starvation guard's memory
 	solve   solver.Solver
 	pending []*model.Allocation // scratch
 	// mark[n] == stamp when node n is already given to the start being
@@ -202,6 +203,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		Corrector:          s.cfg.Corrector,
 		StarvationWait:     s.cfg.StarvationWait,
 		StarvationFactor:   s.cfg.StarvationFactor,
+		EasyStarts:         &lp.easy,
 		PredictedStarts:    s.cfg.PredictedStarts,
 	}
 	if es := s.energy; es != nil {

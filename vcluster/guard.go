@@ -19,13 +19,15 @@ func (s *Snapshot) starvationFactor() float64 {
 	return s.StarvationFactor
 }
 
-// easyGuard is the relative starvation guard's memory from one cycle to the
-// next: for each job that has been the head of the queue, the start EASY's
-// head-of-queue reservation gave it when it became the head — the time
-// enough own nodes are free if every running allocation ends at its
-// walltime (EASY's release times; nothing started later can delay a
-// reservation). Derived state of the loop, never committed.
-type easyGuard struct {
+// EasyStarts is the relative starvation guard's memory from one cycle to the
+// next (Snapshot.EasyStarts): for each job that has been the head of the
+// queue, the start EASY's head-of-queue reservation gave it when it became
+// the head — the time enough own nodes are free if every running
+// allocation ends at its walltime (EASY's release times; nothing started
+// later can delay a reservation). The caller keeps one per vCluster (the
+// Loop and the replay do); derived state, never committed. The zero value
+// is ready to use; not safe for concurrent use.
+type EasyStarts struct {
 	bound map[uint64]time.Time // job → EASY's start for it; zero = none known
 	ends  []easyEnd
 }
@@ -41,7 +43,7 @@ type easyEnd struct {
 // cycle is planned with walltimes (EASY's safe release times), so the
 // head's reservation cannot be pushed back by running work that outlives
 // its prediction.
-func (g *easyGuard) starved(s *Snapshot, factor float64) bool {
+func (g *EasyStarts) starved(s *Snapshot, factor float64) bool {
 	if factor <= 0 || len(s.Pending) == 0 {
 		return false
 	}
@@ -100,7 +102,7 @@ func eligible(a *model.Allocation) time.Time {
 // easyStart is the start EASY's head rule would give a now: the earliest
 // time at which NodesMin own Ready nodes are free if every running
 // allocation ends at its start + walltime; zero when they never are.
-func (g *easyGuard) easyStart(s *Snapshot, a *model.Allocation) time.Time {
+func (g *EasyStarts) easyStart(s *Snapshot, a *model.Allocation) time.Time {
 	need := max(1, a.NodesMin)
 	free := 0
 	g.ends = g.ends[:0]
@@ -143,7 +145,7 @@ func (g *easyGuard) easyStart(s *Snapshot, a *model.Allocation) time.Time {
 }
 
 // prune forgets the jobs no longer pending.
-func (g *easyGuard) prune(s *Snapshot) {
+func (g *EasyStarts) prune(s *Snapshot) {
 	keep := make(map[uint64]bool, len(s.Pending))
 	for _, a := range s.Pending {
 		if a != nil {

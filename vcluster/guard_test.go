@@ -1,11 +1,13 @@
 package vcluster
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/predict"
+	"github.com/latticehpc/lattice/solver"
 )
 
 // TestRelativeStarvationGuard: the head's EASY start is taken when it first
@@ -34,6 +36,7 @@ func TestRelativeStarvationGuard(t *testing.T) {
 			var b Builder
 			s := predictionSnapshot(history...)
 			s.StarvationWait, s.StarvationFactor, s.PredictedStarts = -1, tt.factor, true
+			s.EasyStarts = &EasyStarts{}
 			s.Corrector = predict.CorrectTsafrir
 			if in := b.Build(s); !in.PredictedStarts {
 				t.Fatal("first cycle: predicted starts off, want on (nobody starved yet)")
@@ -43,6 +46,29 @@ func TestRelativeStarvationGuard(t *testing.T) {
 			if in.PredictedStarts == tt.guarded {
 				t.Errorf("PredictedStarts %v at t0+%v, want %v", in.PredictedStarts, tt.later, !tt.guarded)
 			}
+			// Without the memory the relative guard is off: the same
+			// snapshot gives the same input.
+			s.EasyStarts = nil
+			if in := BuildInput(s); !in.PredictedStarts {
+				t.Error("without EasyStarts: predicted starts off, want on")
+			}
 		})
+	}
+}
+
+// TestLoopKeepsEasyStarts: the loop keeps the guard's memory from one cycle
+// to the next (BuildInput alone has none).
+func TestLoopKeepsEasyStarts(t *testing.T) {
+	history := []*model.Allocation{
+		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
+		done(3, 40*time.Minute, t0.Add(-3*time.Hour)),
+	}
+	l := &Loop{Name: "batch", State: &completedState{fakeState{predictionSnapshot()}, history},
+		Proposer: &fakeProposer{}, Planner: solver.Solve, Clock: func() time.Time { return t0 }}
+	if err := l.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.easyStarts.bound[9], t0.Add(210*time.Minute); !got.Equal(want) {
+		t.Errorf("the head's EASY start is %v, want %v (n1's walltime end)", got, want)
 	}
 }

@@ -96,8 +96,12 @@ type Snapshot struct {
 	// the queue has waited longer than this factor × the wait EASY's
 	// reservation gave it when it became the head (walltime release
 	// times), running work is planned with its walltimes until it starts.
-	// 0 = DefaultStarvationFactor, < 0 = off.
+	// 0 = DefaultStarvationFactor, < 0 = off. It needs EasyStarts.
 	StarvationFactor float64
+	// EasyStarts is the relative guard's memory, kept by the caller from
+	// one cycle to the next; nil = the relative guard is off (so the same
+	// snapshot always gives the same input).
+	EasyStarts *EasyStarts
 }
 
 // DefaultStarvationWait is the wait beyond which the starvation guard plans
@@ -189,7 +193,6 @@ type Builder struct {
 	names       []string
 	tenantList  []*model.Tenant
 	decayed     []float64
-	guard       easyGuard // the relative starvation guard's memory
 }
 
 // Build turns a snapshot into the solver's input; see BuildInput.
@@ -216,7 +219,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			}
 		}
 	}
-	if runPred != nil && b.guard.starved(s, s.starvationFactor()) {
+	if runPred != nil && s.EasyStarts != nil && s.EasyStarts.starved(s, s.starvationFactor()) {
 		runPred = nil
 	}
 	predictedStarts := runPred != nil && s.PredictedStarts

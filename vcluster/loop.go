@@ -163,6 +163,9 @@ type Loop struct {
 	// work is how long the last cycle computed before proposing (its CPU
 	// share; waiting for the commit is not), which paces woken cycles.
 	work time.Duration
+	// easyStarts is the relative starvation guard's memory
+	// (Snapshot.EasyStarts), kept from one cycle to the next.
+	easyStarts EasyStarts
 }
 
 func (l *Loop) init() {
@@ -332,6 +335,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if cr, ok := l.State.(CompletedReader); ok && snap.Completed == nil && snap.Predictor == nil {
 		s := *snap
 		s.Completed = cr.Completed(l.Name)
+		snap = &s
+	}
+	if snap.EasyStarts == nil {
+		s := *snap
+		s.EasyStarts = &l.easyStarts
 		snap = &s
 	}
 	in := BuildInput(snap)
