@@ -194,7 +194,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 			}
 			lctx, cancel := context.WithCancel(ctx)
 			loop := &vcluster.Loop{
-				Name: name, State: l.s, Proposer: l.s, Planner: solver.Solve,
+				Name: name, State: l.s, Proposer: l.s, // Planner nil: solver.Solve, with reused solvers
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.observeCycle,
 				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
 			}

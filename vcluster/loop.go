@@ -84,6 +84,8 @@ type Proposer interface {
 // may call it several times (the real plan, then what-ifs for reclaim and
 // preemption) and reads the first plan after the others: its plans must
 // not share memory (solver.Solve's do not; a reused solver.Solver's do).
+// A Loop without one plans with solver.Solve, its real plan made by
+// solvers it keeps from one cycle to the next (Loop.plan).
 type Planner func(*solver.Input) *solver.Plan
 
 // Explanation is the latest word of the scheduler on one allocation.
@@ -121,6 +123,9 @@ type explanationSet struct {
 
 	once  sync.Once
 	index map[uint64]int32 // by allocation: its entry in plan
+	// readers counts the Gets reading plan now: a loop reuses the plan's
+	// memory only once the set is replaced and no Get reads it.
+	readers atomic.Int32
 }
 
 // edit records a change to an allocation's explanation; it applies only if
@@ -159,11 +164,22 @@ func (s *explanationSet) get(id uint64) (*Explanation, bool) {
 func (e *Explanations) Get(id uint64) (*Explanation, bool) {
 	e.mu.RLock()
 	s := e.set
+	if s != nil {
+		s.readers.Add(1) // under the lock: once replaced, no reader comes
+	}
 	e.mu.RUnlock()
 	if s == nil {
 		return nil, false
 	}
+	defer s.readers.Add(-1)
 	return s.get(id)
+}
+
+// current returns the published set.
+func (e *Explanations) current() *explanationSet {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.set
 }
 
 func (e *Explanations) replace(s *explanationSet) {
@@ -222,6 +238,9 @@ type Loop struct {
 	// input while the plan is made, should two cycles ever overlap.
 	buildMu sync.Mutex
 	builder Builder
+	// solvers make the real plan when Planner is nil, each with the
+	// explanations published from its last plan (guarded by buildMu).
+	solvers []*loopSolver
 	// work is how long the last cycle computed before proposing (its CPU
 	// share; waiting for the commit is not), which paces woken cycles.
 	work time.Duration
@@ -399,13 +418,16 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	l.buildMu.Lock()
 	in := l.builder.Build(snap)
 	solveStart := time.Now()
-	plan := l.Planner(&in)
+	plan, sv := l.plan(&in)
 	stats.Duration = time.Since(solveStart)
 	l.buildMu.Unlock()
 	l.publish(reservedStarts(plan))
 
 	expl := &explanationSet{plan: plan.Explanations, computed: now, profile: snap.VCluster.WeightsProfile,
 		fifo: snap.VCluster.EffectiveAlgorithm() == model.AlgorithmFIFO}
+	if sv != nil {
+		sv.set = expl // the explanations read the solver's memory
+	}
 	stats.Waiting = waitingCounts(plan.Explanations)
 	for _, st := range plan.Starts {
 		stats.StartScores = append(stats.StartScores, st.Score)
@@ -423,8 +445,12 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		})
 	}
 
-	reclaims := PlanReclaims(snap, plan, l.Planner)
-	preempts := PlanPreemptions(snap, plan, l.Planner, l.VictimCost, reclaims)
+	whatIf := l.Planner
+	if whatIf == nil {
+		whatIf = solver.Solve // what-if plans must not share the real plan's memory
+	}
+	reclaims := PlanReclaims(snap, plan, whatIf)
+	preempts := PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
 	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
 	for i := range reclaims {
 		r := &reclaims[i]
@@ -515,6 +541,35 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			"preemptions", stats.Preemptions, "solve_ms", stats.Duration.Milliseconds())
 	}
 	return nil
+}
+
+// loopSolver is a solver a Loop reuses, and the explanations published
+// from its last plan (which read its memory).
+type loopSolver struct {
+	sv  solver.Solver
+	set *explanationSet
+}
+
+// plan makes a cycle's real plan: with Planner when set, else with a solver
+// of the loop whose last plan nobody reads any more (a new one when every
+// solver's is still read: the published one, or a Get still copying from
+// an older one). The solver is returned to be told of the explanations
+// published from this plan. Reusing a solver's memory (a plan of 100,000
+// jobs is tens of megabytes) spares the allocation and the garbage
+// collection each cycle; a reused solver decides exactly as a new one.
+func (l *Loop) plan(in *solver.Input) (*solver.Plan, *loopSolver) {
+	if l.Planner != nil {
+		return l.Planner(in), nil
+	}
+	cur := l.Explanations.current()
+	for _, ls := range l.solvers {
+		if ls.set == nil || (ls.set != cur && ls.set.readers.Load() == 0) {
+			return ls.sv.Solve(in), ls
+		}
+	}
+	ls := &loopSolver{}
+	l.solvers = append(l.solvers, ls)
+	return ls.sv.Solve(in), ls
 }
 
 // refused logs at debug the reclaims or preemptions the quorum refused and
