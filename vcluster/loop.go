@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,6 +151,8 @@ func (s *explanationSet) get(id uint64) (*Explanation, bool) {
 		return nil, false
 	}
 	x := &Explanation{Explanation: s.plan[i], Computed: s.computed, Profile: s.profile}
+	// The plan's memory is reused by a later cycle: the caller gets its own.
+	x.Nodes = slices.Clone(x.Nodes)
 	x.Message = describe(&x.Explanation)
 	if s.fifo && x.Reason == model.ReasonPriority {
 		x.Message = "waits its turn: an allocation ahead of it in the queue cannot start yet (strict order)"
@@ -415,12 +418,8 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		s.Completed = cr.Completed(l.Name)
 		snap = &s
 	}
-	l.buildMu.Lock()
-	in := l.builder.Build(snap)
-	solveStart := time.Now()
-	plan, sv := l.plan(&in)
-	stats.Duration = time.Since(solveStart)
-	l.buildMu.Unlock()
+	plan, sv, solveTook := l.buildAndPlan(snap)
+	stats.Duration = solveTook
 	l.publish(reservedStarts(plan))
 
 	expl := &explanationSet{plan: plan.Explanations, computed: now, profile: snap.VCluster.WeightsProfile,
@@ -475,6 +474,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	}
 
 	var items []Assignment
+	n := 0
+	for _, st := range plan.Starts {
+		n += len(st.Nodes)
+	}
+	names := make([]string, 0, n)
 	for _, st := range plan.Starts {
 		if by := conflict(st.Nodes, heldBy); by != 0 {
 			// Its nodes go to a job a reclaim is for.
@@ -485,7 +489,10 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			})
 			continue
 		}
-		items = append(items, Assignment{AllocID: st.JobID, Nodes: st.Nodes, Version: version})
+		// The proposal owns its node lists: a reused solver's plan is
+		// overwritten by a later cycle.
+		names = append(names, st.Nodes...)
+		items = append(items, Assignment{AllocID: st.JobID, Nodes: names[len(names)-len(st.Nodes) : len(names) : len(names)], Version: version})
 		if st.Backfilled {
 			stats.Backfilled++
 		}
@@ -541,6 +548,18 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			"preemptions", stats.Preemptions, "solve_ms", stats.Duration.Milliseconds())
 	}
 	return nil
+}
+
+// buildAndPlan builds the solver input with the loop's Builder and plans
+// (Loop.plan); it returns how long planning took. The lock is released
+// even when the planner panics (safeCycle recovers, the loop carries on).
+func (l *Loop) buildAndPlan(snap *Snapshot) (*solver.Plan, *loopSolver, time.Duration) {
+	l.buildMu.Lock()
+	defer l.buildMu.Unlock()
+	in := l.builder.Build(snap)
+	start := time.Now()
+	plan, sv := l.plan(&in)
+	return plan, sv, time.Since(start)
 }
 
 // loopSolver is a solver a Loop reuses, and the explanations published
