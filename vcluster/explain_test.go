@@ -231,3 +231,20 @@ func BenchmarkSortPending100k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFirstGet100k is the first Explanations.Get after a cycle of
+// 100,000 pending allocations: it indexes the plan once.
+func BenchmarkFirstGet100k(b *testing.B) {
+	plan := make([]solver.Explanation, 100000)
+	for i := range plan {
+		plan[i] = solver.Explanation{JobID: uint64(len(plan) - i), Position: i + 1, Reason: model.ReasonPriority}
+	}
+	var e Explanations
+	b.ReportAllocs()
+	for b.Loop() {
+		e.replace(&explanationSet{plan: plan, computed: t0})
+		if _, ok := e.Get(50000); !ok {
+			b.Fatal("not found")
+		}
+	}
+}
