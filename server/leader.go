@@ -1,10 +1,8 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"github.com/latticehpc/lattice/checkpoint"
-	"slices"
 	"sync"
 	"time"
 
@@ -194,7 +192,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 			}
 			lctx, cancel := context.WithCancel(ctx)
 			loop := &vcluster.Loop{
-				Name: name, State: l.s, Proposer: l.s, Planner: solver.Solve,
+				Name: name, State: l.s, Proposer: l.s, // Planner nil: solver.Solve, with reused solvers
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.observeCycle,
 				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
 			}
@@ -322,7 +320,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 	})
 	if snap != nil {
 		// Apply waits while the read lock is held: sort outside it.
-		slices.SortFunc(snap.Pending, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
+		vcluster.SortByID(snap.Pending)
 	}
 	return snap, version, snap != nil
 }

@@ -91,8 +91,7 @@ func fPriority(class int) float64 {
 func fWait(wait, length time.Duration) float64 {
 	w := 0.0
 	if wait > 0 {
-		w = clamp01(math.Log1p(float64(wait)/float64(WaitReference)) /
-			math.Log1p(float64(WaitSaturation)/float64(WaitReference)))
+		w = clamp01(math.Log1p(float64(wait)/float64(WaitReference)) / waitScale)
 	}
 	if length < 0 {
 		return w
@@ -106,9 +105,16 @@ func fShort(length time.Duration) float64 {
 	if length <= 0 {
 		return 0
 	}
-	return clamp01(1 - math.Log1p(float64(length)/float64(ShortReference))/
-		math.Log1p(float64(ShortHorizon)/float64(ShortReference)))
+	return clamp01(1 - math.Log1p(float64(length)/float64(ShortReference))/shortScale)
 }
+
+// The denominators of f2's two parts, computed once (the same bits as
+// computing them per job, which 100,000 pending jobs made a tenth of the
+// scoring time).
+var (
+	waitScale  = math.Log1p(float64(WaitSaturation) / float64(WaitReference))
+	shortScale = math.Log1p(float64(ShortHorizon) / float64(ShortReference))
+)
 
 // fFairShare is f3 for a tenant's target and usage shares.
 func fFairShare(target, usage float64) float64 {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
-	"github.com/latticehpc/lattice/solver"
 )
 
 // BenchmarkCycle10kNodes100kPending is one full scheduling cycle of a
@@ -47,7 +46,7 @@ func BenchmarkCycle10kNodes100kPending(b *testing.B) {
 	}
 	s := snapshot(vc, nodes, allocs...)
 	s.Groups = 10000 / 16
-	l := &Loop{Name: "hpc-batch", State: &fakeState{s}, Proposer: &fakeProposer{}, Planner: solver.Solve,
+	l := &Loop{Name: "hpc-batch", State: &fakeState{s}, Proposer: &fakeProposer{},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	b.ReportAllocs()
 	b.ResetTimer()

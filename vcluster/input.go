@@ -1,6 +1,7 @@
 package vcluster
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -648,6 +649,24 @@ func (b *Builder) borrowable(s *Snapshot) {
 func holdLive(s *Snapshot, id uint64) bool {
 	a, ok := s.Allocations[id]
 	return !ok || (a.State == model.StatePending && a.Held == "") // a held one holds no nodes
+}
+
+// SortByID sorts allocations by id, as Snapshot.Pending is. It sorts the
+// ids with their allocations beside them: a sort comparing a.ID through the
+// pointers reads 100,000 allocations scattered in memory log n times each.
+func SortByID(as []*model.Allocation) {
+	type keyed struct {
+		id uint64
+		a  *model.Allocation
+	}
+	ks := make([]keyed, len(as))
+	for i, a := range as {
+		ks[i] = keyed{a.ID, a}
+	}
+	slices.SortFunc(ks, func(x, y keyed) int { return cmp.Compare(x.id, y.id) })
+	for i := range ks {
+		as[i] = ks[i].a
+	}
 }
 
 // grow returns b with n zero elements, reusing its array when it can.

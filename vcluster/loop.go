@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,8 @@ type Proposer interface {
 // may call it several times (the real plan, then what-ifs for reclaim and
 // preemption) and reads the first plan after the others: its plans must
 // not share memory (solver.Solve's do not; a reused solver.Solver's do).
+// A Loop without one plans with solver.Solve, its real plan made by
+// solvers it keeps from one cycle to the next (Loop.plan).
 type Planner func(*solver.Input) *solver.Plan
 
 // Explanation is the latest word of the scheduler on one allocation.
@@ -96,22 +99,95 @@ type Explanation struct {
 
 // Explanations holds the latest explanation per allocation of a vCluster.
 // Safe for concurrent use.
+//
+// A cycle publishes its plan's explanations as they are (one per pending
+// allocation, 100,000 at a site's size) with the few changes the loop made
+// after planning; Get builds the explanation of one allocation when asked.
+// So a cycle does no per-allocation work for explanations nobody reads, and
+// the first Get after a cycle indexes the plan once.
 type Explanations struct {
-	mu sync.RWMutex
-	m  map[uint64]*Explanation
+	mu  sync.RWMutex
+	set *explanationSet
 }
 
-// Get returns the latest explanation of an allocation.
+// explanationSet is one cycle's explanations. It is not changed once
+// published (Explanations.replace), except for its index, built once.
+type explanationSet struct {
+	plan     []solver.Explanation // the plan's, in score order
+	computed time.Time
+	profile  string
+	fifo     bool // the vCluster schedules in strict order
+	// edits are the loop's changes to an allocation's explanation after
+	// planning (a reclaim or preemption for it, a refused start...), in the
+	// order the loop made them.
+	edits map[uint64][]func(*Explanation)
+
+	once  sync.Once
+	index map[uint64]int32 // by allocation: its entry in plan
+	// readers counts the Gets reading plan now: a loop reuses the plan's
+	// memory only once the set is replaced and no Get reads it.
+	readers atomic.Int32
+}
+
+// edit records a change to an allocation's explanation; it applies only if
+// the plan explains the allocation.
+func (s *explanationSet) edit(id uint64, f func(*Explanation)) {
+	if s.edits == nil {
+		s.edits = map[uint64][]func(*Explanation){}
+	}
+	s.edits[id] = append(s.edits[id], f)
+}
+
+// get builds the explanation of an allocation.
+func (s *explanationSet) get(id uint64) (*Explanation, bool) {
+	s.once.Do(func() {
+		s.index = make(map[uint64]int32, len(s.plan))
+		for i := range s.plan {
+			s.index[s.plan[i].JobID] = int32(i)
+		}
+	})
+	i, ok := s.index[id]
+	if !ok {
+		return nil, false
+	}
+	x := &Explanation{Explanation: s.plan[i], Computed: s.computed, Profile: s.profile}
+	// The plan's memory is reused by a later cycle: the caller gets its own.
+	x.Nodes = slices.Clone(x.Nodes)
+	x.Message = describe(&x.Explanation)
+	if s.fifo && x.Reason == model.ReasonPriority {
+		x.Message = "waits its turn: an allocation ahead of it in the queue cannot start yet (strict order)"
+	}
+	for _, f := range s.edits[id] {
+		f(x)
+	}
+	return x, true
+}
+
+// Get returns the latest explanation of an allocation. The caller owns it.
 func (e *Explanations) Get(id uint64) (*Explanation, bool) {
 	e.mu.RLock()
-	defer e.mu.RUnlock()
-	x, ok := e.m[id]
-	return x, ok
+	s := e.set
+	if s != nil {
+		s.readers.Add(1) // under the lock: once replaced, no reader comes
+	}
+	e.mu.RUnlock()
+	if s == nil {
+		return nil, false
+	}
+	defer s.readers.Add(-1)
+	return s.get(id)
 }
 
-func (e *Explanations) replace(m map[uint64]*Explanation) {
+// current returns the published set.
+func (e *Explanations) current() *explanationSet {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.set
+}
+
+func (e *Explanations) replace(s *explanationSet) {
 	e.mu.Lock()
-	e.m = m
+	e.set = s
 	e.mu.Unlock()
 }
 
@@ -160,6 +236,14 @@ type Loop struct {
 
 	wake chan struct{}
 	once sync.Once
+	// builder keeps the solver input's memory from one cycle to the next
+	// (100,000 pending jobs are megabytes); buildMu guards it and the
+	// input while the plan is made, should two cycles ever overlap.
+	buildMu sync.Mutex
+	builder Builder
+	// solvers make the real plan when Planner is nil, each with the
+	// explanations published from its last plan (guarded by buildMu).
+	solvers []*loopSolver
 	// work is how long the last cycle computed before proposing (its CPU
 	// share; waiting for the commit is not), which paces woken cycles.
 	work time.Duration
@@ -342,55 +426,38 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		s.EasyStarts = &l.easyStarts
 		snap = &s
 	}
-	in := BuildInput(snap)
-	solveStart := time.Now()
-	plan := l.Planner(&in)
-	stats.Duration = time.Since(solveStart)
+	plan, sv, solveTook := l.buildAndPlan(snap)
+	stats.Duration = solveTook
 	l.publish(reservedStarts(plan))
 
-	expl := make(map[uint64]*Explanation, len(plan.Explanations))
-	// One allocation for every explanation of the cycle (100,000 pending
-	// allocations are 100,000 explanations each cycle).
-	xs := make([]Explanation, len(plan.Explanations))
-	for i, e := range plan.Explanations {
-		x := &xs[i]
-		*x = Explanation{Explanation: e, Computed: now, Profile: snap.VCluster.WeightsProfile}
-		x.Message = describe(&x.Explanation)
-		expl[e.JobID] = x
-		if e.Reason != "" {
-			if stats.Waiting == nil {
-				stats.Waiting = map[string]int{}
-			}
-			stats.Waiting[e.Reason]++
-		}
+	expl := &explanationSet{plan: plan.Explanations, computed: now, profile: snap.VCluster.WeightsProfile,
+		fifo: snap.VCluster.EffectiveAlgorithm() == model.AlgorithmFIFO}
+	if sv != nil {
+		sv.set = expl // the explanations read the solver's memory
 	}
+	stats.Waiting = waitingCounts(plan.Explanations)
 	for _, st := range plan.Starts {
 		stats.StartScores = append(stats.StartScores, st.Score)
 	}
-	if snap.VCluster.EffectiveAlgorithm() == model.AlgorithmFIFO {
-		for _, x := range expl {
-			if x.Reason == model.ReasonPriority {
-				x.Message = "waits its turn: an allocation ahead of it in the queue cannot start yet (strict order)"
-			}
-		}
-	}
 	for id, n := range heldCounts(snap) {
-		x := expl[id]
-		if x == nil {
-			continue
-		}
-		switch x.Reason {
-		case model.ReasonBadConstraints, model.ReasonNodesDrained:
-			// Lent nodes coming back for it are not in the input yet.
-			x.Reason = model.ReasonResources
-			fallthrough
-		case model.ReasonResources, model.ReasonPriority:
-			x.Message = fmt.Sprintf("waits for %d node(s) held for it while the work on them is checkpointed (reclaim or preemption in progress)", n)
-		}
+		expl.edit(id, func(x *Explanation) {
+			switch x.Reason {
+			case model.ReasonBadConstraints, model.ReasonNodesDrained:
+				// Lent nodes coming back for it are not in the input yet.
+				x.Reason = model.ReasonResources
+				fallthrough
+			case model.ReasonResources, model.ReasonPriority:
+				x.Message = fmt.Sprintf("waits for %d node(s) held for it while the work on them is checkpointed (reclaim or preemption in progress)", n)
+			}
+		})
 	}
 
-	reclaims := PlanReclaims(snap, plan, l.Planner)
-	preempts := PlanPreemptions(snap, plan, l.Planner, l.VictimCost, reclaims)
+	whatIf := l.Planner
+	if whatIf == nil {
+		whatIf = solver.Solve // what-if plans must not share the real plan's memory
+	}
+	reclaims := PlanReclaims(snap, plan, whatIf)
+	preempts := PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
 	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
 	for i := range reclaims {
 		r := &reclaims[i]
@@ -398,33 +465,42 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		for _, n := range r.Reserve {
 			heldBy[n] = r.ForAlloc
 		}
-		if x := expl[r.ForAlloc]; x != nil {
+		msg := fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), borrowersOf(snap, r.Nodes))
+		expl.edit(r.ForAlloc, func(x *Explanation) {
 			if x.Reason == model.ReasonBadConstraints || x.Reason == model.ReasonNodesDrained {
 				// Its nodes exist, lent out (the real input does not show them).
 				x.Reason = model.ReasonResources
 			}
-			x.Message = fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), borrowersOf(snap, r.Nodes))
-		}
+			x.Message = msg
+		})
 	}
 	for i := range preempts {
 		p := &preempts[i]
 		p.Version = version
-		if x := expl[p.ForAlloc]; x != nil {
-			x.Message = preemptMessage(snap, p.Victims)
-		}
+		msg := preemptMessage(snap, p.Victims)
+		expl.edit(p.ForAlloc, func(x *Explanation) { x.Message = msg })
 	}
 
 	var items []Assignment
+	n := 0
+	for _, st := range plan.Starts {
+		n += len(st.Nodes)
+	}
+	names := make([]string, 0, n)
 	for _, st := range plan.Starts {
 		if by := conflict(st.Nodes, heldBy); by != 0 {
 			// Its nodes go to a job a reclaim is for.
-			if x := expl[st.JobID]; x != nil {
+			msg := fmt.Sprintf("the nodes it would start on are held for allocation %d (reclaim in progress)", by)
+			expl.edit(st.JobID, func(x *Explanation) {
 				x.Reason, x.ExpectedStart, x.Nodes = model.ReasonPriority, time.Time{}, nil
-				x.Message = fmt.Sprintf("the nodes it would start on are held for allocation %d (reclaim in progress)", by)
-			}
+				x.Message = msg
+			})
 			continue
 		}
-		items = append(items, Assignment{AllocID: st.JobID, Nodes: st.Nodes, Version: version})
+		// The proposal owns its node lists: a reused solver's plan is
+		// overwritten by a later cycle.
+		names = append(names, st.Nodes...)
+		items = append(items, Assignment{AllocID: st.JobID, Nodes: names[len(names)-len(st.Nodes) : len(names) : len(names)], Version: version})
 		if st.Backfilled {
 			stats.Backfilled++
 		}
@@ -443,13 +519,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 				continue
 			}
 			stats.Rejected++
-			if x := expl[o.AllocID]; x != nil {
-				x.Reason = o.Reason
-				if x.Reason == "" {
-					x.Reason = model.ReasonResources
-				}
-				x.Message = "the quorum refused the planned start: " + o.Message + "; retried next cycle"
+			reason, msg := o.Reason, "the quorum refused the planned start: "+o.Message+"; retried next cycle"
+			if reason == "" {
+				reason = model.ReasonResources
 			}
+			expl.edit(o.AllocID, func(x *Explanation) { x.Reason, x.Message = reason, msg })
 			l.Log.Debug("assignment rejected", "vcluster", l.Name, "alloc", o.AllocID, "reason", o.Reason, "msg", o.Message)
 		}
 	}
@@ -484,10 +558,51 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	return nil
 }
 
+// buildAndPlan builds the solver input with the loop's Builder and plans
+// (Loop.plan); it returns how long planning took. The lock is released
+// even when the planner panics (safeCycle recovers, the loop carries on).
+func (l *Loop) buildAndPlan(snap *Snapshot) (*solver.Plan, *loopSolver, time.Duration) {
+	l.buildMu.Lock()
+	defer l.buildMu.Unlock()
+	in := l.builder.Build(snap)
+	start := time.Now()
+	plan, sv := l.plan(&in)
+	return plan, sv, time.Since(start)
+}
+
+// loopSolver is a solver a Loop reuses, and the explanations published
+// from its last plan (which read its memory).
+type loopSolver struct {
+	sv  solver.Solver
+	set *explanationSet
+}
+
+// plan makes a cycle's real plan: with Planner when set, else with a solver
+// of the loop whose last plan nobody reads any more (a new one when every
+// solver's is still read: the published one, or a Get still copying from
+// an older one). The solver is returned to be told of the explanations
+// published from this plan. Reusing a solver's memory (a plan of 100,000
+// jobs is tens of megabytes) spares the allocation and the garbage
+// collection each cycle; a reused solver decides exactly as a new one.
+func (l *Loop) plan(in *solver.Input) (*solver.Plan, *loopSolver) {
+	if l.Planner != nil {
+		return l.Planner(in), nil
+	}
+	cur := l.Explanations.current()
+	for _, ls := range l.solvers {
+		if ls.set == nil || (ls.set != cur && ls.set.readers.Load() == 0) {
+			return ls.sv.Solve(in), ls
+		}
+	}
+	ls := &loopSolver{}
+	l.solvers = append(l.solvers, ls)
+	return ls.sv.Solve(in), ls
+}
+
 // refused logs at debug the reclaims or preemptions the quorum refused and
 // says so in their jobs' explanations; they are planned again next cycle.
 // It returns how many were refused.
-func (l *Loop) refused(kind string, outcomes []Outcome, expl map[uint64]*Explanation) int {
+func (l *Loop) refused(kind string, outcomes []Outcome, expl *explanationSet) int {
 	n := 0
 	for _, o := range outcomes {
 		if o.Committed {
@@ -495,11 +610,43 @@ func (l *Loop) refused(kind string, outcomes []Outcome, expl map[uint64]*Explana
 		}
 		n++
 		l.Log.Debug(kind+" rejected", "vcluster", l.Name, "alloc", o.AllocID, "reason", o.Reason, "msg", o.Message)
-		if x := expl[o.AllocID]; x != nil {
-			x.Message = "the quorum refused the planned " + kind + ": " + o.Message + "; retried next cycle"
-		}
+		msg := "the quorum refused the planned " + kind + ": " + o.Message + "; retried next cycle"
+		expl.edit(o.AllocID, func(x *Explanation) { x.Message = msg })
 	}
 	return n
+}
+
+// waitingCounts counts the jobs a plan leaves waiting, by pending reason; nil
+// when none waits. Reasons are few: a short list beats hashing 100,000
+// strings.
+func waitingCounts(plan []solver.Explanation) map[string]int {
+	type count struct {
+		reason string
+		n      int
+	}
+	var counts []count
+next:
+	for i := range plan {
+		r := plan[i].Reason
+		if r == "" {
+			continue
+		}
+		for k := range counts {
+			if counts[k].reason == r {
+				counts[k].n++
+				continue next
+			}
+		}
+		counts = append(counts, count{r, 1})
+	}
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(counts))
+	for _, c := range counts {
+		out[c.reason] = c.n
+	}
+	return out
 }
 
 // conflict returns the job a reclaim holds one of nodes for, or 0.
