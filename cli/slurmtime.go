@@ -51,19 +51,8 @@ func parseSlurmTime(field, s string, now time.Time, loc *time.Location) (time.Ti
 		if err != nil || n > 100*366*24*3600 { // beyond a century in any unit: a typo
 			return bad()
 		}
-		var unit time.Duration
-		switch m[3] {
-		case "", "s", "sec", "secs", "second", "seconds":
-			unit = time.Second
-		case "m", "min", "mins", "minute", "minutes":
-			unit = time.Minute
-		case "h", "hour", "hours":
-			unit = time.Hour
-		case "d", "day", "days":
-			unit = 24 * time.Hour
-		case "w", "week", "weeks":
-			unit = 7 * 24 * time.Hour
-		default:
+		unit, ok := model.SlurmTimeUnit(m[3])
+		if !ok {
 			return bad()
 		}
 		d := time.Duration(n) * unit

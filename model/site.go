@@ -219,6 +219,25 @@ func expandItem(item string) ([]string, error) {
 	return out, nil
 }
 
+// SlurmTimeUnit is the unit word of Slurm's relative times (now+5minutes,
+// now-2days): seconds when empty; false for a word Slurm does not take.
+// sbatch --begin and sacct --starttime/--endtime share it.
+func SlurmTimeUnit(word string) (time.Duration, bool) {
+	switch word {
+	case "", "s", "sec", "secs", "second", "seconds":
+		return time.Second, true
+	case "m", "min", "mins", "minute", "minutes":
+		return time.Minute, true
+	case "h", "hour", "hours":
+		return time.Hour, true
+	case "d", "day", "days":
+		return 24 * time.Hour, true
+	case "w", "week", "weeks":
+		return 7 * 24 * time.Hour, true
+	}
+	return 0, false
+}
+
 const beginAllowed = "now+N[seconds|minutes|hours|days|weeks], HH:MM[:SS] [AM|PM], YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], " +
 	"midnight, noon, elevenses, fika, teatime, today, tomorrow"
 
@@ -260,18 +279,8 @@ func ParseBeginTime(s string, now time.Time) (time.Time, error) {
 		if err != nil || n < 0 || n > 10*366*24*3600 {
 			return time.Time{}, bad
 		}
-		unit := time.Second
-		switch rest[i:] {
-		case "", "s", "sec", "secs", "second", "seconds":
-		case "m", "min", "mins", "minute", "minutes":
-			unit = time.Minute
-		case "h", "hour", "hours":
-			unit = time.Hour
-		case "d", "day", "days":
-			unit = 24 * time.Hour
-		case "w", "week", "weeks":
-			unit = 7 * 24 * time.Hour
-		default:
+		unit, ok := SlurmTimeUnit(rest[i:])
+		if !ok {
 			return time.Time{}, bad
 		}
 		return now.Add(time.Duration(n) * unit), nil
