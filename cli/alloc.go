@@ -551,13 +551,7 @@ func (r *runner) cancel(c *cli.Context) error {
 	}); err != nil {
 		return err
 	}
-	switch {
-	case notFound > 0:
-		return &exitError{code: ExitNotFound, err: fmt.Errorf("%d of %d allocations not found", notFound, len(results))}
-	case failed > 0:
-		return fmt.Errorf("%d of %d allocations could not be cancelled", failed, len(results))
-	}
-	return nil
+	return perIDExit(notFound, failed, len(results), "cancelled")
 }
 
 func isNotFoundText(s string) bool {
@@ -677,4 +671,17 @@ func (r *runner) logs(ctx context.Context, cn *conn, out io.Writer, req *lattice
 		}
 		return err
 	}
+}
+
+// perIDExit is the exit of a command that acts on allocations one by one
+// (cancel, hold, release, requeue, signal): 3 when some were not found, 1
+// when some could not be changed (the others still were), else 0.
+func perIDExit(notFound, failed, total int, done string) error {
+	switch {
+	case notFound > 0:
+		return &exitError{code: ExitNotFound, err: fmt.Errorf("%d of %d allocations not found", notFound, total)}
+	case failed > 0:
+		return fmt.Errorf("%d of %d allocations could not be %s", failed, total, done)
+	}
+	return nil
 }

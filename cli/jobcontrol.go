@@ -178,13 +178,7 @@ func (r *runner) reportControl(format, done string, results []*latticev1.JobCont
 	}); err != nil {
 		return err
 	}
-	switch {
-	case notFound > 0:
-		return &exitError{code: ExitNotFound, err: fmt.Errorf("%d of %d allocations not found", notFound, len(results))}
-	case failed > 0:
-		return fmt.Errorf("%d of %d allocations could not be %s", failed, len(results), done)
-	}
-	return nil
+	return perIDExit(notFound, failed, len(results), done)
 }
 
 func (r *runner) updateCommand() *cli.Command {
