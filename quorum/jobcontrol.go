@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
@@ -310,7 +311,7 @@ func (s *State) requeueStopped(c *model.Allocation, t time.Time) {
 func (s *State) QOSTable() []model.QOS {
 	if s.qos == nil {
 		out := model.DefaultQOS()
-		slices.SortFunc(out, func(a, b model.QOS) int { return cmpString(a.Name, b.Name) })
+		slices.SortFunc(out, func(a, b model.QOS) int { return strings.Compare(a.Name, b.Name) })
 		return out
 	}
 	return slices.Clone(s.qos)
@@ -319,7 +320,7 @@ func (s *State) QOSTable() []model.QOS {
 // QOS returns one QOS entry by name (case-insensitive).
 func (s *State) QOS(name string) (model.QOS, bool) {
 	for _, q := range s.QOSTable() {
-		if equalFoldASCII(q.Name, name) {
+		if strings.EqualFold(q.Name, name) {
 			return q, true
 		}
 	}
@@ -357,7 +358,7 @@ func (s *State) applySetQOS(c *SetQOS) *Result {
 		return &Result{Rejection: reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", c.QOS.VCluster, s.vclusterNames())}
 	}
 	table := s.QOSTable()
-	i := slices.IndexFunc(table, func(q model.QOS) bool { return equalFoldASCII(q.Name, c.QOS.Name) })
+	i := slices.IndexFunc(table, func(q model.QOS) bool { return strings.EqualFold(q.Name, c.QOS.Name) })
 	switch {
 	case c.Delete && i < 0:
 		return &Result{Rejection: reject(CodeNotFound, "", "qos %q does not exist", c.QOS.Name)}
@@ -367,7 +368,7 @@ func (s *State) applySetQOS(c *SetQOS) *Result {
 		table[i] = c.QOS
 	default:
 		table = append(table, c.QOS)
-		slices.SortFunc(table, func(a, b model.QOS) int { return cmpString(a.Name, b.Name) })
+		slices.SortFunc(table, func(a, b model.QOS) int { return strings.Compare(a.Name, b.Name) })
 	}
 	if table == nil {
 		table = []model.QOS{}
@@ -401,33 +402,4 @@ func (s *State) applySetPartition(c *SetPartition) *Result {
 	s.partitions[c.Name] = c.VCluster
 	s.touch()
 	return &Result{}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
