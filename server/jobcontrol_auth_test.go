@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -17,10 +18,13 @@ import (
 func TestJobControlPermissions(t *testing.T) {
 	s := startSecured(t)
 	allocs := latticev1.NewAllocationServiceClient(s.conn)
+	// A begin time an hour out keeps the job PENDING after every release,
+	// so no scheduling cycle can start it between two steps of the test.
+	later := time.Now().Add(time.Hour).UnixMilli()
 	held := func(who, tenant string) string {
 		t.Helper()
 		r, err := allocs.Submit(s.as(who), &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
-			Tenant: tenant, NodesMin: 1, WalltimeSeconds: 300, Command: []string{"true"}, Hold: true}})
+			Tenant: tenant, NodesMin: 1, WalltimeSeconds: 300, Command: []string{"true"}, Hold: true, BeginUnixMs: later}})
 		if err != nil {
 			t.Fatalf("%s submits: %v", who, err)
 		}
