@@ -22,6 +22,11 @@ const (
 	DefaultCheckpointWait = 5 * time.Minute
 	// donePollInterval is how often the done file is looked for.
 	donePollInterval = 100 * time.Millisecond
+	// doneSettle is how long a run that acknowledged a stopping checkpoint
+	// (done file, CheckpointDone, hook or webhook) may take to exit on its
+	// own before it is sent SIGTERM: applications often write the done
+	// file as their last act, and a clean exit beats a signal.
+	doneSettle = time.Second
 	// webhookAttempts bounds the deliveries of one webhook request.
 	webhookAttempts     = 5
 	webhookFirstBackoff = 250 * time.Millisecond
@@ -285,6 +290,18 @@ func (r *Runner) conclude(p *process, c *checkpointRun, res outcome, msg string)
 	r.mu.Unlock()
 	r.log.Info("checkpoint ended", "alloc", o.AllocID, "run", p.launch.RequeueCount, "reason", reason, "stop", o.Stop, "how", msg)
 	if o.Stop {
+		if res == acknowledged {
+			// An exit during the settle is this checkpoint's stop.
+			r.mu.Lock()
+			if p.why == "" {
+				p.why = reason
+			}
+			r.mu.Unlock()
+			select {
+			case <-p.done:
+			case <-time.After(doneSettle):
+			}
+		}
 		r.stop(p, reason, o.Grace)
 		return
 	}
