@@ -131,3 +131,43 @@ func TestPredictionBaselines(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishedEASY replays the four logs of Gaussier et al. (SC'15) as they
+// filtered them (testdata/traces/README.md) under easy and compares the
+// average bounded slowdown with the figure they published for EASY, within
+// 3 % (their simulator, pyss, breaks some ties otherwise): the job model
+// reads the published traces as they did. SDSC-BLUE (232,542 jobs, 3 s;
+// 15 s under the race detector) is left out under -short and -race.
+func TestPublishedEASY(t *testing.T) {
+	refs := []struct {
+		trace          string
+		jobs, capacity int
+		bsld           float64
+	}{
+		{"kth_sp2.swf.gz", 28481, 100, 92.58},
+		{"sdsc_sp2.swf.gz", 54006, 128, 87.87},
+		{"ctc_sp2.swf.gz", 77199, 338, 49.57},
+		{"sdsc_blue.swf.gz", 232542, 1152, 36.52},
+	}
+	const tol = 0.03
+	for _, ref := range refs {
+		t.Run(ref.trace, func(t *testing.T) {
+			if (testing.Short() || raceEnabled) && ref.jobs > 100000 {
+				t.Skip("long: 232,542 jobs (-short or -race)")
+			}
+			tr := loadTrace(t, ref.trace)
+			res, err := Run(tr, Config{Policy: PolicyEASY})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Metrics
+			t.Logf("jobs %d capacity %d bsld %.2f (published %.2f)", m.Jobs, m.Capacity, m.AvgBoundedSlowdown, ref.bsld)
+			if m.Jobs != ref.jobs || m.Capacity != ref.capacity || tr.Dropped != 0 {
+				t.Errorf("jobs %d capacity %d dropped %d, want %d %d 0", m.Jobs, m.Capacity, tr.Dropped, ref.jobs, ref.capacity)
+			}
+			if math.Abs(m.AvgBoundedSlowdown-ref.bsld) > tol*ref.bsld {
+				t.Errorf("avg bounded slowdown %.2f, want %.2f ± %.0f%%", m.AvgBoundedSlowdown, ref.bsld, tol*100)
+			}
+		})
+	}
+}
