@@ -76,6 +76,9 @@ func (b *backfill) length(s *sim, j int32) time.Duration {
 	if b.pred[j] == 0 {
 		job := &s.tr.Jobs[j]
 		p := max(b.hist.Predict(job.Tenant, "", job.Estimate).Truncate(time.Second), time.Second)
+		// At most the requested time, even a zero one (a job of no
+		// runtime without a request: predicted 0, recomputed when asked).
+		p = min(p, job.Estimate)
 		b.pred[j], b.cur[j] = p, p
 	}
 	return b.pred[j]

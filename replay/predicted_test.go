@@ -41,3 +41,30 @@ func TestCorrect(t *testing.T) {
 		})
 	}
 }
+
+// TestEASYPPPredictions: after the user's runs of 100 and 101 s, a job
+// requesting 500 s is predicted 100 s (their mean in whole seconds), one
+// requesting 60 s its request, and one of no runtime and no request 0 s
+// (at most the requested time, even zero), never the user's mean.
+func TestEASYPPPredictions(t *testing.T) {
+	tr := tinyTrace(2,
+		tj{id: 1, submit: 0, run: 100, est: 100, size: 1, tenant: "u"},
+		tj{id: 2, submit: 0, run: 101, est: 101, size: 1, tenant: "u"},
+		tj{id: 3, submit: 200, run: 50, est: 500, size: 1, tenant: "u"},
+		tj{id: 4, submit: 200, run: 50, est: 60, size: 1, tenant: "u"},
+		tj{id: 5, submit: 300, run: 0, est: 0, size: 1, tenant: "u"},
+	)
+	s, err := newSim(tr, Config{Policy: PolicyEASYPP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.run(); err != nil {
+		t.Fatal(err)
+	}
+	b := s.policy.(*backfill)
+	for id, want := range map[int32]time.Duration{2: 100 * time.Second, 3: 60 * time.Second, 4: 0} {
+		if got := b.length(s, id); got != want {
+			t.Errorf("job %d predicted %v, want %v", tr.Jobs[id].ID, got, want)
+		}
+	}
+}
