@@ -87,3 +87,23 @@ func TestPublishedBars(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkReplaySDSCBlue replays the published SDSC-BLUE log (232,542 jobs
+// on 1,152 nodes, testdata/traces/sdsc_blue.swf.gz) per policy: the real
+// 230,000-job replay beside BenchmarkReplay230k's synthetic one. The lattice
+// policy takes about 50 s of CPU: run it with -benchtime 1x.
+func BenchmarkReplaySDSCBlue(b *testing.B) {
+	tr := loadTrace(b, "sdsc_blue.swf.gz")
+	for _, p := range []string{PolicyEASY, PolicySJBF, PolicyEASYPP, PolicyLattice} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Run(tr, Config{Policy: p})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(res.AvgBoundedSlowdown, "bsld")
+			}
+		})
+	}
+}
