@@ -104,14 +104,14 @@ var tsafrirSteps = [...]time.Duration{
 	time.Hour, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 20 * time.Hour, 50 * time.Hour, 100 * time.Hour,
 }
 
-// correct is the prediction of a job that has run for elapsed, past its
-// current prediction, predicted first, with steps tsafrir steps taken.
+// correct returns the new prediction of a running job first predicted to
+// run first, which has run for elapsed (past its current prediction) and
+// has taken steps tsafrir steps, and the steps taken then.
 // reqtime: the requested time. tsafrir: the first prediction plus the first
 // step not yet outlived (1 min, 5, 15, 30 min, 1, 2, 5, 10, 20, 50, 100 h;
 // predictsim's corrector of Gaussier et al., SC'15: each correction replaces
 // the previous step, the steps do not add up), at most the requested time;
-// past the last step, the requested time. The second result is the steps
-// taken.
+// past the last step, the requested time.
 func correct(corrector string, first, elapsed, requested time.Duration, steps uint8) (time.Duration, uint8) {
 	if corrector != predict.CorrectTsafrir {
 		return requested, steps
