@@ -174,7 +174,7 @@ func TestReplayPredictionBaselines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, want := range []string{"EASY++:REQTIME", "SJBF", "p99 wait (s)", "prediction accuracy", "USER (JOBS): AVG BSLD", "1 (2)", "2 (2)"} {
+	for _, want := range []string{"EASY++:REQTIME", "SJBF", "p99 wait (s)", "max wait (s)", "jain fairness", "prediction accuracy", "underpredicted", "USER (JOBS): AVG BSLD", "1 (2)", "2 (2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -68,8 +68,16 @@ func (e *easy) schedule(s *sim, p int) error {
 // jobs' estimates, and how many nodes will be spare then.
 func (e *easy) shadow(s *sim, pl *pool, size int) (time.Duration, int) {
 	e.ends = append(e.ends[:0], pl.running...)
-	slices.SortFunc(e.ends, func(a, b int32) int {
-		ea, eb := s.estEnd(a), s.estEnd(b)
+	return shadowTime(s, pl.free, size, e.ends, s.estEnd)
+}
+
+// shadowTime sorts running (scratch) by end and returns the first end at
+// which free plus the nodes released by then hold size, and the nodes spare
+// at that time: every job ending at the shadow time counts, not only those
+// needed to reach size (the reference implementation's extra nodes).
+func shadowTime(s *sim, free, size int, running []int32, end func(int32) time.Duration) (time.Duration, int) {
+	slices.SortFunc(running, func(a, b int32) int {
+		ea, eb := end(a), end(b)
 		if ea != eb {
 			if ea < eb {
 				return -1
@@ -78,12 +86,20 @@ func (e *easy) shadow(s *sim, pl *pool, size int) (time.Duration, int) {
 		}
 		return int(a - b)
 	})
-	avail := pl.free
-	for _, r := range e.ends {
+	avail := free
+	for k, r := range running {
 		avail += s.tr.Jobs[r].Size
-		if avail >= size {
-			return s.estEnd(r), avail - size
+		if avail < size {
+			continue
 		}
+		t := end(r)
+		for _, q := range running[k+1:] {
+			if end(q) != t {
+				break
+			}
+			avail += s.tr.Jobs[q].Size
+		}
+		return t, avail - size
 	}
 	// Unreachable for a job that fits the vCluster; never backfill by time.
 	return s.now, 0

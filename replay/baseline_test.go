@@ -70,6 +70,16 @@ func starts(t *testing.T, tr *Trace, cfg Config) map[uint64]int {
 // 2+8 = 10 ≤ 10: backfilled at 2 (really ends at 7); D would end by 11 > 10
 // and no extra node: waits; B at 10, D after B at 15.
 // fcfs: A 0, B 10, C 15, D 15.
+//
+// Trace "tie" on 8 nodes (submit, run = estimate, size):
+//
+//	A, B, C: 0, 10, 2   H: 1, 5, 5   D: 2, 30, 2
+//
+// easy: at 1 H (5 nodes, 2 free) is the head; A's end gives 4, B's 6 ≥ 5:
+// the shadow is 10, and C ends then too, so 8 − 5 = 3 nodes are extra (not
+// 6 − 5 = 1: every job ending at the shadow time counts); D (2 ≤ 3) is
+// backfilled at 2 although it ends after the shadow. H at 10. The same for
+// sjbf and easy++ (one user, no runs completed: predictions = estimates).
 func TestBaselineSchedules(t *testing.T) {
 	backfill := tinyTrace(4,
 		tj{id: 1, submit: 0, run: 10, est: 10, size: 2},
@@ -83,12 +93,23 @@ func TestBaselineSchedules(t *testing.T) {
 		tj{id: 3, submit: 2, run: 5, est: 8, size: 1},
 		tj{id: 4, submit: 3, run: 1, est: 8, size: 1},
 	)
+	tie := tinyTrace(8,
+		tj{id: 1, submit: 0, run: 10, est: 10, size: 2},
+		tj{id: 2, submit: 0, run: 10, est: 10, size: 2},
+		tj{id: 3, submit: 0, run: 10, est: 10, size: 2},
+		tj{id: 4, submit: 1, run: 5, est: 5, size: 5},
+		tj{id: 5, submit: 2, run: 30, est: 30, size: 2},
+	)
+	tieWant := map[uint64]int{1: 0, 2: 0, 3: 0, 4: 10, 5: 2}
 	for _, tc := range []struct {
 		name   string
 		tr     *Trace
 		policy string
 		want   map[uint64]int
 	}{
+		{"tie/easy", tie, PolicyEASY, tieWant},
+		{"tie/sjbf", tie, PolicySJBF, tieWant},
+		{"tie/easy++", tie, PolicyEASYPP, tieWant},
 		{"backfill/fcfs", backfill, PolicyFCFS, map[uint64]int{1: 0, 2: 10, 3: 20, 4: 30}},
 		{"backfill/easy", backfill, PolicyEASY, map[uint64]int{1: 0, 2: 10, 3: 33, 4: 3}},
 		{"backfill/conservative", backfill, PolicyConservative, map[uint64]int{1: 0, 2: 10, 3: 20, 4: 30}},

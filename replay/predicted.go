@@ -45,8 +45,9 @@ type backfill struct {
 	// hist predicts; nil = plan with estimates.
 	hist      *predict.History
 	corrector string
-	pred      []time.Duration // per job: its current prediction
-	steps     []uint8         // per job: corrections so far
+	pred      []time.Duration // per job: its prediction when it became eligible
+	cur       []time.Duration // per job: its current prediction (corrected)
+	steps     []uint8         // per job: tsafrir steps taken so far
 	ends      []int32         // scratch
 	cands     []int32         // scratch
 }
@@ -59,19 +60,26 @@ func newBackfill(s *sim, shortest, predicted bool) *backfill {
 	if predicted {
 		b.hist = predict.NewHistory(predict.ModelTsafrir)
 		b.pred = make([]time.Duration, len(s.tr.Jobs))
+		b.cur = make([]time.Duration, len(s.tr.Jobs))
 		b.steps = make([]uint8, len(s.tr.Jobs))
 	}
 	return b
 }
 
-// length is what the scheduler believes job j runs.
+// length is what the scheduler believes job j runs before it starts: its
+// estimate, or its prediction in whole seconds (Tsafrir's mean of two
+// runtimes is an integer division; the reference figures depend on it).
 func (b *backfill) length(s *sim, j int32) time.Duration {
 	if b.hist == nil {
 		return s.tr.Jobs[j].Estimate
 	}
 	if b.pred[j] == 0 {
 		job := &s.tr.Jobs[j]
-		b.pred[j] = b.hist.Predict(job.Tenant, "", job.Estimate)
+		p := max(b.hist.Predict(job.Tenant, "", job.Estimate).Truncate(time.Second), time.Second)
+		// At most the requested time, even a zero one (a job of no
+		// runtime without a request: predicted 0, recomputed when asked).
+		p = min(p, job.Estimate)
+		b.pred[j], b.cur[j] = p, p
 	}
 	return b.pred[j]
 }
@@ -83,13 +91,39 @@ func (b *backfill) end(s *sim, j int32) time.Duration {
 		return s.estEnd(j)
 	}
 	start := s.jobs[j].start
-	p := b.length(s, j)
-	if start+p <= s.now {
-		np, k := predict.Correct(b.corrector, p, s.now-start, s.tr.Jobs[j].Estimate, int(b.steps[j]))
-		b.pred[j], b.steps[j] = np, uint8(min(k, 255))
-		p = np
+	b.length(s, j)
+	if start+b.cur[j] <= s.now {
+		b.cur[j], b.steps[j] = correct(b.corrector, b.pred[j], s.now-start, s.tr.Jobs[j].Estimate, b.steps[j])
 	}
-	return start + p
+	return start + b.cur[j]
+}
+
+// tsafrirSteps are the tsafrir corrector's steps beyond the first prediction.
+var tsafrirSteps = [...]time.Duration{
+	time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 20 * time.Hour, 50 * time.Hour, 100 * time.Hour,
+}
+
+// correct returns the new prediction of a running job first predicted to
+// run first, which has run for elapsed (past its current prediction) and
+// has taken steps tsafrir steps, and the steps taken then.
+// reqtime: the requested time. tsafrir: the first prediction plus the first
+// step not yet outlived (1 min, 5, 15, 30 min, 1, 2, 5, 10, 20, 50, 100 h;
+// predictsim's corrector of Gaussier et al., SC'15: each correction replaces
+// the previous step, the steps do not add up), at most the requested time;
+// past the last step, the requested time.
+func correct(corrector string, first, elapsed, requested time.Duration, steps uint8) (time.Duration, uint8) {
+	if corrector != predict.CorrectTsafrir {
+		return requested, steps
+	}
+	k := int(steps)
+	for k < len(tsafrirSteps) && first+tsafrirSteps[k] <= elapsed {
+		k++
+	}
+	if k == len(tsafrirSteps) {
+		return requested, uint8(k)
+	}
+	return min(first+tsafrirSteps[k], requested), uint8(k + 1)
 }
 
 func (b *backfill) predicted(s *sim, j int) time.Duration {
@@ -165,22 +199,5 @@ func (b *backfill) shadow(s *sim, pl *pool, size int) (time.Duration, int) {
 	for _, r := range b.ends {
 		b.end(s, r)
 	}
-	slices.SortFunc(b.ends, func(x, y int32) int {
-		ex, ey := b.end(s, x), b.end(s, y)
-		if ex != ey {
-			if ex < ey {
-				return -1
-			}
-			return 1
-		}
-		return int(x - y)
-	})
-	avail := pl.free
-	for _, r := range b.ends {
-		avail += s.tr.Jobs[r].Size
-		if avail >= size {
-			return b.end(s, r), avail - size
-		}
-	}
-	return s.now, 0
+	return shadowTime(s, pl.free, size, b.ends, func(r int32) time.Duration { return b.end(s, r) })
 }
