@@ -101,9 +101,20 @@ func TestResentAssignmentAfterRestartLaunchesOnce(t *testing.T) {
 	}
 	a2.mu.Unlock()
 	a2.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: seq}}})
-	st, err := loadState(a2.statePath())
-	if err != nil || len(st.Runs) != 0 {
-		t.Errorf("state after the acknowledgement: %+v, %v; want no runs", st, err)
+	// The deferred write (saveSoon) lands within lazySaveDelay.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := loadState(a2.statePath())
+		if err == nil && len(st.Runs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state 5 s after the acknowledgement: %+v, %v; want no runs", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fileExists(a2.statusPath(5, 0)) {
+		t.Error("the acknowledged run's status file is still there")
 	}
 }
 

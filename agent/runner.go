@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,6 +122,8 @@ type RunnerConfig struct {
 	// CAFile becomes a job's LATTICE_CACERT unless the request sets one,
 	// so latticectl inside the job (srun) reaches TLS servers.
 	CAFile string
+	// Supervisor is the job supervisor binary (Config.Supervisor).
+	Supervisor string
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -139,6 +142,7 @@ type Runner struct {
 	servers      []string
 	caFile       string
 	tag          string // AgentTagEnv of the processes it starts
+	supervisor   string // supervisor binary; "" = this executable
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -212,10 +216,17 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent data dir: %w", err)
 	}
+	sup, err := findSupervisor(cfg.Supervisor)
+	if err != nil {
+		return nil, err
+	}
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
 		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
-		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns}
+		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns, supervisor: sup}
 	r.sayWhoRunsJobs()
+	if !r.virtual {
+		r.log.Info("job supervisor", "binary", cmp.Or(sup, "this executable"))
+	}
 	return r, nil
 }
 
@@ -502,7 +513,7 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 			closeLogs(stdout, stderr)
 			return nil, fmt.Errorf("status file: %w", err)
 		}
-		sup, err := supervisorCommand(l.StatusFile, cmd.Path, cmd.Args)
+		sup, err := supervisorCommand(r.supervisor, l.StatusFile, cmd.Path, cmd.Args)
 		if err != nil {
 			closeLogs(stdout, stderr)
 			return nil, err
@@ -768,6 +779,18 @@ func (r *Runner) IsRunning(id uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.running[id] != nil
+}
+
+// hold makes Shutdown wait for one more piece of work (released with
+// r.wg.Done), unless the runner is closed already (false).
+func (r *Runner) hold() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
+	return true
 }
 
 // Detach stops managing the running allocations without stopping them (an
