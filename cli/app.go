@@ -190,10 +190,17 @@ func (r *runner) app() *cli.App {
 // usage errors into exit code 2, and makes commands with subcommands
 // refuse unknown subcommands.
 func prepare(c *cli.Command) {
+	have := make(map[string]bool, 2*len(c.Flags))
+	for _, f := range c.Flags {
+		for _, n := range flagNames(f) {
+			have[n] = true
+		}
+	}
 	for _, f := range globalFlags() {
-		if !hasFlag(c.Flags, f.Names()) {
+		g := f.(*cli.StringFlag)
+		if !have[g.Name] && !slices.ContainsFunc(g.Aliases, func(a string) bool { return have[a] }) {
 			// Accepted everywhere, listed once in `latticectl --help`.
-			f.(*cli.StringFlag).Hidden = true
+			g.Hidden = true
 			c.Flags = append(c.Flags, f)
 		}
 	}
@@ -215,9 +222,34 @@ func prepare(c *cli.Command) {
 	}
 }
 
+// flagNames is f.Names() without its cost: urfave/cli trims every name
+// with a regular expression, which made building the command tree (every
+// latticectl run, before anything else) take milliseconds.
+func flagNames(f cli.Flag) []string {
+	switch f := f.(type) {
+	case *cli.StringFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.BoolFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.IntFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.StringSliceFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.DurationFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.Float64Flag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.Int64Flag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.Uint64Flag:
+		return append([]string{f.Name}, f.Aliases...)
+	}
+	return f.Names()
+}
+
 func hasFlag(flags []cli.Flag, names []string) bool {
 	for _, f := range flags {
-		for _, n := range f.Names() {
+		for _, n := range flagNames(f) {
 			if slices.Contains(names, n) {
 				return true
 			}
