@@ -63,8 +63,9 @@ func findSupervisor(configured string) (string, error) {
 	return "", nil
 }
 
-// supervisorCommand wraps path/argv in a supervisor writing status, or
-// returns an error when no supervisor binary can be found. bin is the
+// supervisorCommand wraps path/argv in a supervisor writing status (whose
+// directory exists: Runner.statusDir), or returns an error when no
+// supervisor binary can be found. bin is the
 // supervisor binary (findSupervisor); "" re-executes this binary.
 func supervisorCommand(bin, status, path string, argv []string) (*exec.Cmd, error) {
 	self := bin
@@ -77,9 +78,6 @@ func supervisorCommand(bin, status, path string, argv []string) (*exec.Cmd, erro
 				return nil, fmt.Errorf("find the agent's own binary for the job supervisor: %w", err)
 			}
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(status), 0o755); err != nil {
-		return nil, fmt.Errorf("status dir: %w", err)
 	}
 	cmd := exec.Command(self, append([]string{path}, argv...)...)
 	cmd.Args[0] = supervise.BinaryName // what ps shows
