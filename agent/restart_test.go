@@ -253,3 +253,34 @@ func TestHelloNamesRuns(t *testing.T) {
 		t.Errorf("hello runs %v, want 7 → run 3 (running), 8 → run 1 (ended, unacknowledged)", got)
 	}
 }
+
+// A run that ended by itself while the agent ran has its end written to the
+// state file only later (saveSoon): an agent that stops before that write
+// and before the leader acknowledged the end still leaves its successor
+// the real exit code, read from the supervisor's status file.
+func TestEndNotYetWrittenSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	a1, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1.handle(assignMsg(8, 0, "#!/bin/sh\nexit 3\n"))
+	if r := waitReport(t, a1, 8, model.StateFailed); r.ExitCode != 3 {
+		t.Fatalf("first agent reported exit %d, want 3", r.ExitCode)
+	}
+	a1.detach() // stops at once: the deferred write never lands
+	st, err := loadState(filepath.Join(dir, stateFileName))
+	if err != nil || len(st.Runs) != 1 {
+		t.Fatalf("state file after the stop: %+v, %v; want the run, recorded at its launch", st, err)
+	}
+
+	a2, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a2.runner.Shutdown(time.Second) })
+	r := waitReport(t, a2, 8, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 3 || r.Reason != model.ReasonNonZeroExit {
+		t.Errorf("restarted agent reported %+v, want FAILED NonZeroExit with exit code 3", r)
+	}
+}
