@@ -81,6 +81,10 @@ type Config struct {
 	// runs (default: latticectl next to this executable, else on PATH; no
 	// shim when there is none).
 	Latticectl string
+	// Supervisor is the job supervisor binary started for every run
+	// (default: lattice-job-supervisor next to this executable, else this
+	// executable itself; see supervise.go).
+	Supervisor string
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -107,6 +111,14 @@ type Agent struct {
 	detached     bool
 	stateVersion uint64
 	stateMu      sync.Mutex // orders state file writes
+	// lazySave is set while a deferred state write (saveSoon) is pending.
+	lazySave    bool
+	lazyVersion uint64 // the state version saveSoon's write must cover
+	lazyTimer   *time.Timer
+	flushMu     sync.Mutex // one flushLazySave at a time
+	// forgotten: status files of runs dropped from the state, removed
+	// once a write without them has landed.
+	forgotten []string
 	// launchSlots bounds the starts in flight (launchAsync).
 	launchSlots  chan struct{}
 	stateWritten uint64
@@ -198,7 +210,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
-		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile})
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor})
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +231,7 @@ func (a *Agent) Runner() *Runner { return a.runner }
 // running allocation (SIGTERM, grace, SIGKILL).
 func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
+		a.flushLazySave()
 		if a.cfg.KeepJobs {
 			a.detach()
 			return

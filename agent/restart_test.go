@@ -101,9 +101,20 @@ func TestResentAssignmentAfterRestartLaunchesOnce(t *testing.T) {
 	}
 	a2.mu.Unlock()
 	a2.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: seq}}})
-	st, err := loadState(a2.statePath())
-	if err != nil || len(st.Runs) != 0 {
-		t.Errorf("state after the acknowledgement: %+v, %v; want no runs", st, err)
+	// The deferred write (saveSoon) lands within lazySaveDelay.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := loadState(a2.statePath())
+		if err == nil && len(st.Runs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state 5 s after the acknowledgement: %+v, %v; want no runs", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fileExists(a2.statusPath(5, 0)) {
+		t.Error("the acknowledged run's status file is still there")
 	}
 }
 
@@ -240,5 +251,36 @@ func TestHelloNamesRuns(t *testing.T) {
 	}
 	if len(got) != 2 || got[7] != 3 || got[8] != 1 {
 		t.Errorf("hello runs %v, want 7 → run 3 (running), 8 → run 1 (ended, unacknowledged)", got)
+	}
+}
+
+// A run that ended by itself while the agent ran has its end written to the
+// state file only later (saveSoon): an agent that stops before that write
+// and before the leader acknowledged the end still leaves its successor
+// the real exit code, read from the supervisor's status file.
+func TestEndNotYetWrittenSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	a1, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1.handle(assignMsg(8, 0, "#!/bin/sh\nexit 3\n"))
+	if r := waitReport(t, a1, 8, model.StateFailed); r.ExitCode != 3 {
+		t.Fatalf("first agent reported exit %d, want 3", r.ExitCode)
+	}
+	a1.detach() // stops at once: the deferred write never lands
+	st, err := loadState(filepath.Join(dir, stateFileName))
+	if err != nil || len(st.Runs) != 1 {
+		t.Fatalf("state file after the stop: %+v, %v; want the run, recorded at its launch", st, err)
+	}
+
+	a2, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a2.runner.Shutdown(time.Second) })
+	r := waitReport(t, a2, 8, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 3 || r.Reason != model.ReasonNonZeroExit {
+		t.Errorf("restarted agent reported %+v, want FAILED NonZeroExit with exit code 3", r)
 	}
 }

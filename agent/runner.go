@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,6 +122,8 @@ type RunnerConfig struct {
 	// CAFile becomes a job's LATTICE_CACERT unless the request sets one,
 	// so latticectl inside the job (srun) reaches TLS servers.
 	CAFile string
+	// Supervisor is the job supervisor binary (Config.Supervisor).
+	Supervisor string
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -138,7 +141,9 @@ type Runner struct {
 	shimDir      string
 	servers      []string
 	caFile       string
-	tag          string // AgentTagEnv of the processes it starts
+	tag          string   // AgentTagEnv of the processes it starts
+	supervisor   string   // supervisor binary; "" = this executable
+	statusDirs   sync.Map // directories of status files made already
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -212,10 +217,17 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent data dir: %w", err)
 	}
+	sup, err := findSupervisor(cfg.Supervisor)
+	if err != nil {
+		return nil, err
+	}
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
 		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
-		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns}
+		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns, supervisor: sup}
 	r.sayWhoRunsJobs()
+	if !r.virtual {
+		r.log.Info("job supervisor", "binary", cmp.Or(sup, "this executable"))
+	}
 	return r, nil
 }
 
@@ -437,7 +449,8 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 	if l.CheckpointDir == "" {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
-	if err := os.MkdirAll(l.CheckpointDir, 0o700); err != nil {
+	fresh, err := makeDir(l.CheckpointDir, 0o700)
+	if err != nil {
 		return nil, fmt.Errorf("checkpoint dir: %w", err)
 	}
 	started := false
@@ -446,9 +459,12 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 			_ = os.Remove(l.CheckpointDir) // only if empty: a requeued run's checkpoint stays
 		}
 	}()
-	// An acknowledgement left by an earlier run acknowledges nothing now.
-	if err := removeIfExists(l.DonePath()); err != nil {
-		return nil, fmt.Errorf("checkpoint done file: %w", err)
+	// An acknowledgement left by an earlier run acknowledges nothing now
+	// (a directory made just now holds none).
+	if !fresh {
+		if err := removeIfExists(l.DonePath()); err != nil {
+			return nil, fmt.Errorf("checkpoint done file: %w", err)
+		}
 	}
 	lp := r.logPaths(l)
 	meta, _ := json.Marshal(lp)
@@ -502,7 +518,11 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 			closeLogs(stdout, stderr)
 			return nil, fmt.Errorf("status file: %w", err)
 		}
-		sup, err := supervisorCommand(l.StatusFile, cmd.Path, cmd.Args)
+		if err := r.statusDir(filepath.Dir(l.StatusFile)); err != nil {
+			closeLogs(stdout, stderr)
+			return nil, err
+		}
+		sup, err := supervisorCommand(r.supervisor, l.StatusFile, cmd.Path, cmd.Args)
 		if err != nil {
 			closeLogs(stdout, stderr)
 			return nil, err
@@ -532,15 +552,48 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 	return &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}, nil
 }
 
+// openLog opens an output file for appending, making its directory when
+// it is missing (only then: every syscall of a launch counts when jobs are
+// short).
 func openLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("output dir for %s: %w", path, err)
-	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("output dir for %s: %w", path, err)
+		}
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open output %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// makeDir makes dir (and its parents when missing) with perm; fresh
+// reports whether dir was made now rather than found.
+func makeDir(dir string, perm os.FileMode) (fresh bool, err error) {
+	err = os.Mkdir(dir, perm)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrExist):
+		if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+			return false, nil
+		}
+		return false, err
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(dir), perm); err != nil {
+			return false, err
+		}
+		if err := os.Mkdir(dir, perm); err != nil {
+			if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	}
+	return false, err
 }
 
 func closeLogs(a, b *os.File) {
@@ -768,6 +821,30 @@ func (r *Runner) IsRunning(id uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.running[id] != nil
+}
+
+// statusDir makes the directory of status files once per runner.
+func (r *Runner) statusDir(dir string) error {
+	if _, ok := r.statusDirs.Load(dir); ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("status dir: %w", err)
+	}
+	r.statusDirs.Store(dir, true)
+	return nil
+}
+
+// hold makes Shutdown wait for one more piece of work (released with
+// r.wg.Done), unless the runner is closed already (false).
+func (r *Runner) hold() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
+	return true
 }
 
 // Detach stops managing the running allocations without stopping them (an

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
@@ -94,6 +95,12 @@ func (a *Agent) saveState() error {
 	a.stateVersion++
 	v := a.stateVersion
 	a.mu.Unlock()
+	return a.saveStateAt(v)
+}
+
+// saveStateAt makes the changes up to version v durable (a.mu not held):
+// nothing to do when a write that began after them has landed.
+func (a *Agent) saveStateAt(v uint64) error {
 	a.stateMu.Lock()
 	defer a.stateMu.Unlock()
 	if v <= a.stateWritten {
@@ -122,36 +129,6 @@ func (a *Agent) saveState() error {
 	return nil
 }
 
-// writeFileSync replaces path with data durably: temp file, fsync, rename,
-// fsync of the directory.
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // recordLaunch makes a run durable before it starts.
 func (a *Agent) recordLaunch(l Launch) error {
 	stored := l
@@ -162,7 +139,13 @@ func (a *Agent) recordLaunch(l Launch) error {
 	return a.saveState()
 }
 
-// recordEnd keeps how a run ended until the leader acknowledges it.
+// recordEnd keeps how a run ended until the leader acknowledges it. The
+// change is written at once only when a restarted agent could not tell
+// the same from the supervisor's status file (recoverRuns): a run the
+// agent stopped (cancelled, walltime, checkpoint) or one whose status file
+// is missing. A run that ended by itself is there already, durably, so its
+// end joins the next write (saveSoon) instead of costing an fsync of its
+// own.
 func (a *Agent) recordEnd(id uint64, r *latticev1.AllocationReport) {
 	a.mu.Lock()
 	rs := a.durable[id]
@@ -170,15 +153,38 @@ func (a *Agent) recordEnd(id uint64, r *latticev1.AllocationReport) {
 		rs.Final = finalOf(r)
 	}
 	a.mu.Unlock()
-	if rs != nil {
-		if err := a.saveState(); err != nil {
-			a.log.Warn("agent state not saved", "alloc", id, "err", err)
-		}
+	if rs == nil {
+		return
+	}
+	if statusTells(rs.Launch.StatusFile, r) {
+		a.saveSoon()
+		return
+	}
+	if err := a.saveState(); err != nil {
+		a.log.Warn("agent state not saved", "alloc", id, "err", err)
 	}
 }
 
+// statusTells reports whether recoverRuns would report r from the status
+// file alone: it exists and r is what its exit code means by itself.
+func statusTells(statusFile string, r *latticev1.AllocationReport) bool {
+	if statusFile == "" || !r.HasExitCode || r.Message != "" {
+		return false
+	}
+	switch {
+	case r.State == string(model.StateCompleted) && r.ExitCode == 0 && r.Reason == "":
+	case r.State == string(model.StateFailed) && r.ExitCode != 0 && r.Reason == model.ReasonNonZeroExit:
+	default:
+		return false
+	}
+	code, ok := readStatus(statusFile)
+	return ok && int32(code) == r.ExitCode
+}
+
 // forgetRun drops a run from the state file: the leader acknowledged its
-// end, or the quorum moved past it.
+// end, or the quorum moved past it. The write is deferred (saveSoon): if
+// the agent stops before it lands, its successor reports the end once
+// more, which the leader acknowledges without effect.
 func (a *Agent) forgetRun(id uint64, run int32) {
 	a.mu.Lock()
 	rs := a.durable[id]
@@ -191,10 +197,84 @@ func (a *Agent) forgetRun(id uint64, run int32) {
 		return
 	}
 	if rs.Launch.StatusFile != "" {
-		_ = removeIfExists(rs.Launch.StatusFile)
+		// Removed once the state file no longer lists the run: until
+		// then a restarted agent may still need it.
+		a.mu.Lock()
+		a.forgotten = append(a.forgotten, rs.Launch.StatusFile)
+		a.mu.Unlock()
 	}
-	if err := a.saveState(); err != nil {
-		a.log.Warn("agent state not saved", "alloc", id, "err", err)
+	a.saveSoon()
+}
+
+// lazySaveDelay is how long a deferred state change waits for a write.
+const lazySaveDelay = 500 * time.Millisecond
+
+// saveSoon writes the state within lazySaveDelay (and then removes the
+// status files of the runs it no longer lists), unless another write (a
+// launch's) covers the change first: changes that need not be durable at
+// once share writes instead of costing an fsync each. The runner's
+// Shutdown waits for a pending write; once the runner is closed the write
+// is made at once.
+func (a *Agent) saveSoon() {
+	if a.cfg.VirtualRuns {
+		return
+	}
+	a.mu.Lock()
+	a.stateVersion++ // a write that begins after this covers the change
+	a.lazyVersion = a.stateVersion
+	pending := a.lazySave
+	a.lazySave = true
+	a.mu.Unlock()
+	if pending {
+		return
+	}
+	if !a.runner.hold() {
+		a.flushLazySave()
+		return
+	}
+	t := time.AfterFunc(lazySaveDelay, func() {
+		defer a.runner.wg.Done()
+		a.flushLazySave()
+	})
+	a.mu.Lock()
+	if a.lazyTimer == nil {
+		a.lazyTimer = t
+		t = nil
+	}
+	a.mu.Unlock()
+	if t != nil && t.Stop() { // one is pending already
+		a.runner.wg.Done()
+	}
+}
+
+// flushLazySave writes a deferred change now, if one is pending.
+func (a *Agent) flushLazySave() {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	pending, v, files := a.lazySave, a.lazyVersion, a.forgotten
+	a.lazySave, a.forgotten = false, nil
+	if t := a.lazyTimer; t != nil {
+		a.lazyTimer = nil
+		if t.Stop() { // it will not run: release what it held
+			a.runner.wg.Done()
+		}
+	}
+	a.mu.Unlock()
+	if !pending {
+		return
+	}
+	if err := a.saveStateAt(v); err != nil {
+		a.log.Warn("agent state not saved", "err", err)
+	}
+	a.stateMu.Lock()
+	landed := a.stateWritten >= v
+	a.stateMu.Unlock()
+	if !landed { // not written (detached, or failed): keep them for a successor
+		return
+	}
+	for _, f := range files {
+		_ = removeIfExists(f)
 	}
 }
 

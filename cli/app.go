@@ -182,6 +182,7 @@ func (r *runner) app() *cli.App {
 	for _, c := range app.Commands {
 		prepare(c)
 	}
+	fastNames(app.Flags)
 	return app
 }
 
@@ -190,13 +191,21 @@ func (r *runner) app() *cli.App {
 // usage errors into exit code 2, and makes commands with subcommands
 // refuse unknown subcommands.
 func prepare(c *cli.Command) {
+	have := make(map[string]bool, 2*len(c.Flags))
+	for _, f := range c.Flags {
+		for _, n := range flagNames(f) {
+			have[n] = true
+		}
+	}
 	for _, f := range globalFlags() {
-		if !hasFlag(c.Flags, f.Names()) {
+		g := f.(*cli.StringFlag)
+		if !have[g.Name] && !slices.ContainsFunc(g.Aliases, func(a string) bool { return have[a] }) {
 			// Accepted everywhere, listed once in `latticectl --help`.
-			f.(*cli.StringFlag).Hidden = true
+			g.Hidden = true
 			c.Flags = append(c.Flags, f)
 		}
 	}
+	fastNames(c.Flags)
 	if c.OnUsageError == nil {
 		c.OnUsageError = onUsageError
 	}
@@ -215,9 +224,59 @@ func prepare(c *cli.Command) {
 	}
 }
 
+// fastStringFlag is a string flag whose Names() costs nothing. urfave/cli
+// calls Names() on every flag of a command for every flag it checks
+// (Context.IsSet, once per flag before each action), and each call trims
+// every name with a regular expression: thousands of them, ~2.5 ms of CPU
+// in every `latticectl submit`. Everything else is the embedded flag's.
+// Only string flags are wrapped: urfave/cli type-asserts *cli.BoolFlag
+// for its help and completion (StringFlag only for TakesFile, unused here).
+type fastStringFlag struct {
+	*cli.StringFlag
+	names []string
+}
+
+func (f *fastStringFlag) Names() []string { return f.names }
+
+// fastNames wraps the string flags of flags in fastStringFlag.
+func fastNames(flags []cli.Flag) {
+	for i, f := range flags {
+		if sf, ok := f.(*cli.StringFlag); ok {
+			flags[i] = &fastStringFlag{StringFlag: sf, names: append([]string{sf.Name}, sf.Aliases...)}
+		}
+	}
+}
+
+// flagNames is f.Names() without its cost: urfave/cli trims every name
+// with a regular expression, which made building the command tree (every
+// latticectl run, before anything else) take milliseconds.
+func flagNames(f cli.Flag) []string {
+	switch f := f.(type) {
+	case *fastStringFlag:
+		return f.names
+	case *cli.StringFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.BoolFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.IntFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.StringSliceFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.DurationFlag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.Float64Flag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.Int64Flag:
+		return append([]string{f.Name}, f.Aliases...)
+	case *cli.Uint64Flag:
+		return append([]string{f.Name}, f.Aliases...)
+	}
+	return f.Names()
+}
+
 func hasFlag(flags []cli.Flag, names []string) bool {
 	for _, f := range flags {
-		for _, n := range f.Names() {
+		for _, n := range flagNames(f) {
 			if slices.Contains(names, n) {
 				return true
 			}

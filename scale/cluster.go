@@ -40,7 +40,10 @@ type cluster struct {
 	log     func(format string, args ...any)
 	members []*member
 	agents  []*exec.Cmd
-	mu      sync.Mutex
+	// agentPprof: every agent serves Go profiles on a free loopback port
+	// (--pprof-addr; ps shows it).
+	agentPprof bool
+	mu         sync.Mutex
 }
 
 // freePorts returns n distinct free loopback ports.
@@ -226,6 +229,13 @@ func (c *cluster) startAgents(nodes, n, groupSize int, split func(k int) string,
 			"--heartbeat", "10s"}
 		if virtual {
 			args = append(args, "--virtual-runs")
+		}
+		if c.agentPprof {
+			port, err := freePorts(1)
+			if err != nil {
+				return err
+			}
+			args = append(args, "--pprof-addr", port[0])
 		}
 		firstGroup += (k + groupSize - 1) / groupSize
 		logf, err := os.Create(filepath.Join(c.dir, id+".log"))

@@ -166,12 +166,37 @@ func (h histogram) quantile(q float64) float64 {
 
 // procStat is a process's CPU time and memory, from /proc.
 type procStat struct {
-	CPU     time.Duration // user + system
-	RSS     int64         // bytes
-	PeakRSS int64
+	CPU time.Duration // user + system
+	// ChildCPU is the user + system time of its children that ended and
+	// were waited for (an agent's: its jobs' supervisors and the jobs).
+	ChildCPU time.Duration
+	RSS      int64 // bytes
+	PeakRSS  int64
 }
 
 var clockTick = 100.0 // USER_HZ on Linux
+
+// machineBusy is the CPU time every CPU of the machine spent busy since
+// boot (/proc/stat: all but idle and iowait).
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy float64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest time is in user already
+			busy += n
+		}
+	}
+	return time.Duration(busy / clockTick * float64(time.Second)), nil
+}
 
 func readProc(pid int) (procStat, error) {
 	var ps procStat
@@ -186,6 +211,9 @@ func readProc(pid int) (procStat, error) {
 		ut, _ := strconv.ParseFloat(f[11], 64)
 		st, _ := strconv.ParseFloat(f[12], 64)
 		ps.CPU = time.Duration((ut + st) / clockTick * float64(time.Second))
+		cut, _ := strconv.ParseFloat(f[13], 64)
+		cst, _ := strconv.ParseFloat(f[14], 64)
+		ps.ChildCPU = time.Duration((cut + cst) / clockTick * float64(time.Second))
 	}
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

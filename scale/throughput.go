@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,17 +53,28 @@ type ThroughputReport struct {
 	CycleMeanMs float64 `json:"cycle_mean_ms"`
 	MembersCPUs float64 `json:"members_cpu_seconds"`
 	AgentsCPUs  float64 `json:"agents_cpu_seconds"`
+	// JobsCPUs: the runs that ended (their supervisors and processes, as
+	// the agents waited for them); CLICPUs: the latticectl processes;
+	// HarnessCPUs: this process; MachineCPUs: every CPU of the machine
+	// busy, whoever used it (other work on the machine included).
+	JobsCPUs    float64 `json:"jobs_cpu_seconds"`
+	CLICPUs     float64 `json:"cli_cpu_seconds"`
+	HarnessCPUs float64 `json:"harness_cpu_seconds"`
+	MachineCPUs float64 `json:"machine_busy_cpu_seconds"`
 	LoadAverage string  `json:"load_average"`
 }
 
 func (t *ThroughputReport) String() string {
 	return fmt.Sprintf("lattice throughput: submitted %.1f/s, completed %.1f/s over %d jobs on %d nodes\n"+
 		"  details: mode=%s; submit phase %.2fs; all complete %.2fs after %s; %d/%d COMPLETED, %d failed\n"+
-		"  %d scheduling cycles (mean %.1f ms); CPU: members %.1f s, agents %.1f s (not counting their jobs); load average %s",
+		"  %d scheduling cycles (mean %.1f ms); CPU: members %.1f s, agents %.1f s, jobs with their supervisors %.1f s, latticectl %.1f s, harness %.1f s; machine busy %.1f of %.1f CPU-s; load average %s",
 		t.SubmitPerSec, t.CompletePerSec, t.Jobs, t.Nodes, t.Mode, t.SubmitSec, t.TotalSec,
 		map[string]string{"concurrent": "first submit", "phased": "release"}[t.Mode], t.Completed, t.Submitted, t.Failed,
-		t.Cycles, t.CycleMeanMs, t.MembersCPUs, t.AgentsCPUs, t.LoadAverage)
+		t.Cycles, t.CycleMeanMs, t.MembersCPUs, t.AgentsCPUs, t.JobsCPUs, t.CLICPUs, t.HarnessCPUs, t.MachineCPUs,
+		float64(runtime.NumCPU())*t.TotalSec, t.LoadAverage)
 }
+
+type cpuUse struct{ members, agents, jobs, cli, harness, machine float64 }
 
 // Throughput runs one comparison run and stops what it started.
 func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, error) {
@@ -80,10 +92,10 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &cluster{bin: cfg.Bin, dir: cfg.Dir}
+	c := &cluster{bin: cfg.Bin, dir: cfg.Dir, agentPprof: true}
 	defer c.stop()
 	logf("starting three members and %d simulated nodes (real processes) in %s", cfg.Nodes, cfg.Dir)
-	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch", "--tenants", "default", "--max-array-size", "100000", "--raft-heartbeat-timeout", "1s"}); err != nil {
+	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch", "--tenants", "default", "--max-array-size", "100000", "--raft-heartbeat-timeout", "1s", "--pprof"}); err != nil {
 		return nil, err
 	}
 	agents := max(1, min(4, cfg.Nodes/32))
@@ -114,22 +126,29 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 		return out, nil
 	}
 	common := []string{"-N", "1", "-t", "1", "--stdout", "/dev/null", "--stderr", "/dev/null"}
-	cpu := func() (members, agents float64) {
+	cpu := func() (u cpuUse) {
 		for _, m := range c.members {
 			if ps, err := readProc(m.pid()); err == nil {
-				members += ps.CPU.Seconds()
+				u.members += ps.CPU.Seconds()
 			}
 		}
 		for _, a := range c.agents {
 			if a.Process != nil {
 				if ps, err := readProc(a.Process.Pid); err == nil {
-					agents += ps.CPU.Seconds()
+					u.agents += ps.CPU.Seconds()
+					u.jobs += ps.ChildCPU.Seconds()
 				}
 			}
 		}
-		return members, agents
+		if ps, err := readProc(os.Getpid()); err == nil {
+			u.harness, u.cli = ps.CPU.Seconds(), ps.ChildCPU.Seconds()
+		}
+		if b, err := machineBusy(); err == nil {
+			u.machine = b.Seconds()
+		}
+		return u
 	}
-	m0, a0 := cpu()
+	cpu0 := cpu()
 	before, _ := scrape(ctx, leader.metrics)
 	rep := &ThroughputReport{Mode: "concurrent", Nodes: cfg.Nodes, Jobs: cfg.Jobs}
 	var t0, tStart time.Time
@@ -217,8 +236,10 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 		h := histDelta(before, after, "lattice_scheduler_cycle_duration_seconds")
 		rep.Cycles, rep.CycleMeanMs = int(h.Count), 1000*h.mean()
 	}
-	m1, a1 := cpu()
-	rep.MembersCPUs, rep.AgentsCPUs = m1-m0, a1-a0
+	cpu1 := cpu()
+	rep.MembersCPUs, rep.AgentsCPUs = cpu1.members-cpu0.members, cpu1.agents-cpu0.agents
+	rep.JobsCPUs, rep.CLICPUs = cpu1.jobs-cpu0.jobs, cpu1.cli-cpu0.cli
+	rep.HarnessCPUs, rep.MachineCPUs = cpu1.harness-cpu0.harness, cpu1.machine-cpu0.machine
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		rep.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
 	}

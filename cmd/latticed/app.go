@@ -425,6 +425,8 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "checkpoint-dir", EnvVars: []string{"LATTICE_AGENT_CHECKPOINT_DIR"},
 			Usage: "root of the jobs' LATTICE_CHECKPOINT_DIR (one directory per allocation; shared storage in production; default DATA_DIR/checkpoints)"}),
 		altsrc.NewStringFlag(str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)")),
+		&cli.StringFlag{Name: "pprof-addr", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on this loopback address (profiling)", EnvVars: env("agent-pprof-addr")},
+		altsrc.NewStringFlag(str("job-supervisor", "", "the small binary started for every job to record its exit status (default: lattice-job-supervisor next to latticed, else latticed itself)")),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "stop-jobs-on-exit", EnvVars: env("stop-jobs-on-exit"),
 			Usage: "stop running jobs when the agent stops (default: leave them running; the restarted agent adopts them)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
@@ -549,11 +551,16 @@ func runAgent(c *cli.Context) error {
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
-		Latticectl: c.String("latticectl"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
+		Latticectl: c.String("latticectl"), Supervisor: c.String("job-supervisor"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
 		TLS: tlsCfg, CAFile: absOrEmpty(c.String("tls-ca")),
 		Machine: machine, FingerprintInputs: inputs, FingerprintCheck: c.Duration("fingerprint-check"), VirtualRuns: c.Bool("virtual-runs")})
 	if err != nil {
 		return err
+	}
+	if addr := c.String("pprof-addr"); addr != "" {
+		if err := servePprof(addr); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signalContext()
 	defer stop()

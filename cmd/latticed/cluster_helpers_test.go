@@ -61,7 +61,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	latticedBin = filepath.Join(dir, "latticed")
-	build := exec.Command("go", "build", "-o", latticedBin, ".")
+	// The job supervisor next to latticed, as installed: the agents of
+	// these tests start it for every run (agent/supervise.go).
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../lattice-job-supervisor")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building latticed for the cluster tests:", err)
