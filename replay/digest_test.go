@@ -93,6 +93,9 @@ func (d *decisionDigest) add(in *solver.Input, p *solver.Plan) {
 		d.f(j.CheckpointMinutes)
 		d.f(j.HotDataFraction)
 		d.s(j.Hold)
+		if j.Protected { // off by default: digests recorded before it stay valid
+			d.s("protected")
+		}
 	}
 	names := make([]string, 0, len(in.Tenants))
 	for name := range in.Tenants {
