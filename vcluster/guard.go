@@ -211,22 +211,26 @@ func (g *EasyStarts) protect(s *Snapshot, factor float64) map[uint64]bool {
 			g.fresh = append(g.fresh, a)
 			continue
 		}
-		if b.start.IsZero() {
-			continue
-		}
-		if s.Now.After(b.deadline) {
+		if !b.start.IsZero() && s.Now.After(b.deadline) {
 			if g.prot == nil {
 				g.prot = make(map[uint64]bool)
 			}
 			g.prot[a.ID] = true
 		}
-		from := b.start
-		if from.Before(s.Now) {
-			from = s.Now // overdue: it would start now
-		}
-		g.events = append(g.events, profEvent{from, -b.nodes}, profEvent{from.Add(b.wall), b.nodes})
 	}
 	if len(g.fresh) > 0 {
+		// The slots of the jobs bounded before, for the profile.
+		for _, a := range s.Pending {
+			b := g.jobs[a.ID]
+			if b == nil || b.start.IsZero() {
+				continue
+			}
+			from := b.start
+			if from.Before(s.Now) {
+				from = s.Now // overdue: it would start now
+			}
+			g.events = append(g.events, profEvent{from, -b.nodes}, profEvent{from.Add(b.wall), b.nodes})
+		}
 		g.boundFresh(s, factor)
 	}
 	if len(g.prot) == 0 {
