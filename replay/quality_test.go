@@ -12,8 +12,8 @@ import "testing"
 // met, held where they are: hpc2n bounded slowdown within 2 % of the best
 // baseline's (0.8 % above it), lublin utilization within 0.035 of EASY's
 // (0.903 vs 0.936). The per-job starvation guard (off by default) at 1.25
-// keeps lublin's max wait within 1.1 × EASY's (1.04) at EASY's utilization
-// within 0.01 (0.929).
+// keeps lublin's max wait within 1.1 × EASY's at EASY's utilization within
+// 0.01, and its bsld below EASY's.
 func TestLatticeQualityBars(t *testing.T) {
 	run := func(tr *Trace, cfg Config) Metrics {
 		t.Helper()
@@ -66,15 +66,23 @@ func TestLatticeQualityBars(t *testing.T) {
 		if lat.Utilization < easy.Utilization-0.035 {
 			t.Errorf("utilization %.3f < EASY's %.3f − 0.035", lat.Utilization, easy.Utilization)
 		}
-		guarded := run(tr, Config{Policy: PolicyLattice, JobStarvationFactor: 1.25})
+	})
+	// The per-job guard where walltimes are exact: lublin's first 3,000
+	// jobs (a quarter of a second; the whole trace gives 1.04 × EASY's max
+	// wait and 0.929 utilization). Measured: max wait 0.94 × EASY's,
+	// utilization 0.859 (EASY 0.854), bsld 206 (EASY 342); without the
+	// guard 1.25 ×, 0.830 and 157.
+	t.Run("per-job guard", func(t *testing.T) {
+		tr := loadTrace(t, "lublin_256.swf").First(3000)
+		guarded, easy := run(tr, Config{Policy: PolicyLattice, JobStarvationFactor: 1.25}), run(tr, Config{Policy: PolicyEASY})
 		if guarded.MaxWait > 1.1*easy.MaxWait {
-			t.Errorf("per-job guard 1.25: max wait %.0f > 1.1 × EASY's %.0f", guarded.MaxWait, easy.MaxWait)
+			t.Errorf("max wait %.0f > 1.1 × EASY's %.0f", guarded.MaxWait, easy.MaxWait)
 		}
 		if guarded.Utilization < easy.Utilization-0.01 {
-			t.Errorf("per-job guard 1.25: utilization %.3f < EASY's %.3f − 0.01", guarded.Utilization, easy.Utilization)
+			t.Errorf("utilization %.3f < EASY's %.3f − 0.01", guarded.Utilization, easy.Utilization)
 		}
 		if guarded.AvgBoundedSlowdown > easy.AvgBoundedSlowdown {
-			t.Errorf("per-job guard 1.25: bounded slowdown %.2f > EASY's %.2f", guarded.AvgBoundedSlowdown, easy.AvgBoundedSlowdown)
+			t.Errorf("bounded slowdown %.2f > EASY's %.2f", guarded.AvgBoundedSlowdown, easy.AvgBoundedSlowdown)
 		}
 	})
 }
