@@ -268,15 +268,17 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
 			}
 			continue
 		}
-		if n.Allocation != last {
-			last = n.Allocation
-			lastEnd = s.Now.Add(model.MaxWalltime)
-			if r := s.Allocations[n.Allocation]; r != nil && !r.StartTime.IsZero() && r.Walltime > 0 {
-				lastEnd = r.StartTime.Add(r.Walltime)
-			}
-			if lastEnd.Before(s.Now) {
-				lastEnd = s.Now
-			}
+		if n.Allocation == last { // neighbouring nodes of one allocation: one event
+			g.events[len(g.events)-1].delta++
+			continue
+		}
+		last = n.Allocation
+		lastEnd = s.Now.Add(model.MaxWalltime)
+		if r := s.Allocations[n.Allocation]; r != nil && !r.StartTime.IsZero() && r.Walltime > 0 {
+			lastEnd = r.StartTime.Add(r.Walltime)
+		}
+		if lastEnd.Before(s.Now) {
+			lastEnd = s.Now
 		}
 		g.events = append(g.events, profEvent{lastEnd, 1})
 	}
