@@ -292,6 +292,9 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
 		b := &jobBound{start: start, nodes: need, wall: wall}
 		if !start.IsZero() {
 			e := eligible(a)
+			if a.BeginTime.After(e) {
+				e = a.BeginTime // its wait counts from its begin time, as the solver's does
+			}
 			wait := max(0, start.Sub(e))
 			b.deadline = e.Add(time.Duration(factor * float64(wait)))
 			g.events = append(g.events, profEvent{start, -need}, profEvent{start.Add(wall), need})

@@ -152,6 +152,21 @@ func TestPerJobStarvationGuard(t *testing.T) {
 			}
 		})
 	}
+	// A held job is not bounded until it is released; then from the cycle
+	// that sees it released.
+	held := predictionSnapshot()
+	held.JobStarvationFactor, held.EasyStarts = 1, &EasyStarts{}
+	held.Pending[0].Held = model.HoldUser
+	BuildInput(held)
+	if b := held.EasyStarts.jobs[9]; b != nil {
+		t.Errorf("held job bounded at %v, want no bound while held", b.start)
+	}
+	held.Pending[0].Held = ""
+	held.Now = t0.Add(time.Hour)
+	BuildInput(held)
+	if b := held.EasyStarts.jobs[9]; b == nil || !b.start.Equal(t0.Add(210*time.Minute)) {
+		t.Errorf("released job's bound %+v, want t0+3h30m", b)
+	}
 	// A second job, seen later, is bounded behind the first one's slot.
 	s := predictionSnapshot()
 	s.JobStarvationFactor, s.EasyStarts = 1.25, &EasyStarts{}
