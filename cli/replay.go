@@ -37,6 +37,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
 			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
 			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
+			&cli.StringFlag{Name: "job-starvation-factor", Value: "none", Usage: "lattice: once any job has waited this factor × the wait conservative backfilling promised it on arrival, it gets a reservation before the others are decided (a number ≥ 1, or none)"},
 			&cli.StringFlag{Name: "starvation-factor", Value: "1.25", Usage: "lattice: once the head has waited this factor × the wait EASY's reservation gave it, running work is planned with walltimes (a number ≥ 1, or none)"},
 			&cli.StringFlag{Name: "corrector", Usage: "how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time); default tsafrir for easy++, reqtime for lattice"},
 			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
@@ -269,6 +270,13 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		return cfg, nil, fmt.Errorf("--starvation-factor %q: allowed a number ≥ 1 such as 1.25, or none", sf)
 	} else {
 		cfg.StarvationFactor = f
+	}
+	if sf := strings.TrimSpace(c.String("job-starvation-factor")); sf != "none" && sf != "off" {
+		f, err := strconv.ParseFloat(sf, 64)
+		if err != nil || !(f >= 1) || math.IsInf(f, 1) {
+			return cfg, nil, fmt.Errorf("--job-starvation-factor %q: allowed a number ≥ 1 such as 1.25, or none", sf)
+		}
+		cfg.JobStarvationFactor = f
 	}
 	if err := applyReplayEnergy(c, &cfg); err != nil {
 		return cfg, nil, err

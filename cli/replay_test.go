@@ -126,6 +126,8 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--starvation-wait", "3d", trace},
 		{"replay", "--starvation-factor", "0.5", trace},
 		{"replay", "--starvation-factor", "x", trace},
+		{"replay", "--job-starvation-factor", "0.9", trace},
+		{"replay", "--job-starvation-factor", "inf", trace},
 	} {
 		if _, _, err := runReplayCmd(t, args...); ExitCode(err) != ExitUsage {
 			t.Errorf("%v: error %v (exit %d), want exit %d", args, err, ExitCode(err), ExitUsage)

@@ -2,41 +2,87 @@ package replay
 
 import "testing"
 
-// TestLatticeQualityBars checks the parts of issue 15's bar the default
-// lattice policy meets on the in-repo traces (docs/solver.md has the full
-// table, with what it misses): a change that gives one of them up fails
-// here, not only in the decision digests.
+// TestLatticeQualityBars holds the default lattice policy to issue 15's bar
+// on the in-repo traces where it meets it, and to where it stands where it
+// does not yet (docs/solver.md has the full table): a change that gives any
+// of it up fails here, not only in the decision digests.
+//
+// Met: hpc2n Jain ≥ EASY's, max wait ≤ 1.5 × EASY's; lublin bounded
+// slowdown ≤ the best of sjbf and easy++, max wait ≤ 1.5 × EASY's. Not yet
+// met, held where they are: hpc2n bounded slowdown within 2 % of the best
+// baseline's (0.8 % above it), lublin utilization within 0.035 of EASY's
+// (0.903 vs 0.936). The per-job starvation guard (off by default) at 1.25
+// keeps lublin's max wait within 1.1 × EASY's at EASY's utilization within
+// 0.01, and its bsld below EASY's.
 func TestLatticeQualityBars(t *testing.T) {
-	run := func(tr *Trace, policy string) Metrics {
+	run := func(tr *Trace, cfg Config) Metrics {
 		t.Helper()
-		res, err := Run(tr, Config{Policy: policy})
+		res, err := Run(tr, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Metrics
 	}
+	// best is the best of sjbf and easy++ (tsafrir; with reqtime too when
+	// asked: on lublin it is far behind, and each replay takes seconds
+	// under -race).
+	best := func(tr *Trace, reqtime bool) float64 {
+		b := min(run(tr, Config{Policy: PolicySJBF}).AvgBoundedSlowdown, run(tr, Config{Policy: PolicyEASYPP}).AvgBoundedSlowdown)
+		if reqtime {
+			b = min(b, run(tr, Config{Policy: PolicyEASYPP, Corrector: "reqtime"}).AvgBoundedSlowdown)
+		}
+		return b
+	}
 	t.Run("hpc2n", func(t *testing.T) {
 		tr := loadTrace(t, "hpc2n.swf")
-		lat, easy := run(tr, PolicyLattice), run(tr, PolicyEASY)
+		lat, easy := run(tr, Config{Policy: PolicyLattice}), run(tr, Config{Policy: PolicyEASY})
 		if lat.JainFairness < easy.JainFairness {
 			t.Errorf("Jain's index %.3f < EASY's %.3f", lat.JainFairness, easy.JainFairness)
 		}
 		if lat.MaxWait > 1.5*easy.MaxWait {
 			t.Errorf("max wait %.0f > 1.5 × EASY's %.0f", lat.MaxWait, easy.MaxWait)
 		}
+		// 2 %: the baselines may still move towards the traces README's
+		// reference figures (easy++ reqtime 15.61 there, 15.65 here).
+		if b := best(tr, true); lat.AvgBoundedSlowdown > 1.02*b {
+			t.Errorf("bounded slowdown %.2f > 1.02 × the best baseline's %.2f", lat.AvgBoundedSlowdown, b)
+		}
+		if lat.Utilization < easy.Utilization-0.001 {
+			t.Errorf("utilization %.3f < EASY's %.3f", lat.Utilization, easy.Utilization)
+		}
 	})
 	t.Run("lublin", func(t *testing.T) {
 		if testing.Short() {
-			t.Skip("long: the lublin replay takes seconds")
+			t.Skip("long: the lublin replays take seconds")
 		}
 		tr := loadTrace(t, "lublin_256.swf")
-		lat, easy := run(tr, PolicyLattice), run(tr, PolicyEASY)
-		best := min(run(tr, PolicySJBF).AvgBoundedSlowdown, run(tr, PolicyEASYPP).AvgBoundedSlowdown)
-		if lat.AvgBoundedSlowdown > best {
-			t.Errorf("bounded slowdown %.2f > the best baseline's %.2f", lat.AvgBoundedSlowdown, best)
+		lat, easy := run(tr, Config{Policy: PolicyLattice}), run(tr, Config{Policy: PolicyEASY})
+		if b := best(tr, false); lat.AvgBoundedSlowdown > b {
+			t.Errorf("bounded slowdown %.2f > the best baseline's %.2f", lat.AvgBoundedSlowdown, b)
 		}
 		if lat.MaxWait > 1.5*easy.MaxWait {
 			t.Errorf("max wait %.0f > 1.5 × EASY's %.0f", lat.MaxWait, easy.MaxWait)
+		}
+		if lat.Utilization < easy.Utilization-0.035 {
+			t.Errorf("utilization %.3f < EASY's %.3f − 0.035", lat.Utilization, easy.Utilization)
+		}
+	})
+	// The per-job guard where walltimes are exact: lublin's first 3,000
+	// jobs (a quarter of a second; the whole trace gives 1.04 × EASY's max
+	// wait and 0.929 utilization). Measured: max wait 0.94 × EASY's,
+	// utilization 0.859 (EASY 0.854), bsld 206 (EASY 342); without the
+	// guard 1.25 ×, 0.830 and 157.
+	t.Run("per-job guard", func(t *testing.T) {
+		tr := loadTrace(t, "lublin_256.swf").First(3000)
+		guarded, easy := run(tr, Config{Policy: PolicyLattice, JobStarvationFactor: 1.25}), run(tr, Config{Policy: PolicyEASY})
+		if guarded.MaxWait > 1.1*easy.MaxWait {
+			t.Errorf("max wait %.0f > 1.1 × EASY's %.0f", guarded.MaxWait, easy.MaxWait)
+		}
+		if guarded.Utilization < easy.Utilization-0.01 {
+			t.Errorf("utilization %.3f < EASY's %.3f − 0.01", guarded.Utilization, easy.Utilization)
+		}
+		if guarded.AvgBoundedSlowdown > easy.AvgBoundedSlowdown {
+			t.Errorf("bounded slowdown %.2f > EASY's %.2f", guarded.AvgBoundedSlowdown, easy.AvgBoundedSlowdown)
 		}
 	})
 }

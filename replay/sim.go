@@ -71,6 +71,9 @@ type Config struct {
 	// StarvationFactor is the lattice policy's relative starvation guard
 	// (vcluster.Snapshot.StarvationFactor): 0 = the default, < 0 = off.
 	StarvationFactor float64
+	// JobStarvationFactor is the lattice policy's per-job starvation guard
+	// (vcluster.Snapshot.JobStarvationFactor): 0 = off (the default).
+	JobStarvationFactor float64
 	// PredictedStarts: the lattice policy fits starts into holes by
 	// predicted runtimes (vcluster.Snapshot.PredictedStarts).
 	PredictedStarts bool

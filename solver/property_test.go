@@ -266,11 +266,18 @@ func validatePlan(in *Input, p *Plan) error {
 			return err
 		}
 	}
+	// Protected jobs get reservations beyond the depth (never at depth 0).
+	extra := 0
+	for _, r := range p.Reservations {
+		if j := jobs[r.JobID]; j != nil && j.Protected {
+			extra++
+		}
+	}
 	switch d := in.ReservationDepth; {
 	case d == 0 && len(p.Reservations) > 0:
 		return fmt.Errorf("%d reservations at depth 0", len(p.Reservations))
-	case d > 0 && len(p.Reservations) > d:
-		return fmt.Errorf("%d reservations at depth %d", len(p.Reservations), d)
+	case d > 0 && len(p.Reservations) > d+extra:
+		return fmt.Errorf("%d reservations at depth %d (%d of protected jobs)", len(p.Reservations), d, extra)
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ type job struct {
 	score    float64
 	f        [model.NumFactors]float64
 	pre      bool // started on the nodes held for it, before the others
+	prot     bool // protected (Job.Protected): decided after the head, before the others
 }
 
 // heldNode is a node held for one job (Node.ReservedFor).
@@ -149,6 +150,9 @@ type state struct {
 	depth    int  // reservations allowed (ReservationDepth)
 	reserved int  // reservations made
 	waiting  bool // a job decided earlier waits for nodes
+	force    bool // the job being decided is protected: it gets a reservation whatever the depth
+	// protRanks lists the protected jobs' ranks (scratch).
+	protRanks []int
 
 	// Scratch, reused across jobs.
 	gu       []int   // by group
@@ -234,6 +238,7 @@ func (s *state) reset(in *Input, out *Plan) {
 		groupCells: old.groupCells,
 		classes:    old.classes[:0],
 		timelines:  old.timelines[:0],
+		protRanks:  old.protRanks[:0],
 		jobs:       old.jobs,
 		heldBy:     old.heldBy[:0],
 		order:      old.order,
@@ -794,10 +799,53 @@ func (s *state) plan() {
 	if head >= 0 {
 		s.decide(head)
 	}
+	if s.depth != 0 {
+		s.decideProtected(head, pre)
+	}
 	for rank := range s.order {
-		if rank != head && !(pre && s.jobs[s.order[rank]].pre) {
+		jb := &s.jobs[s.order[rank]]
+		if rank != head && !(pre && jb.pre) && !jb.prot {
 			s.decide(rank)
 		}
+	}
+}
+
+// decideProtected decides the protected jobs (Job.Protected) other than the
+// head, in eligible order (longest wait first, then lowest id), each with a
+// reservation whatever the depth: the starvation guard's bound on every
+// job's wait, where the head rule bounds only the head's.
+func (s *state) decideProtected(head int, pre bool) {
+	s.protRanks = s.protRanks[:0]
+	for rank, ji := range s.order {
+		jb := &s.jobs[ji]
+		if jb.j.Protected && rank != head && !(pre && jb.pre) {
+			s.protRanks = append(s.protRanks, rank)
+		}
+	}
+	if len(s.protRanks) == 0 {
+		return
+	}
+	slices.SortFunc(s.protRanks, func(a, b int) int {
+		ja, jb := &s.jobs[s.order[a]], &s.jobs[s.order[b]]
+		switch {
+		case ja.wait != jb.wait:
+			if ja.wait > jb.wait {
+				return -1
+			}
+			return 1
+		case ja.j.ID < jb.j.ID:
+			return -1
+		case ja.j.ID > jb.j.ID:
+			return 1
+		}
+		return 0
+	})
+	for _, rank := range s.protRanks {
+		jb := &s.jobs[s.order[rank]]
+		jb.prot = true
+		s.force = true
+		s.decide(rank)
+		s.force = false
 	}
 }
 
@@ -1060,10 +1108,12 @@ func (s *state) decide(rank int) {
 		return // its own nodes can never hold it: no reservation
 	}
 	ex.ExpectedStart = in.Now.Add(time.Duration(key))
-	if s.depth == 0 || (s.depth > 0 && s.reserved >= s.depth) {
+	if !s.force && (s.depth == 0 || (s.depth > 0 && s.reserved >= s.depth)) {
 		return
 	}
-	s.reserved++
+	if !s.force {
+		s.reserved++
+	}
 	s.reserve(tl, key, jb.min, e)
 	r := Reservation{JobID: j.ID, Start: ex.ExpectedStart, Nodes: s.nameList(s.chosen)}
 	s.out.Reservations = append(s.out.Reservations, r)

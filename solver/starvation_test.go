@@ -2,6 +2,7 @@ package solver
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +120,51 @@ func TestPropertyHeadNeverStarves(t *testing.T) {
 	}
 	if cycles == 0 {
 		t.Fatal("nothing was simulated")
+	}
+}
+
+// TestProtectedJobReserved: with depth 1 the head takes the only
+// reservation; a protected job gets one too, and no job decided after it
+// starts on its reserved nodes.
+func TestProtectedJobReserved(t *testing.T) {
+	for _, protected := range []bool{false, true} {
+		nodes := groups(6)
+		for i := 2; i < 6; i++ { // n0, n1 free; the rest busy for an hour
+			nodes[i].Allocation, nodes[i].FreeAt = 99, t0.Add(time.Hour)
+		}
+		in := &Input{Now: t0, Type: model.TypeHPCBatch, ReservationDepth: 1, Nodes: nodes,
+			PowerHeadroomWatts: -1, EnergyPrice: -1}
+		in.Weights, _ = Profile(DefaultProfile)
+		head := jobN(1, 4).wall(2 * time.Hour).waited(3 * time.Hour).build()
+		starving := jobN(2, 3).wall(2 * time.Hour).waited(2 * time.Hour).build()
+		starving.Protected = protected
+		late := jobN(3, 2).wall(10 * time.Hour).waited(time.Minute).build()
+		in.Pending = []Job{head, starving, late}
+		p := Solve(in)
+		if err := validatePlan(in, p); err != nil {
+			t.Fatal(err)
+		}
+		var res *Reservation
+		for i := range p.Reservations {
+			if p.Reservations[i].JobID == 2 {
+				res = &p.Reservations[i]
+			}
+		}
+		if !protected {
+			if res != nil {
+				t.Errorf("unprotected: job 2 reserved at %v, want no reservation (depth 1 is the head's)", res.Start)
+			}
+			continue
+		}
+		if res == nil {
+			t.Fatalf("protected: job 2 has no reservation; plan %+v", p.Reservations)
+		}
+		for _, st := range p.Starts {
+			for _, n := range st.Nodes {
+				if slices.Contains(res.Nodes, n) && st.JobID != 2 {
+					t.Errorf("job %d started on %s, reserved for protected job 2 from %v", st.JobID, n, res.Start)
+				}
+			}
+		}
 	}
 }

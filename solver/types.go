@@ -75,6 +75,12 @@ type Job struct {
 	// the nodes it may not (sbatch -w, -x). Both sorted.
 	NodeList     []string
 	ExcludeNodes []string
+	// Protected is set by the caller's starvation guard for a job that has
+	// waited past its bound (vcluster.EasyStarts). With reservations on, a
+	// protected job is decided right after the head, in eligible order with
+	// the other protected jobs, and gets a reservation whatever the depth:
+	// no job decided after it can delay its start.
+	Protected bool
 	// OwnNodesOnly keeps the job off borrowed nodes (its vCluster runs only
 	// checkpointable work on borrowed nodes, and it cannot checkpoint).
 	OwnNodesOnly bool

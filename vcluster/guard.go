@@ -30,6 +30,11 @@ func (s *Snapshot) starvationFactor() float64 {
 type EasyStarts struct {
 	bound map[uint64]time.Time // job → EASY's start for it; zero = none known
 	ends  []easyEnd
+	// The per-job guard (protect): each pending job's bound, and scratch.
+	jobs   map[uint64]*jobBound
+	prot   map[uint64]bool
+	fresh  []*model.Allocation
+	events []profEvent
 }
 
 type easyEnd struct {
@@ -155,6 +160,199 @@ func (g *EasyStarts) prune(s *Snapshot) {
 	for id := range g.bound {
 		if !keep[id] {
 			delete(g.bound, id)
+		}
+	}
+}
+
+// jobBound is the per-job guard's memory of one pending job: the start
+// conservative backfilling gave it (with walltimes) when the guard first
+// saw it, and the deadline past which it is protected.
+type jobBound struct {
+	start    time.Time // zero: it never fit
+	nodes    int
+	wall     time.Duration
+	deadline time.Time // eligible + factor × (start − eligible)
+}
+
+// profEvent changes the number of free own nodes at a time.
+type profEvent struct {
+	at    time.Time
+	delta int
+}
+
+// protect is the per-job starvation guard. Each pending job, when the guard
+// first sees it, is given a bound: the start conservative backfilling would
+// promise it then — the earliest time enough own nodes are free for its
+// walltime if every running allocation ends at its walltime and every job
+// already bounded keeps the slot of its own bound (EASY promises this only
+// to the head; conservative backfilling to every job, and never later).
+// A job that has waited longer than factor × that wait is protected: the
+// solver reserves for it before deciding the others (solver.Job.Protected).
+// It returns the protected jobs (valid until the next call), nil when none.
+func (g *EasyStarts) protect(s *Snapshot, factor float64) map[uint64]bool {
+	if factor <= 0 || len(s.Pending) == 0 {
+		return nil
+	}
+	if g.jobs == nil {
+		g.jobs = make(map[uint64]*jobBound)
+	}
+	if len(g.jobs) > 2*len(s.Pending)+64 {
+		g.pruneJobs(s)
+	}
+	clear(g.prot)
+	g.fresh = g.fresh[:0]
+	g.events = g.events[:0]
+	for _, a := range s.Pending {
+		if a == nil || a.State != model.StatePending || a.EligibleTime.IsZero() || a.Waiting(s.Now) != "" {
+			continue
+		}
+		b := g.jobs[a.ID]
+		if b == nil {
+			g.fresh = append(g.fresh, a)
+			continue
+		}
+		if !b.start.IsZero() && s.Now.After(b.deadline) {
+			if g.prot == nil {
+				g.prot = make(map[uint64]bool)
+			}
+			g.prot[a.ID] = true
+		}
+	}
+	if len(g.fresh) > 0 {
+		// The slots of the jobs bounded before, for the profile.
+		for _, a := range s.Pending {
+			b := g.jobs[a.ID]
+			if b == nil || b.start.IsZero() {
+				continue
+			}
+			from := b.start
+			if from.Before(s.Now) {
+				from = s.Now // overdue: it would start now
+			}
+			g.events = append(g.events, profEvent{from, -b.nodes}, profEvent{from.Add(b.wall), b.nodes})
+		}
+		g.boundFresh(s, factor)
+	}
+	if len(g.prot) == 0 {
+		return nil
+	}
+	return g.prot
+}
+
+// boundFresh gives each fresh job (g.fresh) its conservative start, in eligible
+// order, over the profile of running work and the slots of the jobs
+// already bounded (g.events).
+func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
+	slices.SortFunc(g.fresh, func(x, y *model.Allocation) int {
+		if c := eligible(x).Compare(eligible(y)); c != 0 {
+			return c
+		}
+		switch {
+		case x.ID < y.ID:
+			return -1
+		case x.ID > y.ID:
+			return 1
+		}
+		return 0
+	})
+	free := 0
+	var last uint64
+	var lastEnd time.Time
+	for _, n := range s.Nodes {
+		if n.CurrentVCluster != s.VCluster.Name {
+			continue
+		}
+		if n.Allocation == 0 {
+			if n.State == model.NodeReady {
+				free++
+			}
+			continue
+		}
+		if n.Allocation == last { // neighbouring nodes of one allocation: one event
+			g.events[len(g.events)-1].delta++
+			continue
+		}
+		last = n.Allocation
+		lastEnd = s.Now.Add(model.MaxWalltime)
+		if r := s.Allocations[n.Allocation]; r != nil && !r.StartTime.IsZero() && r.Walltime > 0 {
+			lastEnd = r.StartTime.Add(r.Walltime)
+		}
+		if lastEnd.Before(s.Now) {
+			lastEnd = s.Now
+		}
+		g.events = append(g.events, profEvent{lastEnd, 1})
+	}
+	for _, a := range g.fresh {
+		slices.SortFunc(g.events, func(x, y profEvent) int { return x.at.Compare(y.at) })
+		need, wall := max(1, a.NodesMin), a.Walltime
+		if wall <= 0 {
+			wall = model.MaxWalltime
+		}
+		start := earliestFit(s.Now, free, g.events, need, wall)
+		b := &jobBound{start: start, nodes: need, wall: wall}
+		if !start.IsZero() {
+			e := eligible(a)
+			if a.BeginTime.After(e) {
+				e = a.BeginTime // its wait counts from its begin time, as the solver's does
+			}
+			wait := max(0, start.Sub(e))
+			b.deadline = e.Add(time.Duration(factor * float64(wait)))
+			g.events = append(g.events, profEvent{start, -need}, profEvent{start.Add(wall), need})
+		}
+		g.jobs[a.ID] = b
+	}
+}
+
+// earliestFit is the earliest time from now at which need nodes stay free
+// for wall, given free nodes now and the changes in events (sorted by
+// time); zero when never.
+func earliestFit(now time.Time, free int, events []profEvent, need int, wall time.Duration) time.Time {
+	level := free
+	var cand time.Time
+	have := false
+	i := 0
+	for i < len(events) && !events[i].at.After(now) {
+		level += events[i].delta
+		i++
+	}
+	at := now
+	for {
+		if level >= need {
+			if !have {
+				cand, have = at, true
+			}
+		} else {
+			have = false
+		}
+		if i == len(events) {
+			if have {
+				return cand
+			}
+			return time.Time{}
+		}
+		next := events[i].at
+		if have && next.Sub(cand) >= wall {
+			return cand
+		}
+		for i < len(events) && events[i].at.Equal(next) {
+			level += events[i].delta
+			i++
+		}
+		at = next
+	}
+}
+
+// pruneJobs forgets the jobs no longer pending.
+func (g *EasyStarts) pruneJobs(s *Snapshot) {
+	keep := make(map[uint64]bool, len(s.Pending))
+	for _, a := range s.Pending {
+		if a != nil {
+			keep[a.ID] = true
+		}
+	}
+	for id := range g.jobs {
+		if !keep[id] {
+			delete(g.jobs, id)
 		}
 	}
 }

@@ -99,6 +99,15 @@ type Snapshot struct {
 	// times), running work is planned with its walltimes until it starts.
 	// 0 = DefaultStarvationFactor, < 0 = off. It needs EasyStarts.
 	StarvationFactor float64
+	// JobStarvationFactor is the per-job starvation guard: every pending
+	// job gets a bound when the guard first sees it — the start
+	// conservative backfilling would promise it then, with walltimes —
+	// and once it has waited longer than this factor × that wait it is
+	// protected (solver.Job.Protected: a reservation before the others are
+	// decided) and running work is planned with walltimes. 0 = off (the
+	// default: measured, it trades bounded slowdown for max wait; see
+	// docs/solver.md), else at least 1. It needs EasyStarts.
+	JobStarvationFactor float64
 	// EasyStarts is the relative guard's memory, kept by the caller from
 	// one cycle to the next; nil = the relative guard is off (so the same
 	// snapshot always gives the same input).
@@ -222,6 +231,15 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	}
 	if runPred != nil && s.EasyStarts != nil && s.EasyStarts.starved(s, s.starvationFactor()) {
 		runPred = nil
+	}
+	// The per-job guard: jobs waiting past their bound are protected, and
+	// running work is planned with walltimes while any is.
+	var protected map[uint64]bool
+	if s.EasyStarts != nil && s.JobStarvationFactor > 0 {
+		protected = s.EasyStarts.protect(s, s.JobStarvationFactor)
+		if len(protected) > 0 {
+			runPred = nil
+		}
 	}
 	predictedStarts := runPred != nil && s.PredictedStarts
 	if b.tenants == nil {
@@ -408,6 +426,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		if a.HotDataFraction != nil {
 			j.HotDataFraction = *a.HotDataFraction
 		}
+		j.Protected = protected[a.ID]
 		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 && j.Hold == "" {
 			if activeTasks[a.ArrayJobID] >= a.ArrayMaxConcurrent {
 				j.Hold = ReasonArrayTaskLimit
