@@ -43,6 +43,9 @@ type Config struct {
 	Mix           Mix
 	Seed          uint64
 	Log           io.Writer // progress
+	// Profile saves the leader's CPU, mutex, block and heap profiles over
+	// the measuring window in Dir/profiles (go tool pprof).
+	Profile bool
 }
 
 // Report is what a run measured.
@@ -180,6 +183,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	mctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	began := time.Now()
 	var wg sync.WaitGroup
+	profiles := &sync.WaitGroup{}
+	if cfg.Profile {
+		// Two seconds short of the window, so the profiles cover
+		// submissions at the rate only.
+		profiles = profileLeader(ctx, leader.metrics, filepath.Join(cfg.Dir, "profiles"), cfg.Duration-2*time.Second, cfg.logf)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -203,6 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	wg.Wait()
 	cancel()
 	elapsed := time.Since(began).Seconds()
+	profiles.Wait()
 	rep.Duration = elapsed
 	p50, p99, mx, _ := lat.quantiles()
 	rep.SubmitP50ms, rep.SubmitP99ms, rep.SubmitMaxms = ms(p50), ms(p99), ms(mx)
