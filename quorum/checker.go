@@ -113,6 +113,9 @@ func CheckInvariants(s *State) []string {
 	// Derived indexes must equal a fresh computation.
 	fresh := &State{nodes: s.nodes, nodeNames: s.nodeNames, allocs: s.allocs}
 	fresh.rebuildIndexes()
+	if !slices.Equal(fresh.nodeList, s.nodeList) {
+		bad("the node list is out of step with the nodes")
+	}
 	if !reflect.DeepEqual(normalizeIdx(fresh.idx), normalizeIdx(s.idx)) {
 		bad("derived indexes out of step with the objects")
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/latticehpc/lattice/model"
 )
@@ -21,6 +22,11 @@ type State struct {
 
 	nodes     map[string]*model.Node
 	nodeNames []string // sorted
+	// nodeList holds the nodes in nodeNames' order. NodesShared hands it
+	// to readers as it is (no copy under the lock); once handed out it is
+	// never written again: the next change copies it (nodeListShared).
+	nodeList       []*model.Node
+	nodeListShared atomic.Bool
 	allocs    map[uint64]*model.Allocation
 	vclusters map[string]*model.VCluster
 	tenants   map[string]*model.Tenant
@@ -246,9 +252,14 @@ func (s *State) replaceNode(old, n *model.Node) {
 			addInt(s.idx.groupNodes, old.Group, -1)
 			addInt(s.idx.groupNodes, n.Group, +1)
 		}
+		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
+		s.ownNodeList()
+		s.nodeList[i] = n
 	} else {
 		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
 		s.nodeNames = slices.Insert(s.nodeNames, i, n.Name)
+		s.ownNodeList()
+		s.nodeList = slices.Insert(s.nodeList, i, n)
 		addInt(s.idx.groupNodes, n.Group, +1)
 		s.indexNode(n, +1)
 	}
@@ -325,9 +336,23 @@ func (s *State) deleteAlloc(id uint64) {
 	}
 }
 
+// ownNodeList makes nodeList the state's own before a change: a copy when
+// a reader holds it (NodesShared).
+func (s *State) ownNodeList() {
+	if s.nodeListShared.Load() {
+		s.nodeList = slices.Clone(s.nodeList)
+		s.nodeListShared.Store(false)
+	}
+}
+
 // rebuildIndexes recomputes every index from the objects (after a restore).
 func (s *State) rebuildIndexes() {
 	s.idx = newIndexes()
+	s.nodeList = make([]*model.Node, len(s.nodeNames))
+	for i, name := range s.nodeNames {
+		s.nodeList[i] = s.nodes[name]
+	}
+	s.nodeListShared.Store(false)
 	for _, name := range s.nodeNames {
 		s.indexNode(s.nodes[name], +1)
 		addInt(s.idx.groupNodes, s.nodes[name].Group, +1)
@@ -343,13 +368,18 @@ func (s *State) rebuildIndexes() {
 // Node returns a node by name (nil if unknown). The value must not be modified.
 func (s *State) Node(name string) *model.Node { return s.nodes[name] }
 
-// Nodes returns every node in name order.
-func (s *State) Nodes() []*model.Node {
-	out := make([]*model.Node, len(s.nodeNames))
-	for i, name := range s.nodeNames {
-		out[i] = s.nodes[name]
+// Nodes returns every node in name order, in a slice of the caller's.
+func (s *State) Nodes() []*model.Node { return slices.Clone(s.nodeList) }
+
+// NodesShared returns every node in name order without copying: the
+// state's own list, which it never changes again (its next node change
+// copies it first). The caller must not modify it; it may keep it after
+// the read lock. Safe to call from concurrent readers.
+func (s *State) NodesShared() []*model.Node {
+	if !s.nodeListShared.Load() {
+		s.nodeListShared.Store(true)
 	}
-	return out
+	return s.nodeList[:len(s.nodeList):len(s.nodeList)]
 }
 
 // NodeCount is the number of nodes.
