@@ -195,6 +195,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 				Name: name, State: l.s, Proposer: l.s, // Planner nil: solver.Solve, with reused solvers
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.observeCycle,
 				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
+				ImmutableState: true, // committed objects are never changed in place
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
 			l.wg.Add(1)
