@@ -100,3 +100,33 @@ func BenchmarkShareAndRead100k(b *testing.B) {
 		l.put(buf[0])
 	}
 }
+
+// mergeViews merges disjoint lists into one in id order, whatever their
+// interleaving: runs of one list, single ids alternating, empty lists.
+func TestMergeViews(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 200 {
+		lists := make([]*allocList, 1+rng.IntN(5))
+		for i := range lists {
+			lists[i] = newAllocList()
+		}
+		var want []*model.Allocation
+		run := 1 + rng.IntN(1500)
+		k := 0
+		for id := uint64(1); id <= uint64(rng.IntN(3000)); id++ {
+			if rng.IntN(run) == 0 {
+				k = rng.IntN(len(lists))
+			}
+			a := &model.Allocation{ID: id}
+			lists[k].put(a)
+			want = append(want, a)
+		}
+		views := make([]AllocView, len(lists))
+		for i, l := range lists {
+			views[i] = l.Share()
+		}
+		if got := mergeViews(views); !slices.Equal(got, want) {
+			t.Fatalf("round %d: merged %d allocations, want %d in id order", round, len(got), len(want))
+		}
+	}
+}

@@ -403,7 +403,10 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		// Held, or before its begin time: scored and explained, never started.
 		switch {
 		case r.held:
-			j.Hold = r.hold
+			j.Hold = model.ReasonJobHeldUser
+			if r.admin {
+				j.Hold = model.ReasonJobHeldAdmin
+			}
 		case !r.begin.IsZero() && s.Now.Before(r.begin):
 			j.Hold = model.ReasonBeginTime
 		}
@@ -716,26 +719,29 @@ func expectedEnd(a *model.Allocation, now time.Time, h *predict.History, correct
 // the starvation guards and array limits read.
 type pendingRec struct {
 	a        *model.Allocation
-	id       uint64
 	placed   bool      // pending with an eligible time: the solver's to place
 	held     bool      // Held != ""
-	hold     string    // the pending reason of its hold (model.HoldReason)
+	admin    bool      // held by an admin (model.HoldAdmin)
 	begin    time.Time // BeginTime
 	elig     time.Time // EligibleTime
-	since    time.Time // eligible(a): what the relative guard's head waits from
-	prio     int
-	arrayJob uint64 // ArrayJobID when it has a %MAX (ArrayMaxConcurrent > 0)
+	arrayJob uint64    // ArrayJobID when it has a %MAX (ArrayMaxConcurrent > 0)
 	maxConc  int
-	user     string // predictUser(a)
-	job      solver.Job
+	job      solver.Job // its ID and PriorityClass are the allocation's
+}
+
+// since is what the relative guard's head waits from: eligible(a).
+func (r *pendingRec) since() time.Time {
+	if !r.elig.IsZero() {
+		return r.elig
+	}
+	return r.job.SubmitTime
 }
 
 // derive fills r from a, with Predicted from pred.
 func (b *Builder) derive(r *pendingRec, a *model.Allocation, ownOnly bool, pred *predict.History) {
 	*r = pendingRec{
-		a: a, id: a.ID, placed: a.State == model.StatePending && !a.EligibleTime.IsZero(),
-		begin: a.BeginTime, elig: a.EligibleTime, since: eligible(a), prio: a.PriorityClass,
-		user: predictUser(a),
+		a: a, placed: a.State == model.StatePending && !a.EligibleTime.IsZero(),
+		begin: a.BeginTime, elig: a.EligibleTime,
 		job: solver.Job{
 			ID:                a.ID,
 			Tenant:            a.Tenant,
@@ -758,7 +764,7 @@ func (b *Builder) derive(r *pendingRec, a *model.Allocation, ownOnly bool, pred 
 		},
 	}
 	if a.Held != "" {
-		r.held, r.hold = true, model.HoldReason(a.Held)
+		r.held, r.admin = true, a.Held == model.HoldAdmin
 	}
 	if a.BeginTime.After(r.job.EligibleTime) {
 		r.job.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
@@ -792,22 +798,16 @@ func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) []pendingRec {
 			j++
 			if !samePred {
 				r := &out[len(out)-1]
-				r.job.Predicted = 0
-				if pred != nil {
-					r.job.Predicted = r.job.Walltime
-					if r.job.Walltime > 0 {
-						r.job.Predicted = pred.Predict(r.user, r.a.Name, r.job.Walltime)
-					}
-				}
+				r.job.Predicted = predictedJob(pred, r.a)
 			}
 			continue
 		}
 		// New or changed: skip the records of allocations no longer pending.
 		id := a.ID
-		for j < len(old) && old[j].id < id {
+		for j < len(old) && old[j].job.ID < id {
 			j++
 		}
-		if j < len(old) && old[j].id == id {
+		if j < len(old) && old[j].job.ID == id {
 			j++
 		}
 		out = append(out, pendingRec{})
@@ -830,15 +830,15 @@ func queueHead(recs []pendingRec) (*model.Allocation, time.Time) {
 		}
 		if head != nil {
 			switch {
-			case r.prio != head.prio:
-				if r.prio < head.prio {
+			case r.job.PriorityClass != head.job.PriorityClass:
+				if r.job.PriorityClass < head.job.PriorityClass {
 					continue
 				}
-			case !r.since.Equal(head.since):
-				if r.since.After(head.since) {
+			case !r.since().Equal(head.since()):
+				if r.since().After(head.since()) {
 					continue
 				}
-			case r.id > head.id:
+			case r.job.ID > head.job.ID:
 				continue
 			}
 		}
@@ -847,5 +847,5 @@ func queueHead(recs []pendingRec) (*model.Allocation, time.Time) {
 	if head == nil {
 		return nil, time.Time{}
 	}
-	return head.a, head.since
+	return head.a, head.since()
 }
