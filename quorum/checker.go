@@ -113,6 +113,9 @@ func CheckInvariants(s *State) []string {
 	// Derived indexes must equal a fresh computation.
 	fresh := &State{nodes: s.nodes, nodeNames: s.nodeNames, allocs: s.allocs}
 	fresh.rebuildIndexes()
+	if !slices.Equal(fresh.nodeList, s.nodeList) {
+		bad("the node list is out of step with the nodes")
+	}
 	if !reflect.DeepEqual(normalizeIdx(fresh.idx), normalizeIdx(s.idx)) {
 		bad("derived indexes out of step with the objects")
 	}
@@ -124,7 +127,7 @@ func CheckInvariants(s *State) []string {
 // built in different orders compare equal.
 func normalizeIdx(x indexes) indexes {
 	out := newIndexes()
-	out.drawWatts, out.terminal = x.drawWatts, x.terminal
+	out.drawWatts, out.ended = x.drawWatts, flatList(x.ended)
 	for k, u := range x.groupUsage {
 		if u != (Usage{}) {
 			out.groupUsage[k] = u
@@ -160,18 +163,41 @@ func normalizeIdx(x indexes) indexes {
 			out.groupNodes[k] = c
 		}
 	}
-	for k, m := range x.pending {
-		if len(m) > 0 {
-			out.pending[k] = m
+	for k, c := range x.heldFor {
+		if c != 0 {
+			out.heldFor[k] = c
 		}
 	}
-	out.active, out.staging, out.cancelling, out.checkpointing = x.active, x.staging, x.cancelling, x.checkpointing
+	// The lists compare by what they hold (their chunks differ with the
+	// order of the changes that built them).
+	for k, l := range x.pending {
+		if l.Len() > 0 {
+			out.pending[k] = flatList(l)
+		}
+	}
+	out.active = flatList(x.active)
+	out.staging, out.cancelling, out.checkpointing = x.staging, x.cancelling, x.checkpointing
 	for k, ids := range x.dependents {
 		if len(ids) > 0 {
 			c := slices.Clone(ids)
 			slices.Sort(c)
 			out.dependents[k] = c
 		}
+	}
+	return out
+}
+
+// flatList is l's allocations in one chunk, so that two lists holding the
+// same allocations compare equal.
+func flatList(l *allocList) *allocList {
+	all := l.Share().AppendTo(nil)
+	out := newAllocList()
+	if len(all) > 0 {
+		c := &allocChunkData{allocs: all}
+		for _, a := range all {
+			c.ids = append(c.ids, a.ID)
+		}
+		out.chunks, out.n = []*allocChunkData{c}, len(all)
 	}
 	return out
 }

@@ -377,7 +377,7 @@ func TestDeterministicReplay(t *testing.T) {
 			}
 			// Something must have run: active or ended now, or requeued
 			// (ended allocations may have been pruned by then).
-			ran := st.ActiveCount() + st.idx.terminal
+			ran := st.ActiveCount() + st.idx.ended.Len()
 			byState := map[string]int{}
 			for _, a := range st.Allocations() {
 				byState[string(a.State)+"/"+a.Reason]++

@@ -68,9 +68,13 @@ type image struct {
 	members   []Member
 	nodes     []*model.Node
 	allocs    []*model.Allocation
-	dags      []*model.DAG
-	requests  []string
-	results   []*Result
+	// views, when set, hold every allocation instead of allocs: the lists
+	// the state shares (pending by vCluster, active, ended), merged in id
+	// order by write, after the read lock.
+	views    []AllocView
+	dags     []*model.DAG
+	requests []string
+	results  []*Result
 }
 
 func (s *State) image() *image {
@@ -81,16 +85,90 @@ func (s *State) image() *image {
 		vclusters: s.VClusters(),
 		tenants:   s.Tenants(),
 		members:   s.Members(),
-		nodes:     s.Nodes(),
-		allocs:    s.Allocations(),
+		nodes:     s.NodesShared(),
+		views:     s.allocViews(),
 		dags:      s.DAGs(),
 		requests:  slices.Clone(s.requestOrder),
+	}
+	if im.views == nil {
+		im.allocs = s.Allocations()
 	}
 	im.results = make([]*Result, len(im.requests))
 	for i, id := range im.requests {
 		im.results[i] = s.requests[id]
 	}
 	return im
+}
+
+// allocViews returns views of every allocation the state holds — its
+// pending lists, the active and the ended ones — so that a snapshot takes
+// them without copying or sorting 100,000 allocations under the read lock;
+// nil when they do not add up to every allocation (an allocation between
+// those states, which no command leaves behind).
+func (s *State) allocViews() []AllocView {
+	vcs := make([]string, 0, len(s.idx.pending))
+	for vc := range s.idx.pending {
+		vcs = append(vcs, vc)
+	}
+	slices.Sort(vcs)
+	views := make([]AllocView, 0, len(vcs)+2)
+	n := 0
+	for _, vc := range vcs {
+		views = append(views, s.idx.pending[vc].Share())
+		n += views[len(views)-1].Len()
+	}
+	views = append(views, s.idx.active.Share(), s.idx.ended.Share())
+	n += s.idx.active.Len() + s.idx.ended.Len()
+	if n != len(s.allocs) {
+		return nil
+	}
+	return views
+}
+
+// mergeViews merges views, each in id order and disjoint, into one list in
+// id order.
+func mergeViews(views []AllocView) []*model.Allocation {
+	n := 0
+	for _, v := range views {
+		n += v.Len()
+	}
+	out := make([]*model.Allocation, 0, n)
+	type cursor struct{ c, i int }
+	at := make([]cursor, len(views))
+	for len(out) < n {
+		best, bestID := -1, uint64(0)
+		for k, v := range views {
+			cur := at[k]
+			if cur.c == len(v.chunks) {
+				continue
+			}
+			if id := v.chunks[cur.c].ids[cur.i]; best < 0 || id < bestID {
+				best, bestID = k, id
+			}
+		}
+		cur := &at[best]
+		// Take the run of this view below every other view's next id.
+		limit := ^uint64(0)
+		for k, v := range views {
+			if k != best && at[k].c < len(v.chunks) {
+				limit = min(limit, v.chunks[at[k].c].ids[at[k].i])
+			}
+		}
+		for cur.c < len(views[best].chunks) {
+			ch := views[best].chunks[cur.c]
+			j := cur.i
+			for j < len(ch.ids) && ch.ids[j] < limit {
+				j++
+			}
+			out = append(out, ch.allocs[cur.i:j]...)
+			if j < len(ch.ids) {
+				cur.i = j
+				break
+			}
+			cur.c, cur.i = cur.c+1, 0
+		}
+	}
+	return out
 }
 
 // WriteSnapshot writes the state's snapshot stream to w.
@@ -135,6 +213,9 @@ func (im *image) write(w io.Writer) error {
 		if err := put(record{Kind: "node", Node: nd}); err != nil {
 			return err
 		}
+	}
+	if im.views != nil {
+		im.allocs, im.views = mergeViews(im.views), nil
 	}
 	shared := sharedRequests(im.allocs)
 	for _, id := range slices.Sorted(maps.Keys(shared)) {

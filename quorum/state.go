@@ -1,9 +1,9 @@
 package quorum
 
 import (
-	"cmp"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/latticehpc/lattice/model"
 )
@@ -21,11 +21,16 @@ type State struct {
 
 	nodes     map[string]*model.Node
 	nodeNames []string // sorted
-	allocs    map[uint64]*model.Allocation
-	vclusters map[string]*model.VCluster
-	tenants   map[string]*model.Tenant
-	members   map[string]Member
-	dags      map[uint64]*model.DAG // workflows, by the id of their first allocation
+	// nodeList holds the nodes in nodeNames' order. NodesShared hands it
+	// to readers as it is (no copy under the lock); once handed out it is
+	// never written again: the next change copies it (nodeListShared).
+	nodeList       []*model.Node
+	nodeListShared atomic.Bool
+	allocs         map[uint64]*model.Allocation
+	vclusters      map[string]*model.VCluster
+	tenants        map[string]*model.Tenant
+	members        map[string]Member
+	dags           map[uint64]*model.DAG // workflows, by the id of their first allocation
 	// qos is the site's QOS table sorted by name; nil = never set (model.DefaultQOS).
 	qos []model.QOS
 	// partitions maps partition names (aliases users write) to vClusters.
@@ -78,15 +83,19 @@ type indexes struct {
 	vclusterDraw  map[string]int64   // by current vCluster
 	tenantRun     map[string]TenantRun
 	borrowed      map[BorrowKey]int
-	pending       map[string]map[uint64]*model.Allocation // by vCluster
-	active        map[uint64]struct{}
+	// pending (by vCluster) and active hold allocations in id order as
+	// copy-on-write lists: a reader takes them whole under the read lock
+	// without copying them (PendingShared, ActiveShared).
+	pending       map[string]*allocList
+	active        *allocList
 	staging       map[uint64]struct{}
 	cancelling    map[uint64]struct{}
 	checkpointing map[uint64]struct{}
 	dependents    map[uint64][]uint64 // dependency id -> pending allocations waiting on it
-	terminal      int
-	groupNodes    map[int]int // nodes by dragonfly group, whatever their vCluster (Groups)
-	deps          depIndex    // arrays, singletons, DAG sizes; dependents' slots (dependencies.go)
+	ended         *allocList          // terminal allocations (until pruned), in id order
+	groupNodes    map[int]int         // nodes by dragonfly group, whatever their vCluster (Groups)
+	heldFor       map[uint64]int      // allocation id -> nodes held for it (Node.ReservedFor)
+	deps          depIndex            // arrays, singletons, DAG sizes; dependents' slots (dependencies.go)
 }
 
 func newIndexes() indexes {
@@ -97,13 +106,15 @@ func newIndexes() indexes {
 		vclusterDraw:  map[string]int64{},
 		tenantRun:     map[string]TenantRun{},
 		borrowed:      map[BorrowKey]int{},
-		pending:       map[string]map[uint64]*model.Allocation{},
-		active:        map[uint64]struct{}{},
+		pending:       map[string]*allocList{},
+		active:        newAllocList(),
+		ended:         newAllocList(),
 		staging:       map[uint64]struct{}{},
 		cancelling:    map[uint64]struct{}{},
 		checkpointing: map[uint64]struct{}{},
 		dependents:    map[uint64][]uint64{},
 		groupNodes:    map[int]int{},
+		heldFor:       map[uint64]int{},
 		deps:          newDepIndex(),
 	}
 }
@@ -148,6 +159,9 @@ func (s *State) indexNode(n *model.Node, sign int) {
 	if n.Borrowed() {
 		addInt(s.idx.borrowed, BorrowKey{n.HomeVCluster, n.CurrentVCluster}, sign)
 	}
+	if n.ReservedFor != 0 {
+		addInt(s.idx.heldFor, n.ReservedFor, sign)
+	}
 }
 
 // reindexNode moves the indexes from old to n, its replacement. When the
@@ -169,6 +183,14 @@ func (s *State) reindexNode(old, n *model.Node) {
 	if w := int64(n.Watts()) - int64(old.Watts()); w != 0 {
 		s.idx.drawWatts += w
 		addInt(s.idx.vclusterDraw, n.CurrentVCluster, w)
+	}
+	if old.ReservedFor != n.ReservedFor {
+		if old.ReservedFor != 0 {
+			addInt(s.idx.heldFor, old.ReservedFor, -1)
+		}
+		if n.ReservedFor != 0 {
+			addInt(s.idx.heldFor, n.ReservedFor, +1)
+		}
 	}
 	// homeCount and borrowed depend only on the vClusters, unchanged.
 }
@@ -194,21 +216,25 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 	add := sign > 0
 	switch {
 	case a.State == model.StatePending:
-		m := s.idx.pending[a.VCluster]
-		if m == nil {
-			m = map[uint64]*model.Allocation{}
-			s.idx.pending[a.VCluster] = m
+		l := s.idx.pending[a.VCluster]
+		if l == nil {
+			l = newAllocList()
+			s.idx.pending[a.VCluster] = l
 		}
 		if add {
-			m[a.ID] = a
+			l.put(a)
 		} else {
-			delete(m, a.ID)
+			l.remove(a.ID)
 		}
-		if len(m) == 0 {
+		if l.Len() == 0 {
 			delete(s.idx.pending, a.VCluster)
 		}
 	case a.State.Active():
-		setMember(s.idx.active, a.ID, add)
+		if add {
+			s.idx.active.put(a)
+		} else {
+			s.idx.active.remove(a.ID)
+		}
 		tr := s.idx.tenantRun[a.Tenant]
 		tr.Allocations += sign
 		tr.Nodes += sign * len(a.Nodes)
@@ -227,7 +253,11 @@ func (s *State) indexAlloc(a *model.Allocation, sign int) {
 			setMember(s.idx.checkpointing, a.ID, add)
 		}
 	case a.State.Terminal():
-		s.idx.terminal += sign
+		if add {
+			s.idx.ended.put(a)
+		} else {
+			s.idx.ended.remove(a.ID)
+		}
 	}
 }
 
@@ -246,9 +276,14 @@ func (s *State) replaceNode(old, n *model.Node) {
 			addInt(s.idx.groupNodes, old.Group, -1)
 			addInt(s.idx.groupNodes, n.Group, +1)
 		}
+		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
+		s.ownNodeList()
+		s.nodeList[i] = n
 	} else {
 		i, _ := slices.BinarySearch(s.nodeNames, n.Name)
 		s.nodeNames = slices.Insert(s.nodeNames, i, n.Name)
+		s.ownNodeList()
+		s.nodeList = slices.Insert(s.nodeList, i, n)
 		addInt(s.idx.groupNodes, n.Group, +1)
 		s.indexNode(n, +1)
 	}
@@ -292,11 +327,16 @@ func compactEnded(a *model.Allocation) {
 // active set and its tenant's counts; only its staging and cancelling
 // membership can change.
 func (s *State) reindexAlloc(old, a *model.Allocation) {
+	if old.State == model.StatePending && a.State == model.StatePending && old.VCluster == a.VCluster {
+		s.idx.pending[a.VCluster].put(a) // stays pending: the new copy in place of the old
+		return
+	}
 	if !old.State.Active() || !a.State.Active() || old.Tenant != a.Tenant || len(old.Nodes) != len(a.Nodes) {
 		s.indexAlloc(old, -1)
 		s.indexAlloc(a, +1)
 		return
 	}
+	s.idx.active.put(a)
 	if was, is := old.State == model.StateStaging, a.State == model.StateStaging; was != is {
 		setMember(s.idx.staging, a.ID, is)
 	}
@@ -325,9 +365,23 @@ func (s *State) deleteAlloc(id uint64) {
 	}
 }
 
+// ownNodeList makes nodeList the state's own before a change: a copy when
+// a reader holds it (NodesShared).
+func (s *State) ownNodeList() {
+	if s.nodeListShared.Load() {
+		s.nodeList = slices.Clone(s.nodeList)
+		s.nodeListShared.Store(false)
+	}
+}
+
 // rebuildIndexes recomputes every index from the objects (after a restore).
 func (s *State) rebuildIndexes() {
 	s.idx = newIndexes()
+	s.nodeList = make([]*model.Node, len(s.nodeNames))
+	for i, name := range s.nodeNames {
+		s.nodeList[i] = s.nodes[name]
+	}
+	s.nodeListShared.Store(false)
 	for _, name := range s.nodeNames {
 		s.indexNode(s.nodes[name], +1)
 		addInt(s.idx.groupNodes, s.nodes[name].Group, +1)
@@ -343,13 +397,18 @@ func (s *State) rebuildIndexes() {
 // Node returns a node by name (nil if unknown). The value must not be modified.
 func (s *State) Node(name string) *model.Node { return s.nodes[name] }
 
-// Nodes returns every node in name order.
-func (s *State) Nodes() []*model.Node {
-	out := make([]*model.Node, len(s.nodeNames))
-	for i, name := range s.nodeNames {
-		out[i] = s.nodes[name]
+// Nodes returns every node in name order, in a slice of the caller's.
+func (s *State) Nodes() []*model.Node { return slices.Clone(s.nodeList) }
+
+// NodesShared returns every node in name order without copying: the
+// state's own list, which it never changes again (its next node change
+// copies it first). The caller must not modify it; it may keep it after
+// the read lock. Safe to call from concurrent readers.
+func (s *State) NodesShared() []*model.Node {
+	if !s.nodeListShared.Load() {
+		s.nodeListShared.Store(true)
 	}
-	return out
+	return s.nodeList[:len(s.nodeList):len(s.nodeList)]
 }
 
 // NodeCount is the number of nodes.
@@ -399,33 +458,42 @@ func (s *State) byIDs(ids []uint64) []*model.Allocation {
 
 // Pending returns a vCluster's pending allocations in id order.
 func (s *State) Pending(vcluster string) []*model.Allocation {
-	out := s.PendingAnyOrder(vcluster)
-	slices.SortFunc(out, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
-	return out
+	return s.idx.pending[vcluster].Share().AppendTo(nil)
 }
 
-// PendingAnyOrder returns a vCluster's pending allocations in no
-// particular order (map order: never inside Apply). A reader under the
-// read lock takes them with it and sorts them after releasing it, so a
-// scheduling cycle over 100,000 pending allocations does not hold Apply
-// up for the sort.
-func (s *State) PendingAnyOrder(vcluster string) []*model.Allocation {
-	m := s.idx.pending[vcluster]
-	out := make([]*model.Allocation, 0, len(m))
-	for _, a := range m {
-		out = append(out, a)
+// PendingShared returns a vCluster's pending allocations in id order as a
+// view that stays as it is: taking it copies a few hundred pointers at
+// 100,000 pending, so a reader under the read lock takes it and reads it
+// after releasing the lock (a scheduling cycle).
+func (s *State) PendingShared(vcluster string) AllocView { return s.idx.pending[vcluster].Share() }
+
+// PendingCounts counts the pending allocations of every vCluster that has
+// some (a vCluster removed since included).
+func (s *State) PendingCounts() map[string]int {
+	out := make(map[string]int, len(s.idx.pending))
+	for vc, l := range s.idx.pending {
+		out[vc] = l.Len()
 	}
 	return out
 }
 
 // PendingCount counts a vCluster's pending allocations.
-func (s *State) PendingCount(vcluster string) int { return len(s.idx.pending[vcluster]) }
+func (s *State) PendingCount(vcluster string) int { return s.idx.pending[vcluster].Len() }
 
 // Active returns the allocations holding nodes, in id order.
-func (s *State) Active() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.active)) }
+func (s *State) Active() []*model.Allocation { return s.idx.active.Share().AppendTo(nil) }
+
+// ActiveShared returns the allocations holding nodes in id order as a view
+// that stays as it is (see PendingShared).
+func (s *State) ActiveShared() AllocView { return s.idx.active.Share() }
+
+// EndedShared returns the ended (terminal) allocations the state still
+// holds, in id order, as a view that stays as it is (see PendingShared):
+// retention, the predictor's window and the metrics read it after the lock.
+func (s *State) EndedShared() AllocView { return s.idx.ended.Share() }
 
 // ActiveCount counts the allocations holding nodes.
-func (s *State) ActiveCount() int { return len(s.idx.active) }
+func (s *State) ActiveCount() int { return s.idx.active.Len() }
 
 // Staging returns the allocations assigned but not yet running, in id order.
 func (s *State) Staging() []*model.Allocation { return s.byIDs(sortedIDs(s.idx.staging)) }
@@ -524,6 +592,17 @@ func (s *State) VClusterDrawWatts(vcluster string) int64 { return s.idx.vcluster
 // TenantRunning is what a tenant runs now.
 func (s *State) TenantRunning(tenant string) TenantRun { return s.idx.tenantRun[tenant] }
 
+// HeldFor lists, in id order, the allocations some node is held for
+// (Node.ReservedFor, expired holds included): a few at most, from an index.
+func (s *State) HeldFor() []uint64 {
+	ids := make([]uint64, 0, len(s.idx.heldFor))
+	for id := range s.idx.heldFor {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // Groups is the number of distinct dragonfly groups among the nodes. Every
 // scheduling cycle asks, so it is an index, not a scan of the nodes.
 func (s *State) Groups() int { return len(s.idx.groupNodes) }
@@ -552,15 +631,9 @@ func (s *State) takePruned() []*model.Allocation {
 	return p
 }
 
-// ActiveAnyOrder returns the allocations holding nodes in no particular
-// order (map order: never inside Apply), for readers that index them.
-func (s *State) ActiveAnyOrder() []*model.Allocation {
-	out := make([]*model.Allocation, 0, len(s.idx.active))
-	for id := range s.idx.active {
-		out = append(out, s.allocs[id])
-	}
-	return out
-}
+// ActiveAnyOrder returns the allocations holding nodes (in id order now;
+// kept for readers that do not need one).
+func (s *State) ActiveAnyOrder() []*model.Allocation { return s.Active() }
 
 // StagingAnyOrder returns the allocations assigned but not yet running in
 // no particular order (map order: never inside Apply), for the dispatcher,

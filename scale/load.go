@@ -135,7 +135,10 @@ func (l *latencies) quantiles() (p50, p99, maxd time.Duration, n int) {
 
 // submitAtRate submits one request per 1/rate through the members in turn,
 // until ctx ends, recording each call's latency.
-func submitAtRate(ctx context.Context, members []*member, rate float64, mix *Mix, seed uint64, lat *latencies) int {
+//
+// Each latency is also added to direct when the member it was sent to is
+// leader (the one it was when measuring began), else to forwarded.
+func submitAtRate(ctx context.Context, members []*member, leader *member, rate float64, mix *Mix, seed uint64, lat, direct, forwarded *latencies) int {
 	r := rand.New(rand.NewPCG(seed, 7))
 	period := time.Duration(float64(time.Second) / rate)
 	next := time.Now()
@@ -167,7 +170,13 @@ func submitAtRate(ctx context.Context, members []*member, rate float64, mix *Mix
 			began := time.Now()
 			_, err := m.allocs.Submit(cctx, req)
 			cancel()
-			lat.add(time.Since(began), err)
+			took := time.Since(began)
+			lat.add(took, err)
+			if m == leader {
+				direct.add(took, err)
+			} else {
+				forwarded.add(took, err)
+			}
 		}()
 	}
 }

@@ -43,6 +43,9 @@ type Config struct {
 	Mix           Mix
 	Seed          uint64
 	Log           io.Writer // progress
+	// Profile saves the leader's CPU, mutex, block and heap profiles over
+	// the measuring window in Dir/profiles (go tool pprof).
+	Profile bool
 }
 
 // Report is what a run measured.
@@ -60,6 +63,16 @@ type Report struct {
 	SubmitP50ms  float64 `json:"submit_p50_ms"`
 	SubmitP99ms  float64 `json:"submit_p99_ms"`
 	SubmitMaxms  float64 `json:"submit_max_ms"`
+	// The same split by the member a submission was sent to: the leader,
+	// or a follower that forwarded it; and the leader's own time from
+	// proposal to applied result for Submit commands (its
+	// lattice_quorum_propose_duration_seconds histogram).
+	SubmitLeaderP50ms      float64 `json:"submit_via_leader_p50_ms"`
+	SubmitLeaderP99ms      float64 `json:"submit_via_leader_p99_ms"`
+	SubmitForwardedP50ms   float64 `json:"submit_via_follower_p50_ms"`
+	SubmitForwardedP99ms   float64 `json:"submit_via_follower_p99_ms"`
+	ProposeSubmitMeanms    float64 `json:"leader_propose_submit_mean_ms"`
+	ProposeSubmitP99Bucket float64 `json:"leader_propose_submit_p99_bucket_ms"`
 
 	Cycles map[string]CycleFigures `json:"cycles"`
 
@@ -176,14 +189,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cpu0[m.id], _ = readProc(m.pid())
 	}
 	cfg.logf("measuring for %s at %.0f submissions/s through the three members", cfg.Duration, cfg.Rate)
-	lat := &latencies{}
+	lat, direct, forwarded := &latencies{}, &latencies{}, &latencies{}
 	mctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	began := time.Now()
 	var wg sync.WaitGroup
+	profiles := &sync.WaitGroup{}
+	if cfg.Profile {
+		// Two seconds short of the window, so the profiles cover
+		// submissions at the rate only.
+		profiles = profileLeader(ctx, leader.metrics, filepath.Join(cfg.Dir, "profiles"), cfg.Duration-2*time.Second, cfg.logf)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		rep.Submitted = submitAtRate(mctx, c.members, cfg.Rate, &cfg.Mix, cfg.Seed+1, lat)
+		rep.Submitted = submitAtRate(mctx, c.members, leader, cfg.Rate, &cfg.Mix, cfg.Seed+1, lat, direct, forwarded)
 	}()
 	if cfg.InvariantEvery <= 0 {
 		<-mctx.Done()
@@ -203,9 +222,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	wg.Wait()
 	cancel()
 	elapsed := time.Since(began).Seconds()
+	profiles.Wait()
 	rep.Duration = elapsed
 	p50, p99, mx, _ := lat.quantiles()
 	rep.SubmitP50ms, rep.SubmitP99ms, rep.SubmitMaxms = ms(p50), ms(p99), ms(mx)
+	p50, p99, _, _ = direct.quantiles()
+	rep.SubmitLeaderP50ms, rep.SubmitLeaderP99ms = ms(p50), ms(p99)
+	p50, p99, _, _ = forwarded.quantiles()
+	rep.SubmitForwardedP50ms, rep.SubmitForwardedP99ms = ms(p50), ms(p99)
 	rep.SubmitErrors, rep.FirstError = lat.errors, lat.first
 	after := map[string]sample{}
 	for _, m := range c.members {
@@ -228,6 +252,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sh := histDelta(lb, la, "lattice_scheduler_solve_duration_seconds", lab)
 		rep.Cycles[vc] = CycleFigures{Cycles: int(h.Count), MeanMs: 1000 * h.mean(), P99BucketMs: 1000 * h.quantile(0.99), SolveMeanMs: 1000 * sh.mean()}
 	}
+	ph := histDelta(lb, la, "lattice_quorum_propose_duration_seconds", `command="submit"`)
+	rep.ProposeSubmitMeanms, rep.ProposeSubmitP99Bucket = 1000*ph.mean(), 1000*ph.quantile(0.99)
 	rep.PlacementsPerSec = (la.sum("lattice_scheduler_allocations_started_total") - lb.sum("lattice_scheduler_allocations_started_total")) / elapsed
 	rep.CompletionsPerSec = (la.sum("lattice_allocations", `state="COMPLETED"`) - lb.sum("lattice_allocations", `state="COMPLETED"`)) / elapsed
 	rep.States = append(rep.States, checkState(ctx, c, "after measuring", rep))
@@ -242,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	bg, stopBG := context.WithCancel(ctx)
 	bgLat := &latencies{}
-	go submitAtRate(bg, []*member{leader}, cfg.Rate, &cfg.Mix, cfg.Seed+2, bgLat)
+	go submitAtRate(bg, []*member{leader}, leader, cfg.Rate, &cfg.Mix, cfg.Seed+2, bgLat, &latencies{}, &latencies{})
 	cfg.logf("killing follower %s for %s under load", follower.id, cfg.Downtime)
 	c.kill(follower)
 	time.Sleep(cfg.Downtime)
@@ -407,6 +433,8 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Started.Format(time.RFC3339), r.Nodes, r.Agents, r.Backlog)
 	fmt.Fprintf(w, "submit (unary, round-robin over the members, target %.0f/s for %.0f s): %d sent, %d errors; p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 		r.Rate, r.Duration, r.Submitted, r.SubmitErrors, r.SubmitP50ms, r.SubmitP99ms, r.SubmitMaxms)
+	fmt.Fprintf(w, "  sent to the leader p50 %.2f ms, p99 %.2f ms; forwarded by a follower p50 %.2f ms, p99 %.2f ms; leader's propose-to-apply of Submit mean %.2f ms, p99 bucket <= %.1f ms\n",
+		r.SubmitLeaderP50ms, r.SubmitLeaderP99ms, r.SubmitForwardedP50ms, r.SubmitForwardedP99ms, r.ProposeSubmitMeanms, r.ProposeSubmitP99Bucket)
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "  first submit error: %s\n", r.FirstError)
 	}

@@ -94,6 +94,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	owned := nodeSet(names)
 	recvErr := make(chan error, 1)
 	go func() {
+		var reportHeard time.Time // the last report that counted as heard
 		for {
 			m, err := stream.Recv()
 			if err != nil {
@@ -102,7 +103,13 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 			}
 			switch msg := m.Msg.(type) {
 			case *latticev1.AgentMessage_Report:
-				l.live.heard(names)
+				// A report shows the agent's nodes alive too; at hundreds of
+				// reports a second from an agent of thousands of nodes, once
+				// a second is enough (heartbeats carry the rest).
+				if now := time.Now(); now.Sub(reportHeard) >= time.Second {
+					l.live.heard(names)
+					reportHeard = now
+				}
 				if !s.reportIsFor(conn, owned, msg.Report) {
 					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: msg.Report.Seq}}})
 					continue

@@ -58,10 +58,11 @@ func (l *leaderState) broker(ctx context.Context) {
 func (s *Server) brokerPass(now time.Time) []quorum.CheckpointItem {
 	params := s.cfg.Checkpoint
 	var items []quorum.CheckpointItem
+	var jobs []checkpoint.Job
+	grace := map[uint64]time.Duration{}
+	var runningNodeHours, queuedNodeHours float64
+	var queued []quorum.AllocView
 	s.view(func(st *quorum.State) {
-		var jobs []checkpoint.Job
-		grace := map[uint64]time.Duration{}
-		var runningNodeHours, queuedNodeHours float64
 		for _, a := range st.Active() {
 			if a.State == model.StateRunning {
 				runningNodeHours += float64(len(a.Nodes)) * a.Walltime.Hours()
@@ -88,15 +89,23 @@ func (s *Server) brokerPass(now time.Time) []quorum.CheckpointItem {
 			return
 		}
 		for _, v := range st.VClusters() {
-			for _, p := range st.Pending(v.Name) {
-				queuedNodeHours += float64(p.NodesMin) * p.Walltime.Hours()
-			}
-		}
-		sit := checkpoint.Situation{Now: now, BacklogPressure: checkpoint.BacklogPressure(queuedNodeHours, runningNodeHours)}
-		for _, id := range checkpoint.Proactive(params, jobs, sit, maxProactivePerPass) {
-			items = append(items, quorum.CheckpointItem{AllocID: id, Reason: quorum.CheckpointProactive, Deadline: now.Add(grace[id])})
+			queued = append(queued, st.PendingShared(v.Name))
 		}
 	})
+	if len(jobs) == 0 {
+		return items
+	}
+	// The backlog is summed after the lock, from the views of it: 100,000
+	// pending allocations are read without holding Apply up.
+	for _, q := range queued {
+		for p := range q.All {
+			queuedNodeHours += float64(p.NodesMin) * p.Walltime.Hours()
+		}
+	}
+	sit := checkpoint.Situation{Now: now, BacklogPressure: checkpoint.BacklogPressure(queuedNodeHours, runningNodeHours)}
+	for _, id := range checkpoint.Proactive(params, jobs, sit, maxProactivePerPass) {
+		items = append(items, quorum.CheckpointItem{AllocID: id, Reason: quorum.CheckpointProactive, Deadline: now.Add(grace[id])})
+	}
 	return items
 }
 

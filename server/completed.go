@@ -43,17 +43,17 @@ func (s *Server) Completed(vc string) []*model.Allocation {
 	return c.byVC[vc]
 }
 
-// recentCompleted scans the committed state for the last completedWindow
+// recentCompleted scans the ended allocations of the committed state for the last completedWindow
 // completions of each vCluster, oldest first.
 func (s *Server) recentCompleted() map[string][]*model.Allocation {
 	out := map[string][]*model.Allocation{}
-	s.view(func(st *quorum.State) {
-		for _, a := range st.Allocations() {
-			if a.State == model.StateCompleted && !a.StartTime.IsZero() && !a.EndTime.Before(a.StartTime) {
-				out[a.VCluster] = append(out[a.VCluster], a)
-			}
+	var ended quorum.AllocView
+	s.view(func(st *quorum.State) { ended = st.EndedShared() })
+	for a := range ended.All { // after the lock
+		if a.State == model.StateCompleted && !a.StartTime.IsZero() && !a.EndTime.Before(a.StartTime) {
+			out[a.VCluster] = append(out[a.VCluster], a)
 		}
-	})
+	}
 	for vc, list := range out {
 		slices.SortFunc(list, func(a, b *model.Allocation) int {
 			return cmp.Or(a.EndTime.Compare(b.EndTime), cmp.Compare(a.ID, b.ID))

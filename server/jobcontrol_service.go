@@ -379,63 +379,98 @@ func (s *Server) resolveSite(r *model.Request) error {
 // ones, what their homes may lend; or more than its tenant's node quota. A cluster with no nodes yet (agents not
 // registered) is not judged.
 func (s *Server) checkEverFits(r *model.Request) error {
-	var msg string
+	constrained := r.GPUType != "" || r.GPUsPerNode > 0 || len(r.Constraints) > 0 || len(r.NodeList) > 0 || len(r.ExcludeNodes) > 0
+	// What is read under the lock: counts from the quorum's indexes, and
+	// for a request that looks at the nodes themselves, the node list as
+	// the state shares it, scanned after the lock. Every submission asks,
+	// so nothing here walks 10,000 nodes while Apply waits.
+	type home struct {
+		vc    *model.VCluster
+		nodes int
+	}
+	var (
+		vc     *model.VCluster
+		name   string
+		homes  []home // every vCluster, with the nodes whose home it is
+		nodes  []*model.Node
+		tenant *model.Tenant
+		judged bool
+	)
+	tname := r.Tenant
+	if tname == "" {
+		tname = model.DefaultTenant
+	}
 	s.view(func(st *quorum.State) {
 		if st.NodeCount() == 0 {
 			return
 		}
-		name := st.ResolveVCluster(r.VCluster)
+		name = st.ResolveVCluster(r.VCluster)
 		if name == "" {
 			name = st.DefaultVCluster
 		}
-		vc := st.VCluster(name)
-		if vc == nil {
+		if vc = st.VCluster(name); vc == nil {
 			return // the quorum names the known ones
 		}
-		constrained := r.GPUType != "" || r.GPUsPerNode > 0 || len(r.Constraints) > 0 || len(r.NodeList) > 0 || len(r.ExcludeNodes) > 0
-		own, fps := 0, map[string]int{}
-		lendable := map[string]int{} // by home: passing nodes
-		for _, n := range st.Nodes() {
+		judged = true
+		for _, v := range st.VClusters() {
+			homes = append(homes, home{v, st.HomeNodes(v.Name)})
+		}
+		if constrained || vc.Sensitive() {
+			nodes = st.NodesShared()
+		}
+		tenant = st.Tenant(tname)
+	})
+	if !judged {
+		return nil
+	}
+	most := 0
+	lendable := map[string]int{} // by home: the nodes that pass
+	if nodes == nil {
+		for _, h := range homes {
+			if h.vc.Name == name {
+				most = h.nodes
+			} else {
+				lendable[h.vc.Name] = h.nodes
+			}
+		}
+	} else {
+		fps := map[string]int{}
+		for _, n := range nodes {
 			if !nodeMeets(n, r) {
 				continue
 			}
 			if n.HomeVCluster == name {
-				own++
+				most++
 				fps[n.Fingerprint]++
 				continue
 			}
 			lendable[n.HomeVCluster]++
 		}
-		most := own
 		if vc.Sensitive() {
 			most = 0
 			for _, c := range fps {
 				most = max(most, c)
 			}
-		} else if vc.Borrows() && !(vc.CheckpointableOnlyOnBorrowed && !r.Checkpoint.Checkpointable()) {
-			for home, c := range lendable {
-				if h := st.VCluster(home); h != nil && h.Lends() {
-					most += min(c, h.MaxLendable(st.HomeNodes(home)))
-				}
+		}
+	}
+	if !vc.Sensitive() && vc.Borrows() && !(vc.CheckpointableOnlyOnBorrowed && !r.Checkpoint.Checkpointable()) {
+		for _, h := range homes {
+			if c := lendable[h.vc.Name]; c > 0 && h.vc.Name != name && h.vc.Lends() {
+				most += min(c, h.vc.MaxLendable(h.nodes))
 			}
 		}
-		tenant := r.Tenant
-		if tenant == "" {
-			tenant = model.DefaultTenant
-		}
-		if t := st.Tenant(tenant); t != nil && t.MaxNodes > 0 && r.NodesMin > t.MaxNodes {
-			msg = fmt.Sprintf("nodes: %d requested, tenant %s may use at most %d at once (its quota)", r.NodesMin, tenant, t.MaxNodes)
-			return
-		}
-		if r.NodesMin <= most {
-			return
-		}
+	}
+	var msg string
+	switch {
+	case tenant != nil && tenant.MaxNodes > 0 && r.NodesMin > tenant.MaxNodes:
+		msg = fmt.Sprintf("nodes: %d requested, tenant %s may use at most %d at once (its quota)", r.NodesMin, tname, tenant.MaxNodes)
+	case r.NodesMin > most:
 		what := ""
 		if constrained {
 			what = " nodes that meet its constraints"
 		}
 		msg = fmt.Sprintf("nodes: %d requested, vCluster %s can have at most %d%s (its own and what it may borrow)", r.NodesMin, name, most, what)
-	})
+	}
 	if msg != "" {
 		return status.Error(codes.InvalidArgument, msg+"; submit with --hold to keep it anyway")
 	}

@@ -195,6 +195,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 				Name: name, State: l.s, Proposer: l.s, // Planner nil: solver.Solve, with reused solvers
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.observeCycle,
 				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
+				ImmutableState: true, // committed objects are never changed in place
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
 			l.wg.Add(1)
@@ -245,15 +246,15 @@ func (l *leaderState) prune(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		before := l.s.cfg.Clock().Add(-l.s.cfg.Retention)
+		var ended quorum.AllocView
+		l.s.view(func(st *quorum.State) { ended = st.EndedShared() })
 		var any bool
-		l.s.view(func(st *quorum.State) {
-			for _, a := range st.Allocations() {
-				if a.State.Terminal() && a.EndTime.Before(before) {
-					any = true
-					return
-				}
+		for a := range ended.All { // after the lock
+			if a.EndTime.Before(before) {
+				any = true
+				break
 			}
-		})
+		}
 		if any {
 			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			r, err := l.s.propose(pctx, &quorum.Prune{Before: before})
@@ -270,10 +271,18 @@ func (l *leaderState) prune(ctx context.Context) {
 	}
 }
 
-// Snapshot implements vcluster.StateReader over committed state.
+// Snapshot implements vcluster.StateReader over committed state. Under
+// the read lock it takes only what the state shares without copying —
+// the node list, the vCluster's pending allocations and the active ones
+// as views (quorum.AllocView) — and the few small things (vClusters,
+// tenants, holds); the per-allocation work (the pending list, the map of
+// active allocations) is done after the lock, so Apply never waits for a
+// copy of 100,000 allocations.
 func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint64, bool) {
 	var snap *vcluster.Snapshot
 	var version uint64
+	var pending, active quorum.AllocView
+	var held []*model.Allocation // allocations idle nodes are held for that are not active
 	s.view(func(st *quorum.State) {
 		vc := st.VCluster(name)
 		if vc == nil {
@@ -285,30 +294,24 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			VCluster:    vc,
 			VClusters:   map[string]*model.VCluster{},
 			Lenders:     map[string]bool{},
-			Nodes:       st.Nodes(),
-			Allocations: map[uint64]*model.Allocation{},
-			Pending:     st.PendingAnyOrder(name), // sorted below, after the lock
+			Nodes:       st.NodesShared(),
 			Tenants:     map[string]*model.Tenant{},
 			TenantLoad:  map[string]vcluster.TenantLoad{},
 			Groups:      st.Groups(),
 			EnergyPrice: -1,
 		}
+		pending, active = st.PendingShared(name), st.ActiveShared()
 		for _, v := range st.VClusters() {
 			snap.VClusters[v.Name] = v
 			if v.Lends() {
 				snap.Lenders[v.Name] = true
 			}
 		}
-		for _, a := range st.ActiveAnyOrder() {
-			snap.Allocations[a.ID] = a
-		}
 		// The allocations nodes are held for, so that a hold of one that is
 		// no longer pending (cancelled, started elsewhere) holds nothing.
-		for _, n := range snap.Nodes {
-			if id := n.ReservedFor; id != 0 && snap.Allocations[id] == nil {
-				if a := st.Allocation(id); a != nil {
-					snap.Allocations[id] = a
-				}
+		for _, id := range st.HeldFor() {
+			if a := st.Allocation(id); a != nil && !a.State.Active() {
+				held = append(held, a)
 			}
 		}
 		for _, t := range st.Tenants() {
@@ -318,11 +321,18 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 		}
 		s.powerSnapshot(st, vc, snap)
 	})
-	if snap != nil {
-		// Apply waits while the read lock is held: sort outside it.
-		vcluster.SortByID(snap.Pending)
+	if snap == nil {
+		return nil, 0, false
 	}
-	return snap, version, snap != nil
+	snap.Pending = pending.AppendTo(nil)
+	snap.Allocations = make(map[uint64]*model.Allocation, active.Len()+len(held))
+	for a := range active.All {
+		snap.Allocations[a.ID] = a
+	}
+	for _, a := range held {
+		snap.Allocations[a.ID] = a
+	}
+	return snap, version, true
 }
 
 // Settings implements vcluster.StateReader: a vCluster's definition and its

@@ -61,30 +61,32 @@ func (v *liveness) check(ctx context.Context) {
 		return
 	}
 	var degraded, down, up []string
+	var nodes []*model.Node
+	v.l.s.view(func(st *quorum.State) { nodes = st.NodesShared() })
+	// Compared after the read lock: 10,000 lookups of heartbeats do not
+	// hold Apply up.
 	v.mu.Lock()
-	v.l.s.view(func(st *quorum.State) {
-		for _, n := range st.Nodes() {
-			last, ok := v.seen[n.Name]
-			if !ok {
-				last = v.l.since
+	for _, n := range nodes {
+		last, ok := v.seen[n.Name]
+		if !ok {
+			last = v.l.since
+		}
+		silence := now.Sub(last)
+		switch {
+		case silence >= cfg.DownAfter:
+			if n.Health != model.NodeDown {
+				down = append(down, n.Name)
 			}
-			silence := now.Sub(last)
-			switch {
-			case silence >= cfg.DownAfter:
-				if n.Health != model.NodeDown {
-					down = append(down, n.Name)
-				}
-			case silence >= cfg.DegradedAfter:
-				if n.Health == model.NodeReady {
-					degraded = append(degraded, n.Name)
-				}
-			default:
-				if n.Health != model.NodeReady {
-					up = append(up, n.Name)
-				}
+		case silence >= cfg.DegradedAfter:
+			if n.Health == model.NodeReady {
+				degraded = append(degraded, n.Name)
+			}
+		default:
+			if n.Health != model.NodeReady {
+				up = append(up, n.Name)
 			}
 		}
-	})
+	}
 	v.mu.Unlock()
 	for _, batch := range []struct {
 		nodes  []string

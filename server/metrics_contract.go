@@ -205,19 +205,29 @@ func (c *contractCollector) Collect(ch chan<- prometheus.Metric) {
 		draw, budget int64
 	}
 	var scopes []scope
+	var active, ended quorum.AllocView
+	var nodeList []*model.Node
 	c.s.view(func(st *quorum.State) {
 		for _, v := range st.VClusters() {
 			vcs = append(vcs, v.Name)
 			scopes = append(scopes, scope{"vcluster/" + v.Name, st.VClusterDrawWatts(v.Name), v.PowerCapWatts})
 		}
 		scopes = append([]scope{{"system", st.DrawWatts(), st.PowerBudgetWatts}}, scopes...)
-		for _, a := range st.Allocations() {
+		for vc, n := range st.PendingCounts() {
+			allocs[stateVC{string(model.StatePending), vc}] = n
+		}
+		active, ended, nodeList = st.ActiveShared(), st.EndedShared(), st.NodesShared()
+	})
+	// Counted after the lock, from views the state shares: a scrape of
+	// a site with 100,000 allocations does not hold Apply up.
+	for _, v := range []quorum.AllocView{active, ended} {
+		for a := range v.All {
 			allocs[stateVC{string(a.State), a.VCluster}]++
 		}
-		for _, n := range st.Nodes() {
-			nodes[stateVC{string(n.State), n.CurrentVCluster}]++
-		}
-	})
+	}
+	for _, n := range nodeList {
+		nodes[stateVC{string(n.State), n.CurrentVCluster}]++
+	}
 	// Every state of every vCluster, zeros included, so rates and sums
 	// over states never miss a series.
 	for _, vc := range vcs {

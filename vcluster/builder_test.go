@@ -393,3 +393,82 @@ func referenceBuildInput(s *Snapshot) solver.Input {
 	}
 	return in
 }
+
+// An Immutable Builder reuses what it derived from the allocations of the
+// last snapshot that are still there; over a run of snapshots, each the
+// last one changed the way the quorum changes its state (allocations
+// started or cancelled, replaced by changed copies — held, released, a
+// begin time, another class, eligible at last —, new ones, requeued ones
+// back in the middle, the clock moving on, the predictor and the vCluster's
+// borrowing rule changing), it builds exactly the input BuildInput builds.
+func TestImmutableBuilderMatchesBuildInput(t *testing.T) {
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 77))
+		s := randomSnapshot(r)
+		b := Builder{Immutable: true}
+		var gone []*model.Allocation
+		done := []*model.Allocation{}
+		var easy EasyStarts
+		for step := range 30 {
+			next := *s
+			next.Now = s.Now.Add(time.Duration(r.IntN(600)) * time.Second)
+			var pending []*model.Allocation
+			for _, a := range s.Pending {
+				switch k := r.IntN(20); {
+				case k == 0: // started or cancelled
+					gone = append(gone, a)
+					continue
+				case k == 1: // changed: a new copy
+					c := *a
+					switch r.IntN(5) {
+					case 0:
+						c.Held = []string{"", model.HoldUser, model.HoldAdmin}[r.IntN(3)]
+					case 1:
+						c.BeginTime = next.Now.Add(time.Duration(r.IntN(1200)-600) * time.Second)
+					case 2:
+						c.PriorityClass = r.IntN(6)
+					case 3:
+						c.EligibleTime = next.Now.Add(-time.Minute)
+					default:
+						c.ArrayJobID, c.ArrayMaxConcurrent = 1, 1+r.IntN(3)
+					}
+					a = &c
+				}
+				pending = append(pending, a)
+			}
+			if len(gone) > 0 && r.IntN(3) == 0 { // requeued: back in the middle, as a new copy
+				c := *gone[0]
+				gone = gone[1:]
+				pending = append(pending, &c)
+			}
+			for range r.IntN(4) { // submitted
+				id := uint64(900000 + step*10 + len(pending)%10)
+				pending = append(pending, &model.Allocation{ID: id, State: model.StatePending,
+					Request:    model.Request{Tenant: "t0", NodesMin: 1, NodesMax: 1, Walltime: time.Hour, Checkpoint: model.CheckpointNone},
+					SubmitTime: next.Now, EligibleTime: next.Now})
+			}
+			SortByID(pending)
+			pending = slices.CompactFunc(pending, func(x, y *model.Allocation) bool { return x.ID == y.ID })
+			next.Pending = pending
+			if r.IntN(4) == 0 { // another predictor
+				done = append(done, &model.Allocation{ID: uint64(800000 + step), State: model.StateCompleted,
+					Request:   model.Request{Tenant: "t0", Name: "job", Walltime: 2 * time.Hour},
+					StartTime: next.Now.Add(-time.Hour), EndTime: next.Now.Add(-time.Duration(r.IntN(50)) * time.Minute)})
+				next.Predictor = LearnCompleted(slices.Clone(done))
+			}
+			if r.IntN(8) == 0 { // the borrowing rule changed
+				vc := *next.VCluster
+				vc.CheckpointableOnlyOnBorrowed = !vc.CheckpointableOnlyOnBorrowed
+				next.VCluster = &vc
+			}
+			if r.IntN(2) == 0 {
+				next.EasyStarts = &easy
+			}
+			s = &next
+			want := BuildInput(s)
+			if got := b.Build(s); !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d step %d: the Immutable Builder\n got %+v\nwant %+v", seed, step, got, want)
+			}
+		}
+	}
+}

@@ -19,6 +19,18 @@ import (
 //
 //	go test -run '^$' -bench Cycle10kNodes100kPending -count 5 ./vcluster/
 func BenchmarkCycle10kNodes100kPending(b *testing.B) {
+	l, _ := cycleBenchLoop()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := l.Cycle(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cycleBenchLoop is the loop and the snapshot of the cycle benchmarks.
+func cycleBenchLoop() (*Loop, *Snapshot) {
 	vc := &model.VCluster{Name: "hpc-batch", Type: model.TypeHPCBatch, ReservationDepth: 1, CycleInterval: time.Hour}
 	nodes := make([]*model.Node, 10000)
 	var allocs []*model.Allocation
@@ -48,11 +60,71 @@ func BenchmarkCycle10kNodes100kPending(b *testing.B) {
 	s.Groups = 10000 / 16
 	l := &Loop{Name: "hpc-batch", State: &fakeState{s}, Proposer: &fakeProposer{},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := l.Cycle(context.Background()); err != nil {
-			b.Fatal(err)
+	return l, s
+}
+
+// BenchmarkCycleChurn is BenchmarkCycle10kNodes100kPending as the leader
+// runs it from one cycle to the next: between cycles 1% of the pending
+// allocations change (each replaced by a new copy, as the quorum stores a
+// change). "rebuild" derives every job again each cycle; "immutable" is
+// the leader's loop (Loop.ImmutableState: only what changed is derived).
+//
+//	go test -run '^$' -bench CycleChurn -count 6 ./vcluster/
+func BenchmarkCycleChurn(b *testing.B) {
+	for _, immutable := range []bool{false, true} {
+		name := "rebuild"
+		if immutable {
+			name = "immutable"
 		}
+		b.Run(name, func(b *testing.B) {
+			l, s := cycleBenchLoop()
+			l.ImmutableState = immutable
+			ctx := context.Background()
+			if err := l.Cycle(ctx); err != nil { // the first cycle derives everything
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				for k := i % 100; k < len(s.Pending); k += 100 {
+					c := *s.Pending[k]
+					s.Pending[k] = &c
+				}
+				b.StartTimer()
+				if err := l.Cycle(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBuildChurn is the solver input of BenchmarkCycleChurn alone
+// (10,000 nodes, 100,000 pending, 1% of them changed between builds).
+//
+//	go test -run '^$' -bench BuildChurn -count 6 ./vcluster/
+func BenchmarkBuildChurn(b *testing.B) {
+	for _, immutable := range []bool{false, true} {
+		name := "rebuild"
+		if immutable {
+			name = "immutable"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, s := cycleBenchLoop()
+			bl := Builder{Immutable: immutable}
+			bl.Build(s)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				for k := i % 100; k < len(s.Pending); k += 100 {
+					c := *s.Pending[k]
+					s.Pending[k] = &c
+				}
+				b.StartTimer()
+				bl.Build(s)
+			}
+		})
 	}
 }

@@ -42,41 +42,15 @@ type easyEnd struct {
 	nodes int
 }
 
-// starved reports whether the head of s's queue (the longest-waiting job of
-// the highest priority class) has waited longer than factor × the wait
-// EASY's reservation would have given it when it became the head. Then the
-// cycle is planned with walltimes (EASY's safe release times), so the
-// head's reservation cannot be pushed back by running work that outlives
-// its prediction.
-func (g *EasyStarts) starved(s *Snapshot, factor float64) bool {
-	if factor <= 0 || len(s.Pending) == 0 {
-		return false
-	}
-	var head *model.Allocation
-	var headElig time.Time
-	for _, a := range s.Pending {
-		if a == nil || a.Held != "" {
-			continue
-		}
-		e := eligible(a)
-		if head != nil {
-			pa, pb := a.PriorityClass, head.PriorityClass
-			switch {
-			case pa != pb:
-				if pa < pb {
-					continue
-				}
-			case !e.Equal(headElig):
-				if e.After(headElig) {
-					continue
-				}
-			case a.ID > head.ID:
-				continue
-			}
-		}
-		head, headElig = a, e
-	}
-	if head == nil {
+// starved reports whether head, the head of s's queue (the longest-waiting
+// job of the highest priority class, waiting since headElig; nil = none),
+// has waited longer than factor × the wait EASY's reservation would have
+// given it when it became the head. Then the cycle is planned with
+// walltimes (EASY's safe release times), so the head's reservation cannot
+// be pushed back by running work that outlives its prediction. The Builder
+// finds the head (Builder.queueHead).
+func (g *EasyStarts) starved(s *Snapshot, head *model.Allocation, headElig time.Time, factor float64) bool {
+	if factor <= 0 || len(s.Pending) == 0 || head == nil {
 		return false
 	}
 	if g.bound == nil {

@@ -188,6 +188,21 @@ func BuildInput(s *Snapshot) solver.Input {
 // call of Build on the same Builder. A Builder is not safe for concurrent
 // use; the zero value is ready to use.
 type Builder struct {
+	// Immutable promises that the allocations of the snapshots given to
+	// Build are never changed in place (the quorum's are not: every change
+	// stores a new copy). Build then reuses what it derived from an
+	// allocation of the previous snapshot that is still there — the same
+	// pointer — so the per-allocation work of a cycle follows what changed
+	// (new, started, changed allocations), not the length of the queue.
+	// The input is the same either way. The leader's loops set it; the
+	// replay, which changes its allocations in place, does not.
+	Immutable bool
+	// recs are the pending allocations of the last Build, in its order,
+	// with what Build derived from them; spare is the other buffer.
+	recs, spare []pendingRec
+	recsOwnOnly bool             // CheckpointableOnlyOnBorrowed the recs were derived with
+	recsPred    *predict.History // the predictor of the recs' Predicted
+
 	homes       []homeLending
 	cand        []bool // by node: another vCluster's node this one may borrow
 	candLimit   []time.Time
@@ -220,17 +235,20 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// StarvationWait, running work is planned with its walltimes (EASY's
 	// safe release times), so the head's reservation can no longer be
 	// pushed back by running jobs that outlive their predictions.
+	recs := b.pendingRecs(s, pred)
 	runPred := pred
 	if guard := s.starvationWait(); runPred != nil && guard > 0 {
-		for _, a := range s.Pending {
-			if !a.EligibleTime.IsZero() && s.Now.Sub(a.EligibleTime) > guard {
+		for i := range recs {
+			if e := recs[i].elig; !e.IsZero() && s.Now.Sub(e) > guard {
 				runPred = nil
 				break
 			}
 		}
 	}
-	if runPred != nil && s.EasyStarts != nil && s.EasyStarts.starved(s, s.starvationFactor()) {
-		runPred = nil
+	if runPred != nil && s.EasyStarts != nil {
+		if head, since := queueHead(recs); s.EasyStarts.starved(s, head, since, s.starvationFactor()) {
+			runPred = nil
+		}
 	}
 	// The per-job guard: jobs waiting past their bound are protected, and
 	// running work is planned with walltimes while any is.
@@ -378,8 +396,8 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// Array concurrency: count active tasks per array, when a pending
 	// allocation has a limit to check.
 	var activeTasks map[uint64]int
-	for _, a := range s.Pending {
-		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 {
+	for i := range recs {
+		if recs[i].arrayJob != 0 && recs[i].maxConc > 0 {
 			if b.activeTasks == nil {
 				b.activeTasks = make(map[uint64]int)
 			}
@@ -393,49 +411,32 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			break
 		}
 	}
-	for _, a := range s.Pending {
-		if a.State != model.StatePending || a.EligibleTime.IsZero() {
+	for i := range recs {
+		r := &recs[i]
+		if !r.placed {
 			continue // waits on a dependency: not the solver's to place
 		}
-		j := solver.Job{
-			ID:                a.ID,
-			Tenant:            a.Tenant,
-			NodesMin:          a.NodesMin,
-			NodesMax:          a.NodesMax,
-			Walltime:          a.Walltime,
-			Predicted:         predictedJob(pred, a),
-			PriorityClass:     a.PriorityClass,
-			SubmitTime:        a.SubmitTime,
-			EligibleTime:      a.EligibleTime,
-			Constraints:       a.Constraints,
-			GPUType:           a.GPUType,
-			GPUsPerNode:       a.GPUsPerNode,
-			Checkpoint:        a.Checkpoint,
-			CheckpointMinutes: a.CheckpointMinutes,
-			HotDataFraction:   -1,
-			OwnNodesOnly:      vc.CheckpointableOnlyOnBorrowed && !a.Checkpoint.Checkpointable(),
-			NodeList:          a.NodeList,
-			ExcludeNodes:      a.ExcludeNodes,
+		in.Pending = append(in.Pending, r.job)
+		j := &in.Pending[len(in.Pending)-1]
+		// Held, or before its begin time: scored and explained, never started.
+		switch {
+		case r.held:
+			j.Hold = model.ReasonJobHeldUser
+			if r.admin {
+				j.Hold = model.ReasonJobHeldAdmin
+			}
+		case !r.begin.IsZero() && s.Now.Before(r.begin):
+			j.Hold = model.ReasonBeginTime
 		}
-		if a.BeginTime.After(j.EligibleTime) {
-			j.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
-		}
-		if why := a.Waiting(s.Now); why != "" {
-			j.Hold = why // held, or before its begin time: scored and explained, never started
-		}
-		if a.HotDataFraction != nil {
-			j.HotDataFraction = *a.HotDataFraction
-		}
-		j.Protected = protected[a.ID]
-		if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 && j.Hold == "" {
-			if activeTasks[a.ArrayJobID] >= a.ArrayMaxConcurrent {
+		j.Protected = protected[j.ID] // per cycle: never kept in the reused record
+		if r.arrayJob != 0 && r.maxConc > 0 && j.Hold == "" {
+			if activeTasks[r.arrayJob] >= r.maxConc {
 				j.Hold = ReasonArrayTaskLimit
 			} else {
 				// Later tasks of the same array see the slot as taken.
-				activeTasks[a.ArrayJobID]++
+				activeTasks[r.arrayJob]++
 			}
 		}
-		in.Pending = append(in.Pending, j)
 	}
 
 	// Tenants: usage shares and quota room. A tenant's usage is its
@@ -730,4 +731,140 @@ func expectedEnd(a *model.Allocation, now time.Time, h *predict.History, correct
 		return now
 	}
 	return end
+}
+
+// pendingRec is what Build derives from one pending allocation: its
+// solver.Job but for the parts that depend on the time (Hold), and what
+// the starvation guards and array limits read.
+type pendingRec struct {
+	a        *model.Allocation
+	placed   bool      // pending with an eligible time: the solver's to place
+	held     bool      // Held != ""
+	admin    bool      // held by an admin (model.HoldAdmin)
+	begin    time.Time // BeginTime
+	elig     time.Time // EligibleTime
+	arrayJob uint64    // ArrayJobID when it has a %MAX (ArrayMaxConcurrent > 0)
+	maxConc  int
+	job      solver.Job // its ID and PriorityClass are the allocation's
+}
+
+// since is what the relative guard's head waits from: eligible(a).
+func (r *pendingRec) since() time.Time {
+	if !r.elig.IsZero() {
+		return r.elig
+	}
+	return r.job.SubmitTime
+}
+
+// derive fills r from a, with Predicted from pred.
+func (b *Builder) derive(r *pendingRec, a *model.Allocation, ownOnly bool, pred *predict.History) {
+	*r = pendingRec{
+		a: a, placed: a.State == model.StatePending && !a.EligibleTime.IsZero(),
+		begin: a.BeginTime, elig: a.EligibleTime,
+		job: solver.Job{
+			ID:                a.ID,
+			Tenant:            a.Tenant,
+			NodesMin:          a.NodesMin,
+			NodesMax:          a.NodesMax,
+			Walltime:          a.Walltime,
+			Predicted:         predictedJob(pred, a),
+			PriorityClass:     a.PriorityClass,
+			SubmitTime:        a.SubmitTime,
+			EligibleTime:      a.EligibleTime,
+			Constraints:       a.Constraints,
+			GPUType:           a.GPUType,
+			GPUsPerNode:       a.GPUsPerNode,
+			Checkpoint:        a.Checkpoint,
+			CheckpointMinutes: a.CheckpointMinutes,
+			HotDataFraction:   -1,
+			OwnNodesOnly:      ownOnly && !a.Checkpoint.Checkpointable(),
+			NodeList:          a.NodeList,
+			ExcludeNodes:      a.ExcludeNodes,
+		},
+	}
+	if a.Held != "" {
+		r.held, r.admin = true, a.Held == model.HoldAdmin
+	}
+	if a.BeginTime.After(r.job.EligibleTime) {
+		r.job.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
+	}
+	if a.HotDataFraction != nil {
+		r.job.HotDataFraction = *a.HotDataFraction
+	}
+	if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 {
+		r.arrayJob, r.maxConc = a.ArrayJobID, a.ArrayMaxConcurrent
+	}
+}
+
+// pendingRecs derives the records of s.Pending, in its order (the spare
+// buffer keeps the previous ones, and their allocations, until the next
+// Build). With
+// Immutable, the records of the last Build whose allocations are still
+// there (the same pointers; both lists in id order) are taken as they are,
+// their Predicted redone only when the predictor changed.
+func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) []pendingRec {
+	ownOnly := s.VCluster.CheckpointableOnlyOnBorrowed
+	old := b.recs
+	if !b.Immutable || ownOnly != b.recsOwnOnly {
+		old = old[:0]
+	}
+	samePred := pred == b.recsPred
+	out := slices.Grow(b.spare[:0], len(s.Pending))
+	j := 0
+	for _, a := range s.Pending {
+		if j < len(old) && old[j].a == a {
+			out = append(out, old[j])
+			j++
+			if !samePred {
+				r := &out[len(out)-1]
+				r.job.Predicted = predictedJob(pred, r.a)
+			}
+			continue
+		}
+		// New or changed: skip the records of allocations no longer pending.
+		id := a.ID
+		for j < len(old) && old[j].job.ID < id {
+			j++
+		}
+		if j < len(old) && old[j].job.ID == id {
+			j++
+		}
+		out = append(out, pendingRec{})
+		b.derive(&out[len(out)-1], a, ownOnly, pred)
+	}
+	b.spare, b.recs = b.recs[:0], out
+	b.recsOwnOnly, b.recsPred = ownOnly, pred
+	return out
+}
+
+// queueHead is the head of the queue for the relative starvation guard: of
+// the pending allocations not held, the highest priority class, then the
+// longest waiting, then the lowest id; nil when every one is held.
+func queueHead(recs []pendingRec) (*model.Allocation, time.Time) {
+	var head *pendingRec
+	for i := range recs {
+		r := &recs[i]
+		if r.held {
+			continue
+		}
+		if head != nil {
+			switch {
+			case r.job.PriorityClass != head.job.PriorityClass:
+				if r.job.PriorityClass < head.job.PriorityClass {
+					continue
+				}
+			case !r.since().Equal(head.since()):
+				if r.since().After(head.since()) {
+					continue
+				}
+			case r.job.ID > head.job.ID:
+				continue
+			}
+		}
+		head = r
+	}
+	if head == nil {
+		return nil, time.Time{}
+	}
+	return head.a, head.since()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/predict"
 	"github.com/latticehpc/lattice/solver"
 )
 
@@ -29,7 +30,9 @@ type StateReader interface {
 // completed allocations of a vCluster (terminal, with their start and end
 // times; a bounded window is enough), from which the loop's runtime
 // predictor learns (Snapshot.Completed). A StateReader without it leaves
-// every job planned with its walltime.
+// every job planned with its walltime. With Loop.ImmutableState, a new
+// window must come in a new slice (the loop keeps what it learnt from the
+// last one).
 type CompletedReader interface {
 	Completed(vcluster string) []*model.Allocation
 }
@@ -229,6 +232,13 @@ type Loop struct {
 	// OnPanic, when set, is told of every cycle that panicked (after it was
 	// recovered and logged), for metrics.
 	OnPanic func(vcluster string, v any)
+	// ImmutableState promises that the allocations of State's snapshots are
+	// never changed in place (the quorum's are not: a change stores a new
+	// copy), and that a CompletedReader returns a new slice whenever its
+	// window changes. A cycle then redoes only the per-allocation work of
+	// what changed since the last one (Builder.Immutable), and learns its
+	// runtime predictor again only from a new window.
+	ImmutableState bool
 	// Panics counts the cycles that panicked.
 	Panics atomic.Int64
 
@@ -247,6 +257,10 @@ type Loop struct {
 	// work is how long the last cycle computed before proposing (its CPU
 	// share; waiting for the commit is not), which paces woken cycles.
 	work time.Duration
+	// pred is the predictor learnt from predFrom, the last Completed
+	// window (with ImmutableState).
+	pred     *predict.History
+	predFrom []*model.Allocation
 	// easyStarts is the relative starvation guard's memory
 	// (Snapshot.EasyStarts), kept from one cycle to the next.
 	easyStarts EasyStarts
@@ -254,6 +268,7 @@ type Loop struct {
 
 func (l *Loop) init() {
 	l.once.Do(func() {
+		l.builder.Immutable = l.ImmutableState
 		l.wake = make(chan struct{}, 1)
 		if l.Log == nil {
 			l.Log = slog.Default()
@@ -419,6 +434,15 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if cr, ok := l.State.(CompletedReader); ok && snap.Completed == nil && snap.Predictor == nil {
 		s := *snap
 		s.Completed = cr.Completed(l.Name)
+		if l.ImmutableState {
+			// The same window as last cycle: the same predictor (learning
+			// from 5,000 runs every cycle is work, and a new predictor
+			// makes the Builder predict every pending job again).
+			if done := s.Completed; len(done) != len(l.predFrom) || len(done) > 0 && &done[0] != &l.predFrom[0] {
+				l.pred, l.predFrom = LearnCompleted(done), done
+			}
+			s.Predictor = l.pred
+		}
 		snap = &s
 	}
 	if snap.EasyStarts == nil {

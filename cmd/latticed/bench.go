@@ -44,6 +44,7 @@ func benchCommand() *cli.Command {
 					&cli.StringFlag{Name: "tenants", Value: "default,physics,bio", Usage: "tenants submissions are spread over", EnvVars: env("bench-tenants")},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the job mix", EnvVars: env("bench-seed")},
 					&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (it is also written to DIR/report.json)"},
+					&cli.BoolFlag{Name: "profile", Usage: "save the leader's CPU, mutex, block and heap profiles over the measuring window in DIR/profiles (go tool pprof)", EnvVars: env("bench-profile")},
 				},
 				Action: runBenchScale,
 			},
@@ -122,7 +123,7 @@ func runBenchScale(c *cli.Context) error {
 		Retention: c.Duration("retention"), PruneInterval: c.Duration("prune-interval"),
 		Mix: scale.Mix{Sizes: sizes, Runtimes: runtimes, ArrayFraction: c.Float64("arrays"), ArrayTasks: c.Int("array-tasks"),
 			MLFraction: c.Float64("ml-jobs"), BorrowFraction: c.Float64("borrow"), Tenants: tenants},
-		Seed: c.Uint64("seed"), Log: os.Stderr,
+		Seed: c.Uint64("seed"), Log: os.Stderr, Profile: c.Bool("profile"),
 	})
 	if rep != nil {
 		if c.Bool("json") {
