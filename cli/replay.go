@@ -36,6 +36,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
 			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
+			&cli.StringFlag{Name: "running-ends", Value: "predicted", Usage: "lattice: release times of running work: predicted (start + predicted runtime, corrected at overrun) or walltime (EASY's)"},
 			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
 			&cli.StringFlag{Name: "job-starvation-factor", Value: "none", Usage: "lattice: once any job has waited this factor × the wait conservative backfilling promised it on arrival, it gets a reservation before the others are decided (a number ≥ 1, or none)"},
 			&cli.StringFlag{Name: "starvation-factor", Value: "1.25", Usage: "lattice: once the head has waited this factor × the wait EASY's reservation gave it, running work is planned with walltimes (a number ≥ 1, or none)"},
@@ -257,6 +258,13 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		return cfg, nil, fmt.Errorf("--predictor %q: allowed lattice, off", p)
 	}
 	cfg.PredictedStarts = c.Bool("predicted-starts")
+	switch re := strings.ToLower(strings.TrimSpace(c.String("running-ends"))); re {
+	case "predicted":
+	case "walltime":
+		cfg.WalltimeEnds = true
+	default:
+		return cfg, nil, fmt.Errorf("--running-ends %q: allowed predicted, walltime", re)
+	}
 	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
 		cfg.StarvationWait = -1
 	} else if d, err := time.ParseDuration(sw); err != nil || d <= 0 {

@@ -123,6 +123,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--policy", "sjbf:reqtime", trace},
 		{"replay", "--corrector", "bad", trace},
 		{"replay", "--predictor", "xyz", trace},
+		{"replay", "--running-ends", "sometimes", trace},
 		{"replay", "--starvation-wait", "3d", trace},
 		{"replay", "--starvation-factor", "0.5", trace},
 		{"replay", "--starvation-factor", "x", trace},

@@ -206,6 +206,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		JobStarvationFactor: s.cfg.JobStarvationFactor,
 		EasyStarts:          &lp.easy,
 		PredictedStarts:     s.cfg.PredictedStarts,
+		WalltimeEnds:        s.cfg.WalltimeEnds,
 	}
 	if es := s.energy; es != nil {
 		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))

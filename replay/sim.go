@@ -77,6 +77,9 @@ type Config struct {
 	// PredictedStarts: the lattice policy fits starts into holes by
 	// predicted runtimes (vcluster.Snapshot.PredictedStarts).
 	PredictedStarts bool
+	// WalltimeEnds: the lattice policy plans running work with walltimes,
+	// not predictions (vcluster.Snapshot.WalltimeEnds).
+	WalltimeEnds bool
 	// Predictor is the lattice policy's runtime predictor: "" or "lattice"
 	// (package predict's default model), or PredictorOff (walltimes).
 	Predictor string

@@ -89,6 +89,11 @@ type Snapshot struct {
 	// that outlives its prediction delays the reservation it was fitted
 	// before.
 	PredictedStarts bool
+	// WalltimeEnds plans running work with its walltimes, not its
+	// predictions (EASY's release times), while the prediction still orders
+	// the queue (f2) and, with PredictedStarts, fits the candidates' starts:
+	// an ablation of the two uses of prediction (replay --running-ends).
+	WalltimeEnds bool
 	// StarvationWait: while a pending job has waited longer, running work
 	// is planned with its walltimes, not its predictions (the starvation
 	// guard). 0 = DefaultStarvationWait, < 0 = never.
@@ -236,18 +241,18 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// safe release times), so the head's reservation can no longer be
 	// pushed back by running jobs that outlive their predictions.
 	recs := b.pendingRecs(s, pred)
-	runPred := pred
-	if guard := s.starvationWait(); runPred != nil && guard > 0 {
+	guarded := false
+	if guard := s.starvationWait(); pred != nil && guard > 0 {
 		for i := range recs {
 			if e := recs[i].elig; !e.IsZero() && s.Now.Sub(e) > guard {
-				runPred = nil
+				guarded = true
 				break
 			}
 		}
 	}
-	if runPred != nil && s.EasyStarts != nil {
+	if !guarded && pred != nil && s.EasyStarts != nil {
 		if head, since := queueHead(recs); s.EasyStarts.starved(s, head, since, s.starvationFactor()) {
-			runPred = nil
+			guarded = true
 		}
 	}
 	// The per-job guard: jobs waiting past their bound are protected, and
@@ -256,10 +261,14 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	if s.EasyStarts != nil && s.JobStarvationFactor > 0 {
 		protected = s.EasyStarts.protect(s, s.JobStarvationFactor)
 		if len(protected) > 0 {
-			runPred = nil
+			guarded = true
 		}
 	}
-	predictedStarts := runPred != nil && s.PredictedStarts
+	runPred := pred
+	if guarded || s.WalltimeEnds {
+		runPred = nil
+	}
+	predictedStarts := pred != nil && !guarded && s.PredictedStarts
 	if b.tenants == nil {
 		b.tenants = make(map[string]solver.Tenant, len(s.Tenants))
 	}

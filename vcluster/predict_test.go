@@ -111,3 +111,49 @@ func TestLoopLearnsFromCompleted(t *testing.T) {
 		t.Errorf("with history the head is expected at %v, want %v (prediction)", learnt, want)
 	}
 }
+
+// TestWalltimeEnds: the two uses of prediction in planning are separate —
+// running work's release times (off with WalltimeEnds) and the candidates'
+// starts (PredictedStarts) — while the prediction keeps ordering the queue;
+// a starvation guard turns both off.
+func TestWalltimeEnds(t *testing.T) {
+	history := []*model.Allocation{
+		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
+		done(3, 40*time.Minute, t0.Add(-3*time.Hour)),
+	}
+	tests := []struct {
+		name            string
+		walltimeEnds    bool
+		predictedStarts bool
+		guard           time.Duration
+		freeAt          time.Duration // after the running job's start
+		wantStarts      bool
+	}{
+		{"default: predicted ends", false, false, -1, 40 * time.Minute, false},
+		{"walltime ends", true, false, -1, 4 * time.Hour, false},
+		{"walltime ends, predicted starts", true, true, -1, 4 * time.Hour, true},
+		{"predicted ends and starts", false, true, -1, 40 * time.Minute, true},
+		{"walltime ends, predicted starts, guard fired", true, true, 30 * time.Minute, 4 * time.Hour, false},
+		{"predicted ends and starts, guard fired", false, true, 30 * time.Minute, 4 * time.Hour, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := predictionSnapshot(history...)
+			s.StarvationWait, s.WalltimeEnds, s.PredictedStarts = tt.guard, tt.walltimeEnds, tt.predictedStarts
+			in := BuildInput(s)
+			start := t0.Add(-30 * time.Minute)
+			if got := in.Nodes[0].FreeAt; got != start.Add(tt.freeAt) {
+				t.Errorf("n1 frees at +%v, want +%v", got.Sub(start), tt.freeAt)
+			}
+			if got := in.Running[0].End; got != start.Add(tt.freeAt) {
+				t.Errorf("running job ends at +%v, want +%v", got.Sub(start), tt.freeAt)
+			}
+			if in.PredictedStarts != tt.wantStarts {
+				t.Errorf("PredictedStarts %v, want %v", in.PredictedStarts, tt.wantStarts)
+			}
+			if got := in.Pending[0].Predicted; got != 40*time.Minute {
+				t.Errorf("pending job predicted %v, want 40m: the prediction still orders the queue", got)
+			}
+		})
+	}
+}
