@@ -1,6 +1,7 @@
 package vcluster
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -57,7 +58,7 @@ func (g *EasyStarts) starved(s *Snapshot, head *model.Allocation, headElig time.
 		g.bound = make(map[uint64]time.Time)
 	}
 	if len(g.bound) > 2*len(s.Pending)+64 {
-		g.prune(s)
+		forgetNotPending(g.bound, s)
 	}
 	bound, ok := g.bound[head.ID]
 	if !ok {
@@ -123,17 +124,17 @@ func (g *EasyStarts) easyStart(s *Snapshot, a *model.Allocation) time.Time {
 	return time.Time{}
 }
 
-// prune forgets the jobs no longer pending.
-func (g *EasyStarts) prune(s *Snapshot) {
+// forgetNotPending deletes from m the jobs no longer pending in s.
+func forgetNotPending[V any](m map[uint64]V, s *Snapshot) {
 	keep := make(map[uint64]bool, len(s.Pending))
 	for _, a := range s.Pending {
 		if a != nil {
 			keep[a.ID] = true
 		}
 	}
-	for id := range g.bound {
+	for id := range m {
 		if !keep[id] {
-			delete(g.bound, id)
+			delete(m, id)
 		}
 	}
 }
@@ -171,7 +172,7 @@ func (g *EasyStarts) protect(s *Snapshot, factor float64) map[uint64]bool {
 		g.jobs = make(map[uint64]*jobBound)
 	}
 	if len(g.jobs) > 2*len(s.Pending)+64 {
-		g.pruneJobs(s)
+		forgetNotPending(g.jobs, s)
 	}
 	clear(g.prot)
 	g.fresh = g.fresh[:0]
@@ -221,13 +222,7 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
 		if c := eligible(x).Compare(eligible(y)); c != 0 {
 			return c
 		}
-		switch {
-		case x.ID < y.ID:
-			return -1
-		case x.ID > y.ID:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x.ID, y.ID)
 	})
 	free := 0
 	var last uint64
@@ -313,20 +308,5 @@ func earliestFit(now time.Time, free int, events []profEvent, need int, wall tim
 			i++
 		}
 		at = next
-	}
-}
-
-// pruneJobs forgets the jobs no longer pending.
-func (g *EasyStarts) pruneJobs(s *Snapshot) {
-	keep := make(map[uint64]bool, len(s.Pending))
-	for _, a := range s.Pending {
-		if a != nil {
-			keep[a.ID] = true
-		}
-	}
-	for id := range g.jobs {
-		if !keep[id] {
-			delete(g.jobs, id)
-		}
 	}
 }
