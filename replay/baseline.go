@@ -36,22 +36,38 @@ type easy struct {
 func (e *easy) schedule(s *sim, p int) error {
 	pl := &s.pools[p]
 	q := pl.queue
+	i := startFitting(s, pl, q)
+	if i >= len(q) {
+		return nil
+	}
+	shadow, extra := e.shadow(s, pl, s.tr.Jobs[q[i]].Size)
+	backfillPass(s, pl, q[i+1:], shadow, extra, func(j int32) time.Duration { return s.tr.Jobs[j].Estimate })
+	return nil
+}
+
+// startFitting starts q's jobs in order while they fit the free nodes and
+// returns the index of the first that does not (the blocked head; len(q)
+// when every job started).
+func startFitting(s *sim, pl *pool, q []int32) int {
 	i := 0
 	for ; i < len(q) && s.tr.Jobs[q[i]].Size <= pl.free; i++ {
 		s.start(int(q[i]), nil)
 	}
-	if i >= len(q) {
-		return nil
-	}
-	head := s.tr.Jobs[q[i]].Size
-	shadow, extra := e.shadow(s, pl, head)
-	for _, j := range q[i+1:] {
+	return i
+}
+
+// backfillPass is EASY's backfill test over cands, in their order: a job
+// that fits the free nodes starts if it ends, by length, no later than the
+// head's shadow time, or if it fits in the extra nodes the head will not
+// need then.
+func backfillPass(s *sim, pl *pool, cands []int32, shadow time.Duration, extra int, length func(int32) time.Duration) {
+	for _, j := range cands {
 		job := &s.tr.Jobs[j]
 		if job.Size > pl.free {
 			continue
 		}
 		switch {
-		case s.now+job.Estimate <= shadow:
+		case s.now+length(j) <= shadow:
 			s.start(int(j), nil)
 		case job.Size <= extra:
 			extra -= job.Size
@@ -61,7 +77,6 @@ func (e *easy) schedule(s *sim, p int) error {
 			break
 		}
 	}
-	return nil
 }
 
 // shadow returns when the head (needing size nodes) can start by the running

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,45 +152,19 @@ func (b *backfill) finished(s *sim, j int) {
 func (b *backfill) schedule(s *sim, p int) error {
 	pl := &s.pools[p]
 	q := pl.queue
-	i := 0
-	for ; i < len(q) && s.tr.Jobs[q[i]].Size <= pl.free; i++ {
-		s.start(int(q[i]), nil)
-	}
+	i := startFitting(s, pl, q)
 	if i >= len(q) {
 		return nil
 	}
 	shadow, extra := b.shadow(s, pl, s.tr.Jobs[q[i]].Size)
+	length := func(j int32) time.Duration { return b.length(s, j) }
 	cands := q[i+1:]
 	if b.shortest {
 		b.cands = append(b.cands[:0], cands...)
-		slices.SortStableFunc(b.cands, func(x, y int32) int {
-			lx, ly := b.length(s, x), b.length(s, y)
-			switch {
-			case lx < ly:
-				return -1
-			case lx > ly:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(b.cands, func(x, y int32) int { return cmp.Compare(length(x), length(y)) })
 		cands = b.cands
 	}
-	for _, j := range cands {
-		job := &s.tr.Jobs[j]
-		if job.Size > pl.free {
-			continue
-		}
-		switch {
-		case s.now+b.length(s, j) <= shadow:
-			s.start(int(j), nil)
-		case job.Size <= extra:
-			extra -= job.Size
-			s.start(int(j), nil)
-		}
-		if pl.free == 0 {
-			break
-		}
-	}
+	backfillPass(s, pl, cands, shadow, extra, length)
 	return nil
 }
 
