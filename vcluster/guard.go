@@ -79,14 +79,17 @@ func eligible(a *model.Allocation) time.Time {
 	return a.SubmitTime
 }
 
-// easyStart is the start EASY's head rule would give a now: the earliest
-// time at which NodesMin own Ready nodes are free if every running
-// allocation ends at its start + walltime; zero when they never are.
-func (g *EasyStarts) easyStart(s *Snapshot, a *model.Allocation) time.Time {
-	need := max(1, a.NodesMin)
-	free := 0
-	g.ends = g.ends[:0]
-	var last uint64
+// ownRunning walks the vCluster's own nodes: it returns how many are Ready
+// and idle, and calls add once per allocation running on them (neighbouring
+// nodes of one allocation counted together) with its release time by
+// walltime — start + walltime, unknown when it has no start or walltime,
+// never before now.
+func ownRunning(s *Snapshot, unknown time.Time, add func(end time.Time, nodes int)) (free int) {
+	var (
+		last  uint64
+		end   time.Time
+		nodes int
+	)
 	for _, n := range s.Nodes {
 		if n.CurrentVCluster != s.VCluster.Name {
 			continue
@@ -97,20 +100,34 @@ func (g *EasyStarts) easyStart(s *Snapshot, a *model.Allocation) time.Time {
 			}
 			continue
 		}
-		at := s.Now
-		if r := s.Allocations[n.Allocation]; r != nil && !r.StartTime.IsZero() && r.Walltime > 0 {
-			at = r.StartTime.Add(r.Walltime)
-		}
-		if at.Before(s.Now) {
-			at = s.Now
-		}
-		if k := len(g.ends); k > 0 && n.Allocation == last {
-			g.ends[k-1].nodes++
+		if n.Allocation == last {
+			nodes++
 			continue
 		}
-		last = n.Allocation
-		g.ends = append(g.ends, easyEnd{at, 1})
+		if nodes > 0 {
+			add(end, nodes)
+		}
+		last, nodes, end = n.Allocation, 1, unknown
+		if r := s.Allocations[n.Allocation]; r != nil && !r.StartTime.IsZero() && r.Walltime > 0 {
+			end = r.StartTime.Add(r.Walltime)
+		}
+		if end.Before(s.Now) {
+			end = s.Now
+		}
 	}
+	if nodes > 0 {
+		add(end, nodes)
+	}
+	return free
+}
+
+// easyStart is the start EASY's head rule would give a now: the earliest
+// time at which NodesMin own Ready nodes are free if every running
+// allocation ends at its start + walltime; zero when they never are.
+func (g *EasyStarts) easyStart(s *Snapshot, a *model.Allocation) time.Time {
+	need := max(1, a.NodesMin)
+	g.ends = g.ends[:0]
+	free := ownRunning(s, s.Now, func(end time.Time, nodes int) { g.ends = append(g.ends, easyEnd{end, nodes}) })
 	if free >= need {
 		return s.Now
 	}
@@ -224,33 +241,7 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
 		}
 		return cmp.Compare(x.ID, y.ID)
 	})
-	free := 0
-	var last uint64
-	var lastEnd time.Time
-	for _, n := range s.Nodes {
-		if n.CurrentVCluster != s.VCluster.Name {
-			continue
-		}
-		if n.Allocation == 0 {
-			if n.State == model.NodeReady {
-				free++
-			}
-			continue
-		}
-		if n.Allocation == last { // neighbouring nodes of one allocation: one event
-			g.events[len(g.events)-1].delta++
-			continue
-		}
-		last = n.Allocation
-		lastEnd = s.Now.Add(model.MaxWalltime)
-		if r := s.Allocations[n.Allocation]; r != nil && !r.StartTime.IsZero() && r.Walltime > 0 {
-			lastEnd = r.StartTime.Add(r.Walltime)
-		}
-		if lastEnd.Before(s.Now) {
-			lastEnd = s.Now
-		}
-		g.events = append(g.events, profEvent{lastEnd, 1})
-	}
+	free := ownRunning(s, s.Now.Add(model.MaxWalltime), func(end time.Time, nodes int) { g.events = append(g.events, profEvent{end, nodes}) })
 	for _, a := range g.fresh {
 		slices.SortFunc(g.events, func(x, y profEvent) int { return x.at.Compare(y.at) })
 		need, wall := max(1, a.NodesMin), a.Walltime
