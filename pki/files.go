@@ -65,18 +65,25 @@ func (f Files) needAll(who string) error {
 	return nil
 }
 
+// loadAll reads the CA pool and the certificate pair, all three required
+// for who.
+func (f Files) loadAll(who string) (*x509.CertPool, tls.Certificate, error) {
+	if err := f.needAll(who); err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	pool, err := f.pool()
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	cert, err := f.pair()
+	return pool, cert, err
+}
+
 // Server is the API server's configuration: its certificate, and client
 // certificates verified against the CA when a client presents one (mTLS
 // is optional; tokens still work).
 func Server(f Files) (*tls.Config, error) {
-	if err := f.needAll("a server"); err != nil {
-		return nil, err
-	}
-	pool, err := f.pool()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := f.pair()
+	pool, cert, err := f.loadAll("a server")
 	if err != nil {
 		return nil, err
 	}
@@ -113,14 +120,7 @@ func Client(f Files) (*tls.Config, error) {
 // dial: both ends present member certificates signed by the CA and refuse
 // a peer whose certificate is not a member's.
 func Peer(f Files) (*tls.Config, error) {
-	if err := f.needAll("a quorum member"); err != nil {
-		return nil, err
-	}
-	pool, err := f.pool()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := f.pair()
+	pool, cert, err := f.loadAll("a quorum member")
 	if err != nil {
 		return nil, err
 	}
