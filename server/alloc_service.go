@@ -380,31 +380,12 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 	if len(req.Ids) == 0 {
 		return nil, invalid("invalid ids: allowed one or more allocation ids")
 	}
-	resp := &latticev1.CancelResponse{Results: make([]*latticev1.CancelResult, len(req.Ids))}
-	owner := map[uint64][]int{} // allocation -> indexes of req.Ids it came from
-	var ids []uint64
-	var denied error // the first refusal, returned when nothing else was asked
-	a.s.view(func(st *quorum.State) {
-		for i, id := range req.Ids {
-			resp.Results[i] = &latticev1.CancelResult{Id: id}
-			found, err := resolveIDs(st, id, true)
-			if err != nil {
-				resp.Results[i].Error = status.Convert(err).Message()
-				continue
-			}
-			if err := a.s.canChange(ctx, "cancel", allocObject(found[0])); err != nil {
-				resp.Results[i].Error = status.Convert(err).Message()
-				denied = cmp.Or(denied, err)
-				continue
-			}
-			for _, f := range found {
-				if len(owner[f.ID]) == 0 {
-					ids = append(ids, f.ID)
-				}
-				owner[f.ID] = append(owner[f.ID], i)
-			}
-		}
-	})
+	// denied, the first refusal, is the answer when nothing else was asked.
+	results, ids, owner, denied := a.s.resolveChangeable(ctx, "cancel", req.Ids)
+	resp := &latticev1.CancelResponse{Results: make([]*latticev1.CancelResult, len(results))}
+	for i, r := range results {
+		resp.Results[i] = &latticev1.CancelResult{Id: r.Id, Error: r.Error}
+	}
 	if len(ids) == 0 {
 		if denied != nil {
 			return nil, denied
