@@ -37,6 +37,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
 			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
 			&cli.StringFlag{Name: "running-ends", Value: "predicted", Usage: "lattice: release times of running work: predicted (start + predicted runtime, corrected at overrun) or walltime (EASY's)"},
+			&cli.StringFlag{Name: "fair-share", Value: "usage", Usage: "lattice: f3 rewards tenants behind their share of usage (usage), or behind in usage or in service — their recent average bounded slowdown above everyone's (service)"},
 			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
 			&cli.StringFlag{Name: "job-starvation-factor", Value: "none", Usage: "lattice: once any job has waited this factor × the wait conservative backfilling promised it on arrival, it gets a reservation before the others are decided (a number ≥ 1, or none)"},
 			&cli.StringFlag{Name: "starvation-factor", Value: "1.25", Usage: "lattice: once the head has waited this factor × the wait EASY's reservation gave it, running work is planned with walltimes (a number ≥ 1, or none)"},
@@ -264,6 +265,13 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		cfg.WalltimeEnds = true
 	default:
 		return cfg, nil, fmt.Errorf("--running-ends %q: allowed predicted, walltime", re)
+	}
+	switch fs := strings.ToLower(strings.TrimSpace(c.String("fair-share"))); fs {
+	case "usage":
+	case "service":
+		cfg.FairShareService = true
+	default:
+		return cfg, nil, fmt.Errorf("--fair-share %q: allowed usage, service", fs)
 	}
 	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
 		cfg.StarvationWait = -1

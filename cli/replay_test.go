@@ -129,6 +129,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--starvation-factor", "x", trace},
 		{"replay", "--job-starvation-factor", "0.9", trace},
 		{"replay", "--job-starvation-factor", "inf", trace},
+		{"replay", "--fair-share", "equal", trace},
 	} {
 		if _, _, err := runReplayCmd(t, args...); ExitCode(err) != ExitUsage {
 			t.Errorf("%v: error %v (exit %d), want exit %d", args, err, ExitCode(err), ExitUsage)

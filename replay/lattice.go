@@ -45,6 +45,8 @@ type latticePolicy struct {
 	stamp uint32
 	// hist learns runtimes as jobs end (nil: plan with walltimes).
 	hist *predict.History
+	// svc learns the tenants' bounded slowdowns as jobs end (nil: off).
+	svc *predict.Service
 }
 
 // observeDecision, when set (by tests), sees every decision's solver input
@@ -63,6 +65,9 @@ func newLattice(s *sim) (*latticePolicy, error) {
 		tenants: map[string]*model.Tenant{},
 		load:    map[string]vcluster.TenantLoad{},
 		groups:  s.groups,
+	}
+	if s.cfg.FairShareService {
+		lp.svc = &predict.Service{HalfLife: vcluster.DefaultFairShareHalfLife}
 	}
 	switch s.cfg.Predictor {
 	case "", predict.ModelLattice:
@@ -207,6 +212,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		EasyStarts:          &lp.easy,
 		PredictedStarts:     s.cfg.PredictedStarts,
 		WalltimeEnds:        s.cfg.WalltimeEnds,
+		Service:             lp.svc,
 	}
 	if es := s.energy; es != nil {
 		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))
@@ -294,6 +300,10 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 		lp.hist.Observe(job.Tenant, "", job.Runtime, job.Estimate)
 	}
 	now := Epoch.Add(s.now)
+	if lp.svc != nil {
+		r := &s.jobs[j]
+		lp.svc.Observe(job.Tenant, now, r.start-r.eligible, job.Runtime)
+	}
 	if t := lp.tenants[job.Tenant]; t != nil {
 		t.Usage = vcluster.DecayedUsage(t, now, vcluster.DefaultFairShareHalfLife) + float64(job.Size)*job.Runtime.Seconds()
 		t.UsageTime = now

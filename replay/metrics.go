@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/latticehpc/lattice/predict"
 )
 
 // BoundedSlowdownTau is τ of the bounded slowdown: runs shorter than this
 // count as this long.
-const BoundedSlowdownTau = 10 * time.Second
+const BoundedSlowdownTau = predict.BoundedSlowdownTau
 
 // Metrics is one replay's outcome; the JSON shape is CLI.md's
 // `replay -o json`.
@@ -213,7 +215,7 @@ func accuracy(p, r time.Duration) float64 {
 
 // BoundedSlowdown is max(1, (wait+run)/max(run, τ)).
 func BoundedSlowdown(wait, run time.Duration) float64 {
-	return max(1, (wait+run).Seconds()/max(run, BoundedSlowdownTau).Seconds())
+	return predict.BoundedSlowdown(wait, run)
 }
 
 // Percentile of sorted values by the nearest-rank method: the smallest value

@@ -86,3 +86,25 @@ func TestLatticeQualityBars(t *testing.T) {
 		}
 	})
 }
+
+// TestFairShareService: the fair share of service (off by default) changes
+// the lattice policy's decisions on a trace with many users, and the same
+// trace gives the same result twice.
+func TestFairShareService(t *testing.T) {
+	tr := loadTrace(t, "hpc2n.swf")
+	run := func(service bool) Metrics {
+		t.Helper()
+		res, err := Run(tr, Config{Policy: PolicyLattice, FairShareService: service})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Metrics
+	}
+	def, a, b := run(false), run(true), run(true)
+	if a.AvgBoundedSlowdown != b.AvgBoundedSlowdown || a.MaxWait != b.MaxWait || a.JainFairness != b.JainFairness {
+		t.Errorf("two runs differ: %+v / %+v", a, b)
+	}
+	if a.AvgBoundedSlowdown == def.AvgBoundedSlowdown && a.AvgWait == def.AvgWait {
+		t.Errorf("the fair share of service changed nothing (bsld %.4f)", a.AvgBoundedSlowdown)
+	}
+}

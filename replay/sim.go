@@ -80,6 +80,10 @@ type Config struct {
 	// WalltimeEnds: the lattice policy plans running work with walltimes,
 	// not predictions (vcluster.Snapshot.WalltimeEnds).
 	WalltimeEnds bool
+	// FairShareService: the lattice policy's f3 also rewards tenants whose
+	// recent average bounded slowdown is above everyone's
+	// (vcluster.Snapshot.Service): the fair share of service.
+	FairShareService bool
 	// Predictor is the lattice policy's runtime predictor: "" or "lattice"
 	// (package predict's default model), or PredictorOff (walltimes).
 	Predictor string

@@ -50,7 +50,7 @@ var Factors = [model.NumFactors]Factor{
 	{"f2", "wait_time", "jobs that have waited long since they became eligible, and jobs expected to run briefly (shortest first)",
 		"0.3·min(1, ln(1 + wait/1h) / ln(1 + 7d/1h)) + 0.7·(1 − ln(1 + length/1min) / ln(1 + 7d/1min)) (the fifo algorithm: the wait part alone, min(1, ln(1 + wait/1h) / ln(1 + 7d/1h))); wait from the eligible time (end of dependencies), else the submit time, 0 when unknown; length = the predicted runtime, else the walltime"},
 	{"f3", "fair_share", "tenants that have used less than their contracted share",
-		"max(0, target - usage_share) / target, usage decayed by a half-life; 0.5 when the tenant has no target"},
+		"max(0, target - usage_share) / target, usage decayed by a half-life (with the fair share of service, the larger of that and 1 - S/s, s the tenant's average bounded slowdown and S everyone's); 0.5 when the tenant has no target"},
 	{"f4", "topology", "jobs that fit in few dragonfly groups",
 		"1 - groups_needed / groups_in_system, groups_needed = fewest groups whose free nodes hold the job (all usable nodes if the free ones cannot)"},
 	{"f5", "data_ready", "jobs whose input data is already on the hot tier",

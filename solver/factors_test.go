@@ -299,3 +299,28 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// TestFairShareOfService: f3 is the larger of the usage term and the
+// tenant's ServiceBehind, only for a tenant with a target.
+func TestFairShareOfService(t *testing.T) {
+	in := input(groups(4),
+		jobN(1, 1).tenant("rich"),     // at its usage target, served at the average
+		jobN(2, 1).tenant("behind"),   // at its usage target, served worse than average
+		jobN(3, 1).tenant("idle"),     // unused share beats a smaller service term
+		jobN(4, 1).tenant("notarget"), // no contract: neutral whatever its service
+	)
+	in.Tenants["rich"] = Tenant{FairShareTarget: 0.4, UsageShare: 0.4, NodesLeft: -1, RunningLeft: -1}
+	in.Tenants["behind"] = Tenant{FairShareTarget: 0.4, UsageShare: 0.4, ServiceBehind: 0.6, NodesLeft: -1, RunningLeft: -1}
+	in.Tenants["idle"] = Tenant{FairShareTarget: 0.4, UsageShare: 0, ServiceBehind: 0.3, NodesLeft: -1, RunningLeft: -1}
+	in.Tenants["notarget"] = Tenant{ServiceBehind: 0.9, NodesLeft: -1, RunningLeft: -1}
+	in.Weights, _ = Profile(DefaultProfile)
+	p := Solve(in)
+	for _, c := range []struct {
+		id   uint64
+		want float64
+	}{{1, 0}, {2, 0.6}, {3, 1}, {4, NeutralFairShare}} {
+		if got := p.explain(c.id).Factors[2]; got != c.want {
+			t.Errorf("job %d: f3 = %v, want %v", c.id, got, c.want)
+		}
+	}
+}

@@ -758,6 +758,9 @@ func (s *state) quotaOf(tenant string) *quota {
 	if t, ok := s.in.Tenants[tenant]; ok {
 		q.nodes, q.running = max(-1, t.NodesLeft), max(-1, t.RunningLeft)
 		q.fairShare = fFairShare(t.FairShareTarget, t.UsageShare)
+		if t.FairShareTarget > 0 && t.ServiceBehind > q.fairShare {
+			q.fairShare = min(1, t.ServiceBehind)
+		}
 	}
 	s.quotas[tenant] = q
 	return q

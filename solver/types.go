@@ -101,6 +101,10 @@ type Tenant struct {
 	FairShareTarget float64
 	// UsageShare is the tenant's share of the decayed usage of all tenants (0..1).
 	UsageShare float64
+	// ServiceBehind (0..1) is how far the tenant's recent average bounded
+	// slowdown is above everyone's (predict.Service.Behind); f3 is the
+	// larger of the usage term and it.
+	ServiceBehind float64
 	// NodesLeft and RunningLeft are the room under the hard quotas
 	// (invariant I4); < 0 = unlimited.
 	NodesLeft   int

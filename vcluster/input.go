@@ -117,6 +117,9 @@ type Snapshot struct {
 	// one cycle to the next; nil = the relative guard is off (so the same
 	// snapshot always gives the same input).
 	EasyStarts *EasyStarts
+	// Service is the fair share of service's memory: the tenants' recent
+	// average bounded slowdowns (predict.Service); nil = f3 by usage alone.
+	Service *predict.Service
 }
 
 // DefaultStarvationWait is the wait beyond which the starvation guard plans
@@ -471,6 +474,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		if total > 0 {
 			st.UsageShare = decayed[i] / total
 		}
+		st.ServiceBehind = s.Service.Behind(name)
 		if t.MaxNodes > 0 || t.MaxRunning > 0 {
 			load := s.TenantLoad[name]
 			if t.MaxNodes > 0 {

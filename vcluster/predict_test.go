@@ -2,6 +2,7 @@ package vcluster
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -155,5 +156,28 @@ func TestWalltimeEnds(t *testing.T) {
 				t.Errorf("pending job predicted %v, want 40m: the prediction still orders the queue", got)
 			}
 		})
+	}
+}
+
+// TestServiceShare: Snapshot.Service gives each tenant its ServiceBehind;
+// without it, none.
+func TestServiceShare(t *testing.T) {
+	s := predictionSnapshot()
+	s.Tenants = map[string]*model.Tenant{
+		"t1": {Name: "t1", FairShareTarget: 0.5},
+		"t2": {Name: "t2", FairShareTarget: 0.5},
+	}
+	if got := BuildInput(s).Tenants["t2"].ServiceBehind; got != 0 {
+		t.Fatalf("without Service: ServiceBehind = %v, want 0", got)
+	}
+	s.Service = &predict.Service{HalfLife: DefaultFairShareHalfLife}
+	s.Service.Observe("t1", t0.Add(-time.Hour), 0, time.Hour)           // bsld 1
+	s.Service.Observe("t2", t0.Add(-time.Hour), 2*time.Hour, time.Hour) // bsld 3
+	in := BuildInput(s)
+	if got, want := in.Tenants["t2"].ServiceBehind, 1-2.0/3; math.Abs(got-want) > 1e-12 {
+		t.Errorf("t2: ServiceBehind = %v, want %v", got, want)
+	}
+	if got := in.Tenants["t1"].ServiceBehind; got != 0 {
+		t.Errorf("t1 (served better than average): ServiceBehind = %v, want 0", got)
 	}
 }
