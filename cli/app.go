@@ -25,11 +25,13 @@ import (
 var Version = "dev"
 
 // VerifyBackup checks a backup file written by `quorum backup`. The quorum
-// package owns the file format; cmd/latticectl wires it in.
+// package owns the file format; cmd/latticectl-offline wires it in (when
+// nil, `quorum verify` runs in latticectl-offline: offline.go).
 var VerifyBackup func(path string) error
 
 // RestoreBackup rebuilds a member's data directory from a backup file. The
-// quorum package owns it; cmd/latticectl wires it in.
+// quorum package owns it; cmd/latticectl-offline wires it in (when nil,
+// `quorum restore` runs in latticectl-offline).
 var RestoreBackup func(path, dataDir string) error
 
 // Env is what latticectl reads from its surroundings. Tests replace it.
@@ -82,6 +84,8 @@ type runner struct {
 	conn      *conn
 	// shape is how listings print their table (--no-header, --parsable).
 	shape tableShape
+	// args are Main's arguments as given, for latticectl-offline.
+	args []string
 }
 
 // Main runs latticectl with args (without the program name) and returns
@@ -93,7 +97,7 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 	if env.Location == nil {
 		env.Location = time.Local
 	}
-	r := &runner{Env: env}
+	r := &runner{Env: env, args: args}
 	defer func() {
 		// A bug must not greet a user with a Go stack trace: one line, exit
 		// 1, and the trace only when LATTICE_DEBUG asks for it.
@@ -122,7 +126,7 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 		r.conn.close()
 	}
 	code = ExitCode(err)
-	if err != nil && code != ExitInterrupted {
+	if err != nil && code != ExitInterrupted && !errors.Is(err, errReported) {
 		fmt.Fprintf(r.Stderr, "%s: %v\n", app.Name, err)
 	}
 	return code
@@ -174,7 +178,7 @@ func (r *runner) app() *cli.App {
 			r.powerCommand(),
 			r.usageCommand(),
 			r.tenantCommand(),
-			replayCommand(),
+			r.replayCommand(),
 			r.completionCommand(),
 		},
 	}
@@ -532,5 +536,3 @@ func needArgs(c *cli.Context, min, max int, what string) error {
 	}
 	return nil
 }
-
-var errNoBackupHook = errors.New("quorum verify and restore are not available in this latticectl build: the quorum backup format is not wired in")

@@ -31,6 +31,10 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// UsageErrorf is a usage error (exit code 2), for commands defined outside
+// this package (cli/offline).
+func UsageErrorf(format string, args ...any) error { return usageErrorf(format, args...) }
+
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }
