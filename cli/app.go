@@ -86,6 +86,9 @@ type runner struct {
 	shape tableShape
 	// args are Main's arguments as given, for latticectl-offline.
 	args []string
+	// ran is the top-level command the arguments name (prepared by
+	// reorder), nil when they name none.
+	ran *cli.Command
 }
 
 // Main runs latticectl with args (without the program name) and returns
@@ -121,7 +124,11 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run"}, runArgs(r.runCommand().Flags, args[1:])...)
 	}
-	err := app.RunContext(ctx, append([]string{app.Name}, r.reorder(app.Flags, app.Commands, args)...))
+	args = r.reorder(app.Flags, app.Commands, args)
+	if r.ran == nil {
+		prepareAll(app)
+	}
+	err := app.RunContext(ctx, append([]string{app.Name}, args...))
 	if r.conn != nil {
 		r.conn.close()
 	}
@@ -137,7 +144,9 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 // runs it.
 func App() *cli.App {
 	r := &runner{Env: OSEnv()}
-	return r.app()
+	app := r.app()
+	prepareAll(app)
+	return app
 }
 
 func (r *runner) app() *cli.App {
@@ -183,11 +192,18 @@ func (r *runner) app() *cli.App {
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
+	fastNames(app.Flags)
+	return app
+}
+
+// prepareAll prepares every command. Main prepares only the command it
+// runs, found by reorder (preparing all of them was half the cost of
+// building the tree, paid by every latticectl run), and all of them when
+// it runs none (help, completion, an unknown word).
+func prepareAll(app *cli.App) {
 	for _, c := range app.Commands {
 		prepare(c)
 	}
-	fastNames(app.Flags)
-	return app
 }
 
 // prepare gives every command the global flags (urfave/cli v2 has no
@@ -313,6 +329,10 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // Global flags. Their environment twins are read by the runner (not by
 // urfave/cli) so that a flag given anywhere on the command line wins over
 // the environment, and tests control the environment.
+// globalFlagList is globalFlags for reading (takesValue); commands get
+// their own copies.
+var globalFlagList = globalFlags()
+
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "server", Usage: "API address(es) ADDR[,ADDR...], tried in turn (env LATTICE_SERVER)", DefaultText: DefaultServer},
@@ -470,6 +490,10 @@ func (r *runner) reorder(flags []cli.Flag, subs []*cli.Command, args []string) [
 		}
 		if len(pos) == 0 {
 			if sub := findCommand(subs, a); sub != nil {
+				if r.ran == nil {
+					r.ran = sub
+					prepare(sub)
+				}
 				return concat(flagArgs, []string{a}, r.reorder(sub.Flags, sub.Subcommands, args[i+1:]))
 			}
 		}
@@ -502,8 +526,8 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // argument (every flag but the boolean ones). Unknown flags take none;
 // urfave/cli reports them.
 func takesValue(flags []cli.Flag, name string) bool {
-	for _, f := range append(slices.Clone(flags), globalFlags()...) {
-		if slices.Contains(f.Names(), name) {
+	for _, f := range append(slices.Clone(flags), globalFlagList...) {
+		if slices.Contains(flagNames(f), name) {
 			_, isBool := f.(*cli.BoolFlag)
 			return !isBool
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -133,4 +135,10 @@ func codeExit(c codes.Code) int {
 		return ExitInterrupted
 	}
 	return ExitError
+}
+
+// lazyRegexp compiles expr at its first use. Package-level patterns were
+// compiled at start-up by every latticectl run, used or not.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
