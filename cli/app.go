@@ -397,13 +397,19 @@ func (r *runner) format(c *cli.Context) (string, error) {
 // tenant is the tenant to act as: --tenant, LATTICE_TENANT, the OS user
 // name, or model.DefaultTenant.
 func (r *runner) tenant(c *cli.Context) string {
-	def := model.DefaultTenant
+	if v, ok := explicit(c, "tenant"); ok {
+		return v
+	}
+	if v := r.Getenv("LATTICE_TENANT"); v != "" {
+		return v
+	}
+	// Only now: the user name reads the password database.
 	if r.Username != nil {
 		if u := r.Username(); u != "" {
-			def = u
+			return u
 		}
 	}
-	return r.global(c, "tenant", "LATTICE_TENANT", def)
+	return model.DefaultTenant
 }
 
 // reqID is the client request id of this invocation: one per command,
