@@ -329,10 +329,6 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // Global flags. Their environment twins are read by the runner (not by
 // urfave/cli) so that a flag given anywhere on the command line wins over
 // the environment, and tests control the environment.
-// globalFlagList is globalFlags for reading (takesValue); commands get
-// their own copies.
-var globalFlagList = globalFlags()
-
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "server", Usage: "API address(es) ADDR[,ADDR...], tried in turn (env LATTICE_SERVER)", DefaultText: DefaultServer},
@@ -345,6 +341,10 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "key", Usage: "the client certificate's private key (PEM) (env LATTICE_KEY)"},
 	}
 }
+
+// globalFlagList is globalFlags for reading (takesValue); commands get
+// their own copies.
+var globalFlagList = globalFlags()
 
 // explicit returns the value of flag name if the user typed it on this
 // command or any command above it (the nearest wins).

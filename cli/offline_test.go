@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // fakeOffline writes a latticectl-offline that prints its arguments and
@@ -81,5 +85,53 @@ func TestOfflineCompanionMissing(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q: %q", want, r.stderr)
 		}
+	}
+}
+
+// TestStartupDoesOnlyWhatTheRunNeeds: a run prepares the command it names
+// (global flags accepted after it, as before) and not the others, and
+// looks the OS user name up only when no tenant is given.
+func TestStartupDoesOnlyWhatTheRunNeeds(t *testing.T) {
+	r := &runner{Env: OSEnv()}
+	app := r.app()
+	args := r.reorder(app.Flags, app.Commands, []string{"quorum", "status", "-o", "json", "--server", "x:1"})
+	if r.ran == nil || r.ran.Name != "quorum" {
+		t.Fatalf("ran %v, args %q", r.ran, args)
+	}
+	for _, c := range app.Commands {
+		hidden := hasFlag(c.Flags, []string{"server"})
+		if c.Name == "quorum" && (!hidden || !hasFlag(c.Subcommands[0].Flags, []string{"output"})) {
+			t.Errorf("quorum and its subcommands lack the global flags")
+		}
+		if c.Name != "quorum" && hidden {
+			t.Errorf("%s was prepared too", c.Name)
+		}
+	}
+	for _, c := range App().Commands {
+		if !hasFlag(c.Flags, []string{"server"}) {
+			t.Errorf("App(): %s not prepared", c.Name)
+		}
+	}
+
+	asked := 0
+	env := Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string {
+		if k == "LATTICE_TENANT" {
+			return "team"
+		}
+		return ""
+	}, Username: func() string { asked++; return "alice" }}
+	r = &runner{Env: env}
+	app = r.app()
+	var got []string
+	for _, a := range [][]string{{"--tenant", "x"}, nil} {
+		set := flag.NewFlagSet("t", flag.ContinueOnError)
+		set.String("tenant", "", "")
+		_ = set.Parse(a)
+		ctx := cli.NewContext(app, set, nil)
+		ctx.Command = &cli.Command{Name: "submit", Flags: []cli.Flag{&cli.StringFlag{Name: "tenant"}}}
+		got = append(got, r.tenant(ctx))
+	}
+	if asked != 0 || got[0] != "x" || got[1] != "team" {
+		t.Errorf("tenants %q, user name looked up %d times", got, asked)
 	}
 }
