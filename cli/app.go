@@ -249,8 +249,8 @@ func prepare(c *cli.Command) {
 // (Context.IsSet, once per flag before each action), and each call trims
 // every name with a regular expression: thousands of them, ~2.5 ms of CPU
 // in every `latticectl submit`. Everything else is the embedded flag's.
-// Only string flags are wrapped: urfave/cli type-asserts *cli.BoolFlag
-// for its help and completion (StringFlag only for TakesFile, unused here).
+// String and boolean flags are wrapped (fastBoolFlag); urfave/cli
+// type-asserts *cli.StringFlag only for TakesFile (unused here).
 type fastStringFlag struct {
 	*cli.StringFlag
 	names []string
@@ -258,13 +258,46 @@ type fastStringFlag struct {
 
 func (f *fastStringFlag) Names() []string { return f.names }
 
-// fastNames wraps the string flags of flags in fastStringFlag.
+// fastBoolFlag is fastStringFlag for a boolean flag. urfave/cli
+// type-asserts *cli.BoolFlag in two places: its help leaves out the
+// default of a flag with DisableDefaultText (GetDefaultText below does the
+// same), and its completion leaves out hidden ones (hidden boolean flags
+// are not wrapped).
+type fastBoolFlag struct {
+	*cli.BoolFlag
+	names []string
+}
+
+func (f *fastBoolFlag) Names() []string { return f.names }
+
+func (f *fastBoolFlag) GetDefaultText() string {
+	if f.DisableDefaultText {
+		return ""
+	}
+	return f.BoolFlag.GetDefaultText()
+}
+
+// fastNames wraps the string and (visible) boolean flags of flags.
 func fastNames(flags []cli.Flag) {
 	for i, f := range flags {
-		if sf, ok := f.(*cli.StringFlag); ok {
-			flags[i] = &fastStringFlag{StringFlag: sf, names: append([]string{sf.Name}, sf.Aliases...)}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			flags[i] = &fastStringFlag{StringFlag: f, names: append([]string{f.Name}, f.Aliases...)}
+		case *cli.BoolFlag:
+			if !f.Hidden {
+				flags[i] = &fastBoolFlag{BoolFlag: f, names: append([]string{f.Name}, f.Aliases...)}
+			}
 		}
 	}
+}
+
+// isBoolFlag reports whether f is a boolean flag (takes no value).
+func isBoolFlag(f cli.Flag) bool {
+	switch f.(type) {
+	case *cli.BoolFlag, *fastBoolFlag:
+		return true
+	}
+	return false
 }
 
 // flagNames is f.Names() without its cost: urfave/cli trims every name
@@ -273,6 +306,8 @@ func fastNames(flags []cli.Flag) {
 func flagNames(f cli.Flag) []string {
 	switch f := f.(type) {
 	case *fastStringFlag:
+		return f.names
+	case *fastBoolFlag:
 		return f.names
 	case *cli.StringFlag:
 		return append([]string{f.Name}, f.Aliases...)
@@ -534,8 +569,7 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 func takesValue(flags []cli.Flag, name string) bool {
 	for _, f := range append(slices.Clone(flags), globalFlagList...) {
 		if slices.Contains(flagNames(f), name) {
-			_, isBool := f.(*cli.BoolFlag)
-			return !isBool
+			return !isBoolFlag(f)
 		}
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,40 @@ func TestStartupDoesOnlyWhatTheRunNeeds(t *testing.T) {
 	}
 	if asked != 0 || got[0] != "x" || got[1] != "team" {
 		t.Errorf("tenants %q, user name looked up %d times", got, asked)
+	}
+}
+
+// TestFastFlagsPrintAsTheirFlags: the wrapped flags (cheap Names) print in
+// help as the flags they wrap, and boolean ones still take no value.
+func TestFastFlagsPrintAsTheirFlags(t *testing.T) {
+	mk := func() []cli.Flag {
+		return []cli.Flag{
+			&cli.BoolFlag{Name: "parsable", Usage: "ids only"},
+			&cli.BoolFlag{Name: "hold", Aliases: []string{"H"}, Usage: "held", DisableDefaultText: true},
+			&cli.StringFlag{Name: "name", Aliases: []string{"J"}, Value: "x", Usage: "a name"},
+			&cli.BoolFlag{Name: "secret", Hidden: true},
+		}
+	}
+	plain, fast := mk(), mk()
+	fastNames(fast)
+	if _, ok := fast[3].(*cli.BoolFlag); !ok {
+		t.Errorf("a hidden boolean flag was wrapped (urfave/cli's completion would offer it)")
+	}
+	for i := range plain {
+		if got, want := cli.FlagStringer(fast[i]), cli.FlagStringer(plain[i]); got != want {
+			t.Errorf("flag %d prints %q, want %q", i, got, want)
+		}
+		if got, want := flagNames(fast[i]), plain[i].Names(); !slices.Equal(got, want) {
+			t.Errorf("flag %d: names %q, want %q", i, got, want)
+		}
+		if got, want := flagTakesValue(fast[i]), flagTakesValue(plain[i]); got != want {
+			t.Errorf("flag %d: takes a value %v, want %v", i, got, want)
+		}
+	}
+	if flagTakesValue(fast[0]) || !flagTakesValue(fast[2]) {
+		t.Errorf("--parsable takes no value, --name takes one")
+	}
+	if d := fast[1].(cli.DocGenerationFlag).GetDefaultText(); d != "" {
+		t.Errorf("DisableDefaultText: default text %q", d)
 	}
 }
