@@ -472,7 +472,7 @@ func (r *runner) quorumCommand() *cli.Command {
 						return err
 					}
 					if VerifyBackup == nil {
-						return errNoBackupHook
+						return r.offline(c)
 					}
 					if err := VerifyBackup(c.Args().First()); err != nil {
 						return err
@@ -498,7 +498,7 @@ func (r *runner) quorumCommand() *cli.Command {
 						return &model.FieldError{Field: "data-dir", Allowed: "the data directory of the (stopped) member to restore, via --data-dir or LATTICE_DATA_DIR"}
 					}
 					if RestoreBackup == nil {
-						return errNoBackupHook
+						return r.offline(c)
 					}
 					if err := RestoreBackup(c.Args().First(), dir); err != nil {
 						return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,12 +18,12 @@ import (
 	"github.com/latticehpc/lattice/model"
 )
 
-var allocIDPattern = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
+var allocIDPattern = lazyRegexp(`^[0-9]+(_[0-9]+)?$`)
 
 // checkIDs validates allocation ids as users type them: 12 or 12_3.
 func checkIDs(ids []string) error {
 	for _, id := range ids {
-		if !allocIDPattern.MatchString(id) {
+		if !allocIDPattern().MatchString(id) {
 			return &model.FieldError{Field: "id", Value: id, Allowed: "an allocation id such as 12, or an array task such as 12_3"}
 		}
 	}

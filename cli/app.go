@@ -25,11 +25,13 @@ import (
 var Version = "dev"
 
 // VerifyBackup checks a backup file written by `quorum backup`. The quorum
-// package owns the file format; cmd/latticectl wires it in.
+// package owns the file format; cmd/latticectl-offline wires it in (when
+// nil, `quorum verify` runs in latticectl-offline: offline.go).
 var VerifyBackup func(path string) error
 
 // RestoreBackup rebuilds a member's data directory from a backup file. The
-// quorum package owns it; cmd/latticectl wires it in.
+// quorum package owns it; cmd/latticectl-offline wires it in (when nil,
+// `quorum restore` runs in latticectl-offline).
 var RestoreBackup func(path, dataDir string) error
 
 // Env is what latticectl reads from its surroundings. Tests replace it.
@@ -82,6 +84,11 @@ type runner struct {
 	conn      *conn
 	// shape is how listings print their table (--no-header, --parsable).
 	shape tableShape
+	// args are Main's arguments as given, for latticectl-offline.
+	args []string
+	// ran is the top-level command the arguments name (prepared by
+	// reorder), nil when they name none.
+	ran *cli.Command
 }
 
 // Main runs latticectl with args (without the program name) and returns
@@ -93,7 +100,7 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 	if env.Location == nil {
 		env.Location = time.Local
 	}
-	r := &runner{Env: env}
+	r := &runner{Env: env, args: args}
 	defer func() {
 		// A bug must not greet a user with a Go stack trace: one line, exit
 		// 1, and the trace only when LATTICE_DEBUG asks for it.
@@ -117,12 +124,16 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run"}, runArgs(r.runCommand().Flags, args[1:])...)
 	}
-	err := app.RunContext(ctx, append([]string{app.Name}, r.reorder(app.Flags, app.Commands, args)...))
+	args = r.reorder(app.Flags, app.Commands, args)
+	if r.ran == nil {
+		prepareAll(app)
+	}
+	err := app.RunContext(ctx, append([]string{app.Name}, args...))
 	if r.conn != nil {
 		r.conn.close()
 	}
 	code = ExitCode(err)
-	if err != nil && code != ExitInterrupted {
+	if err != nil && code != ExitInterrupted && !errors.Is(err, errReported) {
 		fmt.Fprintf(r.Stderr, "%s: %v\n", app.Name, err)
 	}
 	return code
@@ -133,7 +144,9 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 // runs it.
 func App() *cli.App {
 	r := &runner{Env: OSEnv()}
-	return r.app()
+	app := r.app()
+	prepareAll(app)
+	return app
 }
 
 func (r *runner) app() *cli.App {
@@ -174,16 +187,23 @@ func (r *runner) app() *cli.App {
 			r.powerCommand(),
 			r.usageCommand(),
 			r.tenantCommand(),
-			replayCommand(),
+			r.replayCommand(),
 			r.completionCommand(),
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
+	fastNames(app.Flags)
+	return app
+}
+
+// prepareAll prepares every command. Main prepares only the command it
+// runs, found by reorder (preparing all of them was half the cost of
+// building the tree, paid by every latticectl run), and all of them when
+// it runs none (help, completion, an unknown word).
+func prepareAll(app *cli.App) {
 	for _, c := range app.Commands {
 		prepare(c)
 	}
-	fastNames(app.Flags)
-	return app
 }
 
 // prepare gives every command the global flags (urfave/cli v2 has no
@@ -229,8 +249,8 @@ func prepare(c *cli.Command) {
 // (Context.IsSet, once per flag before each action), and each call trims
 // every name with a regular expression: thousands of them, ~2.5 ms of CPU
 // in every `latticectl submit`. Everything else is the embedded flag's.
-// Only string flags are wrapped: urfave/cli type-asserts *cli.BoolFlag
-// for its help and completion (StringFlag only for TakesFile, unused here).
+// String and boolean flags are wrapped (fastBoolFlag); urfave/cli
+// type-asserts *cli.StringFlag only for TakesFile (unused here).
 type fastStringFlag struct {
 	*cli.StringFlag
 	names []string
@@ -238,13 +258,46 @@ type fastStringFlag struct {
 
 func (f *fastStringFlag) Names() []string { return f.names }
 
-// fastNames wraps the string flags of flags in fastStringFlag.
+// fastBoolFlag is fastStringFlag for a boolean flag. urfave/cli
+// type-asserts *cli.BoolFlag in two places: its help leaves out the
+// default of a flag with DisableDefaultText (GetDefaultText below does the
+// same), and its completion leaves out hidden ones (hidden boolean flags
+// are not wrapped).
+type fastBoolFlag struct {
+	*cli.BoolFlag
+	names []string
+}
+
+func (f *fastBoolFlag) Names() []string { return f.names }
+
+func (f *fastBoolFlag) GetDefaultText() string {
+	if f.DisableDefaultText {
+		return ""
+	}
+	return f.BoolFlag.GetDefaultText()
+}
+
+// fastNames wraps the string and (visible) boolean flags of flags.
 func fastNames(flags []cli.Flag) {
 	for i, f := range flags {
-		if sf, ok := f.(*cli.StringFlag); ok {
-			flags[i] = &fastStringFlag{StringFlag: sf, names: append([]string{sf.Name}, sf.Aliases...)}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			flags[i] = &fastStringFlag{StringFlag: f, names: append([]string{f.Name}, f.Aliases...)}
+		case *cli.BoolFlag:
+			if !f.Hidden {
+				flags[i] = &fastBoolFlag{BoolFlag: f, names: append([]string{f.Name}, f.Aliases...)}
+			}
 		}
 	}
+}
+
+// isBoolFlag reports whether f is a boolean flag (takes no value).
+func isBoolFlag(f cli.Flag) bool {
+	switch f.(type) {
+	case *cli.BoolFlag, *fastBoolFlag:
+		return true
+	}
+	return false
 }
 
 // flagNames is f.Names() without its cost: urfave/cli trims every name
@@ -253,6 +306,8 @@ func fastNames(flags []cli.Flag) {
 func flagNames(f cli.Flag) []string {
 	switch f := f.(type) {
 	case *fastStringFlag:
+		return f.names
+	case *fastBoolFlag:
 		return f.names
 	case *cli.StringFlag:
 		return append([]string{f.Name}, f.Aliases...)
@@ -322,6 +377,10 @@ func globalFlags() []cli.Flag {
 	}
 }
 
+// globalFlagList is globalFlags for reading (takesValue); commands get
+// their own copies.
+var globalFlagList = globalFlags()
+
 // explicit returns the value of flag name if the user typed it on this
 // command or any command above it (the nearest wins).
 func explicit(c *cli.Context, name string) (string, bool) {
@@ -373,13 +432,19 @@ func (r *runner) format(c *cli.Context) (string, error) {
 // tenant is the tenant to act as: --tenant, LATTICE_TENANT, the OS user
 // name, or model.DefaultTenant.
 func (r *runner) tenant(c *cli.Context) string {
-	def := model.DefaultTenant
+	if v, ok := explicit(c, "tenant"); ok {
+		return v
+	}
+	if v := r.Getenv("LATTICE_TENANT"); v != "" {
+		return v
+	}
+	// Only now: the user name reads the password database.
 	if r.Username != nil {
 		if u := r.Username(); u != "" {
-			def = u
+			return u
 		}
 	}
-	return r.global(c, "tenant", "LATTICE_TENANT", def)
+	return model.DefaultTenant
 }
 
 // reqID is the client request id of this invocation: one per command,
@@ -466,6 +531,10 @@ func (r *runner) reorder(flags []cli.Flag, subs []*cli.Command, args []string) [
 		}
 		if len(pos) == 0 {
 			if sub := findCommand(subs, a); sub != nil {
+				if r.ran == nil {
+					r.ran = sub
+					prepare(sub)
+				}
 				return concat(flagArgs, []string{a}, r.reorder(sub.Flags, sub.Subcommands, args[i+1:]))
 			}
 		}
@@ -498,10 +567,9 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // argument (every flag but the boolean ones). Unknown flags take none;
 // urfave/cli reports them.
 func takesValue(flags []cli.Flag, name string) bool {
-	for _, f := range append(slices.Clone(flags), globalFlags()...) {
-		if slices.Contains(f.Names(), name) {
-			_, isBool := f.(*cli.BoolFlag)
-			return !isBool
+	for _, f := range append(slices.Clone(flags), globalFlagList...) {
+		if slices.Contains(flagNames(f), name) {
+			return !isBoolFlag(f)
 		}
 	}
 	return false
@@ -532,5 +600,3 @@ func needArgs(c *cli.Context, min, max int, what string) error {
 	}
 	return nil
 }
-
-var errNoBackupHook = errors.New("quorum verify and restore are not available in this latticectl build: the quorum backup format is not wired in")

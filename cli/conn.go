@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -177,13 +176,13 @@ func tlsHint(err error) string {
 
 // dialDetail is the tail of gRPC's "connection error: desc = \"transport:
 // Error while dialing: dial tcp ADDR: connect: connection refused\"".
-var dialDetail = regexp.MustCompile(`^connection error: desc = "(?:transport: )?(?:[Ee]rror while dialing:? )?(?:dial tcp [^ ]+: )?(.*?)"?$`)
+var dialDetail = lazyRegexp(`^connection error: desc = "(?:transport: )?(?:[Ee]rror while dialing:? )?(?:dial tcp [^ ]+: )?(.*?)"?$`)
 
 // transportText says why an address did not answer in a few words
 // ("connect: connection refused"), without gRPC's wrapping.
 func transportText(err error) string {
 	msg := err.Error()
-	if m := dialDetail.FindStringSubmatch(msg); m != nil {
+	if m := dialDetail().FindStringSubmatch(msg); m != nil {
 		return m[1]
 	}
 	return msg

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -30,6 +32,10 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// UsageErrorf is a usage error (exit code 2), for commands defined outside
+// this package (cli/offline).
+func UsageErrorf(format string, args ...any) error { return usageErrorf(format, args...) }
 
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
@@ -129,4 +135,10 @@ func codeExit(c codes.Code) int {
 		return ExitInterrupted
 	}
 	return ExitError
+}
+
+// lazyRegexp compiles expr at its first use. Package-level patterns were
+// compiled at start-up by every latticectl run, used or not.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,14 +19,14 @@ import (
 // Job control (scontrol hold/release/requeue/update, scancel --signal) and
 // the site configuration (QOS table, partitions).
 
-var arrayRangePattern = regexp.MustCompile(`^([0-9]+)_\[([0-9,\-]+)\]$`)
+var arrayRangePattern = lazyRegexp(`^([0-9]+)_\[([0-9,\-]+)\]$`)
 
 // expandIDs accepts ids as users type them — 12, 12_3, and Slurm's array
 // ranges 12_[1-3,7] — and returns them one task per entry.
 func expandIDs(ids []string) ([]string, error) {
 	var out []string
 	for _, id := range ids {
-		m := arrayRangePattern.FindStringSubmatch(id)
+		m := arrayRangePattern().FindStringSubmatch(id)
 		if m == nil {
 			if err := checkIDs([]string{id}); err != nil {
 				return nil, &model.FieldError{Field: "id", Value: id, Allowed: "an allocation id such as 12, an array task such as 12_3, or a range of tasks such as 12_[1-3,7]"}

@@ -48,6 +48,11 @@ func (r *runner) emitAs(format string, v any, table func(w io.Writer, wide bool)
 	return tw.Flush()
 }
 
+// WriteJSON and WriteYAML print v as -o json and -o yaml do, for commands
+// defined outside this package (cli/offline).
+func WriteJSON(w io.Writer, v any) error { return writeJSON(w, v) }
+func WriteYAML(w io.Writer, v any) error { return writeYAML(w, v) }
+
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

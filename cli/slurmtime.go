@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -14,10 +13,10 @@ const slurmTimeForms = "now, today, midnight, noon, teatime, tomorrow, now[+-]CO
 	"HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], MMDD[YY], MM/DD[/YY] or MM.DD[.YY] (each optionally -HH:MM[:SS]), or RFC 3339"
 
 var (
-	relTime   = regexp.MustCompile(`^now(?:([+-])(\d+)([a-z]*))?$`)
-	clockTime = regexp.MustCompile(`^(\d{1,2}):(\d{2})(?::(\d{2}))?$`)
-	isoDate   = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})(?:[tT](\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
-	usDate    = regexp.MustCompile(`^(\d{2})([/.]?)(\d{2})(?:[/.]?(\d{2}))?(?:-(\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
+	relTime   = lazyRegexp(`^now(?:([+-])(\d+)([a-z]*))?$`)
+	clockTime = lazyRegexp(`^(\d{1,2}):(\d{2})(?::(\d{2}))?$`)
+	isoDate   = lazyRegexp(`^(\d{4})-(\d{2})-(\d{2})(?:[tT](\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
+	usDate    = lazyRegexp(`^(\d{2})([/.]?)(\d{2})(?:[/.]?(\d{2}))?(?:-(\d{1,2}):(\d{2})(?::(\d{2}))?)?$`)
 )
 
 // parseSlurmTime reads a time the way sacct's --starttime and --endtime do
@@ -43,7 +42,7 @@ func parseSlurmTime(field, s string, now time.Time, loc *time.Location) (time.Ti
 	case "tomorrow":
 		return day.AddDate(0, 0, 1), nil
 	}
-	if m := relTime.FindStringSubmatch(v); m != nil {
+	if m := relTime().FindStringSubmatch(v); m != nil {
 		if m[1] == "" {
 			return now, nil
 		}
@@ -79,14 +78,14 @@ func parseSlurmTime(field, s string, now time.Time, loc *time.Location) (time.Ti
 		t := time.Date(y, time.Month(mo), d, 0, 0, 0, 0, loc)
 		return t, t.Month() == time.Month(mo) && t.Day() == d
 	}
-	if m := clockTime.FindStringSubmatch(v); m != nil {
+	if m := clockTime().FindStringSubmatch(v); m != nil {
 		off, ok := clock(m[1], m[2], m[3])
 		if !ok {
 			return bad()
 		}
 		return day.Add(off), nil
 	}
-	if m := isoDate.FindStringSubmatch(v); m != nil {
+	if m := isoDate().FindStringSubmatch(v); m != nil {
 		d, ok := date(atoi(m[1]), atoi(m[2]), atoi(m[3]))
 		off, ok2 := clock(m[4], m[5], m[6])
 		if !ok || !ok2 {
@@ -94,7 +93,7 @@ func parseSlurmTime(field, s string, now time.Time, loc *time.Location) (time.Ti
 		}
 		return d.Add(off), nil
 	}
-	if m := usDate.FindStringSubmatch(v); m != nil {
+	if m := usDate().FindStringSubmatch(v); m != nil {
 		y := now.Year()
 		if m[4] != "" {
 			y = 2000 + atoi(m[4])

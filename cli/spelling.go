@@ -51,8 +51,7 @@ func lookupFlag(flags []cli.Flag, name string) cli.Flag {
 }
 
 func flagTakesValue(f cli.Flag) bool {
-	_, isBool := f.(*cli.BoolFlag)
-	return !isBool
+	return !isBoolFlag(f)
 }
 
 // suggest returns the candidate closest to word, or "" when none is close

@@ -19,3 +19,27 @@ func BenchmarkMainVersion(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMainSubmit is a whole `latticectl submit --parsable -N 1 -t 1
+// -- true` after the process started: the command tree, parsing, the
+// connection and the Submit call, against an in-process fake server.
+func BenchmarkMainSubmit(b *testing.B) {
+	f := newFakeServer(b)
+	env := OSEnv()
+	env.Stdout, env.Stderr = io.Discard, io.Discard
+	env.Getenv = func(k string) string {
+		switch k {
+		case "LATTICE_SERVER":
+			return f.addr
+		case "LATTICE_TENANT":
+			return "default"
+		}
+		return ""
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if code := Main(context.Background(), env, []string{"submit", "--parsable", "-N", "1", "-t", "1", "--", "true"}); code != 0 {
+			b.Fatalf("exit %d", code)
+		}
+	}
+}

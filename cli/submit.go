@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -987,13 +986,13 @@ func dryRunTable(w io.Writer, v dryRunView) error {
 	return nil
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+var shellSafe = lazyRegexp(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // shellJoin joins words into one shell-quoted command line.
 func shellJoin(words []string) string {
 	out := make([]string, len(words))
 	for i, w := range words {
-		if shellSafe.MatchString(w) {
+		if shellSafe().MatchString(w) {
 			out[i] = w
 		} else {
 			out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"

@@ -65,6 +65,22 @@ type ThroughputReport struct {
 }
 
 func (t *ThroughputReport) String() string {
+	return t.summary() + t.perJob()
+}
+
+// perJob is the CPU breakdown divided by the jobs that ended, in ms.
+func (t *ThroughputReport) perJob() string {
+	n := float64(t.Completed + t.Failed)
+	if n == 0 {
+		return ""
+	}
+	ms := func(s float64) float64 { return 1000 * s / n }
+	return fmt.Sprintf("\n  CPU per job: members %.1f ms, agents %.1f ms, job with its supervisor %.1f ms, latticectl %.1f ms, harness %.1f ms; total %.1f ms",
+		ms(t.MembersCPUs), ms(t.AgentsCPUs), ms(t.JobsCPUs), ms(t.CLICPUs), ms(t.HarnessCPUs),
+		ms(t.MembersCPUs+t.AgentsCPUs+t.JobsCPUs+t.CLICPUs+t.HarnessCPUs))
+}
+
+func (t *ThroughputReport) summary() string {
 	return fmt.Sprintf("lattice throughput: submitted %.1f/s, completed %.1f/s over %d jobs on %d nodes\n"+
 		"  details: mode=%s; submit phase %.2fs; all complete %.2fs after %s; %d/%d COMPLETED, %d failed\n"+
 		"  %d scheduling cycles (mean %.1f ms); CPU: members %.1f s, agents %.1f s, jobs with their supervisors %.1f s, latticectl %.1f s, harness %.1f s; machine busy %.1f of %.1f CPU-s; load average %s",

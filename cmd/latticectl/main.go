@@ -1,10 +1,14 @@
 // Command latticectl is the Lattice command-line client: submit, inspect
 // and administer work on a Lattice cluster. Everything lives in package
-// cli; this file only runs it, wiring in the quorum's offline backup tools.
+// cli; this file only runs it.
 //
-// It imports package quorum (the backup format) and not package server:
-// every latticectl run pays for the initialisation of what it links, and
-// the server's (Prometheus, pprof, HTTP) made each run ~1 ms slower.
+// Every latticectl run pays at start-up for the memory its code and its
+// packages' initialisation touch (page faults, ~10 µs each here), and users'
+// loops run one per submission, so latticectl links only what talking to a
+// server needs: not package server (Prometheus, pprof, HTTP), nor the
+// offline tools — replay (solver, predictor, plotting) and the quorum's
+// backup format (Raft, bolt) — which run in latticectl-offline
+// (cli/offline.go). deps_test.go keeps it so.
 package main
 
 import (
@@ -14,18 +18,9 @@ import (
 	"syscall"
 
 	"github.com/latticehpc/lattice/cli"
-	"github.com/latticehpc/lattice/quorum"
 )
 
 func main() {
-	cli.VerifyBackup = func(path string) error {
-		_, err := quorum.VerifyBackupFile(path)
-		return err
-	}
-	cli.RestoreBackup = func(path, dataDir string) error {
-		_, err := quorum.PrepareRestore(path, dataDir)
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.OSEnv(), os.Args[1:])
 	stop()

@@ -31,7 +31,8 @@ func buildLatticectl(t *testing.T) string {
 	t.Helper()
 	latticectlOnce.Do(func() {
 		latticectlBin = filepath.Join(filepath.Dir(latticedBin), "latticectl")
-		out, err := exec.Command("go", "build", "-o", latticectlBin, "../latticectl").CombinedOutput()
+		// latticectl-offline beside it: quorum verify and restore run there.
+		out, err := exec.Command("go", "build", "-o", filepath.Dir(latticedBin)+"/", "../latticectl", "../latticectl-offline").CombinedOutput()
 		if err != nil {
 			latticectlErr = fmt.Errorf("build latticectl: %v\n%s", err, out)
 		}

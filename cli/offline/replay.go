@@ -1,4 +1,7 @@
-package cli
+// Package offline is latticectl's offline tools: `latticectl replay` (the
+// solver, the predictor and plotting, on a trace, no server), linked only
+// into latticectl-offline, which latticectl runs for them (cli/offline.go).
+package offline
 
 import (
 	"errors"
@@ -19,63 +22,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	latticecli "github.com/latticehpc/lattice/cli"
 	"github.com/latticehpc/lattice/replay"
 )
-
-// replayCommand is `latticectl replay`: offline trace simulation, no server
-// needed (docs/replay.md).
-func replayCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "replay",
-		Usage:     "simulate a workload trace offline with the real solver",
-		ArgsUsage: "TRACE",
-		Description: "Replays an SWF (.swf, .swf.gz) or JSON trace in virtual time under one or more policies\n" +
-			"and prints waits, bounded slowdown, utilization, fairness and topology metrics.\n" +
-			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "policy", Value: replay.PolicyLattice, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
-			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
-			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
-			&cli.StringFlag{Name: "running-ends", Value: "predicted", Usage: "lattice: release times of running work: predicted (start + predicted runtime, corrected at overrun) or walltime (EASY's)"},
-			&cli.StringFlag{Name: "fair-share", Value: "usage", Usage: "lattice: f3 rewards tenants behind their share of usage (usage), or behind in usage or in service — their recent average bounded slowdown above everyone's (service)"},
-			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
-			&cli.StringFlag{Name: "job-starvation-factor", Value: "none", Usage: "lattice: once any job has waited this factor × the wait conservative backfilling promised it on arrival, it gets a reservation before the others are decided (a number ≥ 1, or none)"},
-			&cli.StringFlag{Name: "starvation-factor", Value: "1.25", Usage: "lattice: once the head has waited this factor × the wait EASY's reservation gave it, running work is planned with walltimes (a number ≥ 1, or none)"},
-			&cli.StringFlag{Name: "corrector", Usage: "how a job that outlives its prediction is corrected: tsafrir (step by step) or reqtime (to its requested time); default tsafrir for easy++, reqtime for lattice"},
-			&cli.IntFlag{Name: "first", Usage: "replay only the first `N` jobs (in submit order)"},
-			&cli.IntFlag{Name: "group-size", Value: replay.DefaultGroupSize, Usage: "nodes per synthetic dragonfly group"},
-			&cli.StringFlag{Name: "weights-profile", Usage: "lattice: weights profile (default: the solver's balanced default)"},
-			&cli.GenericFlag{Name: "weight", Value: &repeated{}, Usage: "lattice: override one weight, `fN=W` (repeatable)"},
-			&cli.StringFlag{Name: "reservation-depth", Value: "1", Usage: "lattice: protected reservations: N, all or none"},
-			&cli.StringFlag{Name: "cycle", Value: "0", Usage: "schedule every `S` seconds (or a duration like 30s) instead of at every arrival and completion"},
-			&cli.BoolFlag{Name: "lenient", Usage: "skip malformed trace lines (counted) instead of failing"},
-			&cli.StringFlag{Name: "plot", Usage: "write PNG charts (queue, utilization, waits over time) into `DIR`"},
-			&cli.GenericFlag{Name: "sweep", Value: &repeated{}, Usage: "lattice: replay a grid, e.g. w3=0:0.5:0.1, profile=a,b, reservation-depth=1,2,all (repeat for a product)"},
-			&cli.Float64Flag{Name: "sweep-tolerance", Value: replay.DefaultSweepTolerance, Usage: "sweep: utilization a setting may lose against the best baseline and still win"},
-			&cli.BoolFlag{Name: "progress", Usage: "show a progress bar on stderr even when it is not a terminal"},
-		}, replayEnergyFlags()...),
-		Action: runReplay,
-	}
-}
-
-// repeated is a repeatable string flag that, unlike cli.StringSliceFlag,
-// keeps commas inside a value ("--sweep profile=a,b").
-type repeated struct{ values []string }
-
-func (r *repeated) Set(v string) error { r.values = append(r.values, v); return nil }
-func (r *repeated) String() string {
-	if r == nil {
-		return ""
-	}
-	return strings.Join(r.values, " ")
-}
-
-func repeatedValues(c *cli.Context, name string) []string {
-	if r, ok := c.Generic(name).(*repeated); ok && r != nil {
-		return r.values
-	}
-	return nil
-}
 
 // replayRun is one replay to do: a name and a setting.
 type replayRun struct {
@@ -83,24 +32,26 @@ type replayRun struct {
 	cfg  replay.Config
 }
 
-func runReplay(c *cli.Context) error {
+// Replay is `latticectl replay`'s action: the flags are latticectl's
+// (cli/replay_flags.go); cmd/latticectl-offline sets cli.ReplayAction to it.
+func Replay(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageErrorf("usage: latticectl replay TRACE [flags] (see --help)")
+		return latticecli.UsageErrorf("usage: latticectl replay TRACE [flags] (see --help)")
 	}
-	format, err := OutputFormat(c)
+	format, err := latticecli.OutputFormat(c)
 	if err != nil {
 		return err
 	}
 	stdout, stderr := replayWriters(c)
 	base, policies, err := replayBase(c)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return latticecli.UsageErrorf("%v", err)
 	}
 	var dims []replay.SweepDim
-	for _, s := range repeatedValues(c, "sweep") {
+	for _, s := range latticecli.RepeatedValues(c, "sweep") {
 		d, err := replay.ParseSweep(s)
 		if err != nil {
-			return usageErrorf("%v", err)
+			return latticecli.UsageErrorf("%v", err)
 		}
 		dims = append(dims, d)
 	}
@@ -109,7 +60,7 @@ func runReplay(c *cli.Context) error {
 	if err != nil {
 		var se *replay.SyntaxError
 		if errors.As(err, &se) {
-			return usageErrorf("%v (use --lenient to skip malformed lines)", err)
+			return latticecli.UsageErrorf("%v (use --lenient to skip malformed lines)", err)
 		}
 		return err
 	}
@@ -129,7 +80,7 @@ func runReplay(c *cli.Context) error {
 	if len(dims) > 0 {
 		grid, err := replay.Grid(base, dims)
 		if err != nil {
-			return usageErrorf("%v", err)
+			return latticecli.UsageErrorf("%v", err)
 		}
 		for _, p := range policies {
 			if p != replay.PolicyLattice {
@@ -185,14 +136,14 @@ func runReplay(c *cli.Context) error {
 	switch format {
 	case "json":
 		if len(ms) == 1 {
-			return writeJSON(stdout, ms[0])
+			return latticecli.WriteJSON(stdout, ms[0])
 		}
-		return writeJSON(stdout, ms)
+		return latticecli.WriteJSON(stdout, ms)
 	case "yaml":
 		if len(ms) == 1 {
-			return writeYAML(stdout, ms[0])
+			return latticecli.WriteYAML(stdout, ms[0])
 		}
-		return writeYAML(stdout, ms)
+		return latticecli.WriteYAML(stdout, ms)
 	}
 	return replayTable(stdout, ms)
 }
@@ -227,7 +178,7 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		}
 		cfg.WeightsProfile = p
 	}
-	for _, w := range repeatedValues(c, "weight") {
+	for _, w := range latticecli.RepeatedValues(c, "weight") {
 		d, err := replay.ParseSweep(w)
 		if err != nil || len(d.Values) != 1 || !strings.HasPrefix(d.Name, "w") {
 			return cfg, nil, fmt.Errorf("--weight %q: allowed fN=W with N in 1..9 and W in 0..1", w)
@@ -502,9 +453,9 @@ func writeSweep(w io.Writer, format string, runs []replayRun, settings, baseline
 	}
 	switch format {
 	case "json":
-		return writeJSON(w, rep)
+		return latticecli.WriteJSON(w, rep)
 	case "yaml":
-		return writeYAML(w, rep)
+		return latticecli.WriteYAML(w, rep)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tAVG_BSLD\tUTIL\tAVG_WAIT_S\tP95_WAIT_S\tJAIN\tMULTI_GROUP\t")

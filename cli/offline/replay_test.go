@@ -1,31 +1,64 @@
-package cli
+package offline
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
+	latticecli "github.com/latticehpc/lattice/cli"
+	"github.com/latticehpc/lattice/power"
+	"github.com/latticehpc/lattice/replay"
 )
 
-// runReplayCmd runs `replay ARGS...` in a minimal app with the global -o
-// flag and returns stdout, stderr and the error.
+func init() { latticecli.ReplayAction = Replay } // as cmd/latticectl-offline
+
+// runError is a failed run: its exit code and what it printed on stderr.
+type runError struct {
+	code   int
+	stderr string
+}
+
+func (e *runError) Error() string { return e.stderr }
+
+const ExitUsage = latticecli.ExitUsage
+
+// ExitCode is the exit code of a run's error (0 for nil).
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	return err.(*runError).code
+}
+
+// runReplayCmd runs latticectl ARGS... in this process, with replay linked
+// in as latticectl-offline has it, and returns stdout, stderr and, when
+// the exit code is not 0, a *runError.
 func runReplayCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	app := &cli.App{
-		Name:           "latticectl",
-		Writer:         &out,
-		ErrWriter:      &errOut,
-		Flags:          []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}}},
-		Commands:       []*cli.Command{replayCommand()},
-		ExitErrHandler: func(*cli.Context, error) {},
+	env := latticecli.OSEnv()
+	env.Stdin, env.Stdout, env.Stderr = strings.NewReader(""), &out, &errOut
+	if code := latticecli.Main(context.Background(), env, args); code != 0 {
+		return out.String(), errOut.String(), &runError{code, errOut.String()}
 	}
-	err := app.Run(append([]string{"latticectl"}, args...))
-	return out.String(), errOut.String(), err
+	return out.String(), errOut.String(), nil
+}
+
+// TestReplayDefaultsAreReplays: latticectl defines replay's flags without
+// linking package replay; their defaults are replay's own.
+func TestReplayDefaultsAreReplays(t *testing.T) {
+	if latticecli.ReplayDefaultPolicy != replay.PolicyLattice || latticecli.ReplayDefaultGroupSize != replay.DefaultGroupSize ||
+		latticecli.ReplayDefaultSweepTolerance != replay.DefaultSweepTolerance {
+		t.Errorf("cli's replay defaults %q %d %v, replay's %q %d %v", latticecli.ReplayDefaultPolicy, latticecli.ReplayDefaultGroupSize,
+			latticecli.ReplayDefaultSweepTolerance, replay.PolicyLattice, replay.DefaultGroupSize, replay.DefaultSweepTolerance)
+	}
+	if replay.DefaultShift() != power.DefaultShift() {
+		t.Errorf("replay's energy defaults %+v, the flags' (power's) %+v", replay.DefaultShift(), power.DefaultShift())
+	}
 }
 
 // tinySWF is four jobs on 4 nodes (job, submit, run, procs, req time, user).

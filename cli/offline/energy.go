@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"fmt"
@@ -9,21 +9,6 @@ import (
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/replay"
 )
-
-// replayEnergyFlags are replay's power model: a time-of-use price schedule,
-// the rule that holds flexible work for cheap hours, node watts and a budget.
-func replayEnergyFlags() []cli.Flag {
-	d := replay.DefaultShift()
-	return []cli.Flag{
-		&cli.StringFlag{Name: "energy-prices", Usage: "price schedule `FILE` (daily/weekly table or CSV TIME,PRICE, docs/operations.md); its start is trace time 0"},
-		&cli.DurationFlag{Name: "energy-max-delay", Value: d.MaxDelay, Usage: "lattice: longest wait of flexible work for cheaper energy (0 = price it, shift nothing)"},
-		&cli.Float64Flag{Name: "energy-min-saving", Value: d.MinSaving, Usage: "lattice: drop of the mean normalised price (0..1) worth waiting for"},
-		&cli.IntFlag{Name: "energy-max-class", Value: d.MaxClass, Usage: "lattice: priority classes 0..N are flexible (-1: checkpointable work only)"},
-		&cli.Float64Flag{Name: "energy-max-stretch", Value: d.MaxStretch, Usage: "lattice: a job waits for a price at most this multiple of its walltime (0 = only --energy-max-delay)"},
-		&cli.StringFlag{Name: "node-watts", Usage: "`IDLE:BUSY` watts per node (default 100:400 with a schedule or a budget)"},
-		&cli.StringFlag{Name: "power-budget-kw", Usage: "system power budget in kW the lattice policy keeps (0 = none)"},
-	}
-}
 
 // applyReplayEnergy reads the power-model flags into cfg.
 func applyReplayEnergy(c *cli.Context, cfg *replay.Config) error {
