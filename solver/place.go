@@ -26,7 +26,7 @@ const (
 func (s *state) tryStart(jb *job, q *quota) (startResult, int) {
 	c, e := jb.cls, jb.wall
 	ownU := c.usableOwn(e)
-	borrow := !jb.j.OwnNodesOnly
+	borrow := !jb.ownOnly
 	borU := 0
 	if borrow {
 		borU = c.usableBorrow(e)

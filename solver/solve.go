@@ -80,8 +80,15 @@ func (sv *Solver) Solve(in *Input) *Plan {
 
 // job is the solver's view of one pending job.
 type job struct {
-	j        *Job
-	cls      *class
+	j   *Job
+	cls *class
+	// Copied from j, read on every pass over the queue: the passes then
+	// touch only the job array (in rank order after the sort), not the
+	// input's larger Jobs.
+	id       uint64
+	class    int // PriorityClass
+	ownOnly  bool
+	protFlag bool // j.Protected
 	min, max int
 	wall     int64 // walltime in ns, > 0
 	wait     int64 // ns since eligible (ties in the order: longest first)
@@ -138,10 +145,17 @@ type state struct {
 	plainCls   *class
 	timelines  []*timeline
 
-	jobs   []job
+	jobs   []job // in rank order once sorted (order[rank] == rank)
 	order  []int32
 	keys   []sortKey
-	heldBy []heldNode // nodes held for a job, by job then node
+	ranked []job // the jobs being put in rank order (scratch)
+	// The last cycle's order, to seed this cycle's sort with (see
+	// seedKeys): the input's ids in input order, and each one's rank.
+	prevIDs  []uint64
+	prevRank []int32
+	slot     []sortKey  // scratch, by previous rank
+	mergeBuf []sortKey  // scratch: the merged keys, then swapped with keys
+	heldBy   []heldNode // nodes held for a job, by job then node
 
 	quotas   map[string]*quota
 	quotaBuf []quota // backing store of quotas; never grows within a cycle
@@ -243,6 +257,11 @@ func (s *state) reset(in *Input, out *Plan) {
 		heldBy:     old.heldBy[:0],
 		order:      old.order,
 		keys:       old.keys,
+		ranked:     old.ranked,
+		prevIDs:    old.prevIDs,
+		prevRank:   old.prevRank,
+		slot:       old.slot,
+		mergeBuf:   old.mergeBuf,
 
 		touched:  old.touched[:0],
 		counts:   old.counts[:0],
@@ -647,6 +666,7 @@ func (s *state) scoreAll() {
 		j := &in.Pending[i]
 		jb := &s.jobs[i]
 		jb.j = j
+		jb.id, jb.class, jb.ownOnly, jb.protFlag = j.ID, j.PriorityClass, j.OwnNodesOnly, j.Protected
 		jb.cls = s.classFor(j)
 		jb.min = max(1, j.NodesMin)
 		jb.max = max(jb.min, j.NodesMax)
@@ -692,35 +712,179 @@ func (s *state) scoreAll() {
 		jb.score = score(&s.weights, f)
 	}
 	// Sort compact keys rather than the jobs: fewer cache misses.
-	keys := grow(s.keys, len(s.jobs))
-	s.keys = keys
-	for i := range s.jobs {
-		keys[i] = sortKey{s.jobs[i].score, s.jobs[i].wait, s.jobs[i].j.ID, int32(i)}
-	}
-	slices.SortFunc(keys, func(a, b sortKey) int {
-		switch {
-		case a.score != b.score:
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		case a.wait != b.wait:
-			if a.wait > b.wait {
-				return -1
-			}
-			return 1
-		case a.id != b.id:
-			if a.id < b.id {
-				return -1
-			}
-			return 1
-		}
-		return int(a.idx - b.idx)
-	})
+	keys, fresh := s.seedKeys()
+	s.sortKeys(keys, fresh)
+	keys = s.keys
+	// The jobs in rank order: every later pass walks them in that order.
+	ranked := grow(s.ranked, len(keys))
 	s.order = grow(s.order, len(keys))
-	for i, k := range keys {
-		s.order[i] = k.idx
+	s.prevRank = grow(s.prevRank, len(keys))
+	for rank, k := range keys {
+		ranked[rank] = s.jobs[k.idx]
+		s.order[rank] = int32(rank)
+		s.prevRank[k.idx] = int32(rank)
 	}
+	s.ranked, s.jobs = s.jobs, ranked
+}
+
+// cmpKeys is the score order: score descending, then the longest wait,
+// then the lowest id (then the input's order, for equal ids). It is a total
+// order, so the sorted keys do not depend on the order they start in.
+func cmpKeys(a, b sortKey) int {
+	switch {
+	case a.score != b.score:
+		if a.score > b.score {
+			return -1
+		}
+		return 1
+	case a.wait != b.wait:
+		if a.wait > b.wait {
+			return -1
+		}
+		return 1
+	case a.id != b.id:
+		if a.id < b.id {
+			return -1
+		}
+		return 1
+	}
+	return int(a.idx - b.idx)
+}
+
+// seedKeys returns the jobs' sort keys in the order the last cycle ranked
+// them (the jobs it did not see after, in input order). Sorting is then
+// mostly confirming an order: between two cycles of a large queue few
+// jobs change places, and pdqsort finishes an already ordered stretch in
+// one pass. The result of the sort is the same from any starting order
+// (cmpKeys is total); the seed only saves comparisons. Jobs are matched
+// to the last cycle's by id, in one merge of the two inputs when both
+// list their ids in increasing order (the vCluster loop's and the
+// replay's do); otherwise the keys start in input order.
+func (s *state) seedKeys() ([]sortKey, int) {
+	jobs := s.jobs
+	keys := grow(s.keys, len(jobs))
+	s.keys = keys
+	prevIDs, prevRank := s.prevIDs, s.prevRank
+	seeded := len(prevIDs) > 0 && len(prevRank) == len(prevIDs)
+	tail := len(jobs)
+	if seeded {
+		// slot[r] is the key of the job the last cycle ranked r (idx -1:
+		// gone); jobs it did not see go to the tail in input order. Both
+		// walks are sequential; only the writes to slot scatter.
+		slot := grow(s.slot, len(prevIDs))
+		s.slot = slot
+		for r := range slot {
+			slot[r].idx = -1
+		}
+		p := 0
+		var last uint64
+		for i := range jobs {
+			jb := &jobs[i]
+			id := jb.id
+			if i > 0 && id <= last {
+				seeded = false // not in increasing id order
+				break
+			}
+			last = id
+			for p < len(prevIDs) && prevIDs[p] < id {
+				p++
+			}
+			k := sortKey{jb.score, jb.wait, id, int32(i)}
+			if p < len(prevIDs) && prevIDs[p] == id {
+				slot[prevRank[p]] = k
+				p++
+				continue
+			}
+			tail--
+			keys[tail] = k // reversed below
+		}
+		if seeded {
+			n := 0
+			for _, k := range slot {
+				if k.idx >= 0 {
+					keys[n] = k
+					n++
+				}
+			}
+			if n != tail {
+				panic("solver: seedKeys lost a job") // unreachable
+			}
+			slices.Reverse(keys[tail:])
+		}
+	}
+	if !seeded {
+		for i := range jobs {
+			keys[i] = sortKey{jobs[i].score, jobs[i].wait, jobs[i].id, int32(i)}
+		}
+	}
+	// This cycle's ids for the next one (ranks are set after the sort).
+	ids := grow(s.prevIDs, len(jobs))
+	for i := range jobs {
+		ids[i] = jobs[i].id
+	}
+	s.prevIDs = ids
+	if !seeded {
+		return keys, len(keys)
+	}
+	return keys, len(keys) - tail
+}
+
+// sortKeys sorts s.keys (keys) in the score order. The last fresh keys
+// are jobs the last cycle did not rank; the others are in its order. When
+// they are nearly in order (each key a few places from its rank, as
+// between two cycles), an insertion sort bounded to a few moves per key
+// finishes them, the fresh ones are sorted apart and merged in: O(n) in
+// all. Otherwise (or when the bound is hit, leaving the keys permuted)
+// every key is sorted with pdqsort. Either way the result is the one
+// total order of cmpKeys.
+func (s *state) sortKeys(keys []sortKey, fresh int) {
+	body := keys[:len(keys)-fresh]
+	if fresh == len(keys) || !insertionSortBounded(body, 8*len(body)) {
+		slices.SortFunc(keys, cmpKeys)
+		return
+	}
+	if fresh == 0 {
+		return
+	}
+	tail := keys[len(body):]
+	slices.SortFunc(tail, cmpKeys)
+	out := grow(s.mergeBuf, len(keys))[:0]
+	i, j := 0, 0
+	for i < len(body) && j < len(tail) {
+		if cmpKeys(tail[j], body[i]) < 0 {
+			out = append(out, tail[j])
+			j++
+		} else {
+			out = append(out, body[i])
+			i++
+		}
+	}
+	out = append(out, body[i:]...)
+	out = append(out, tail[j:]...)
+	s.mergeBuf, s.keys = keys, out
+}
+
+// insertionSortBounded sorts k by cmpKeys with an insertion sort unless
+// that takes more than budget moves; it reports whether it finished (if
+// not, k is a permutation of what it was).
+func insertionSortBounded(k []sortKey, budget int) bool {
+	for i := 1; i < len(k); i++ {
+		if cmpKeys(k[i], k[i-1]) >= 0 {
+			continue
+		}
+		x := k[i]
+		j := i
+		for j > 0 && cmpKeys(x, k[j-1]) < 0 {
+			k[j] = k[j-1]
+			j--
+		}
+		k[j] = x
+		budget -= i - j
+		if budget < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // sortKey is a job's place in the score order.
@@ -818,7 +982,7 @@ func (s *state) decideProtected(head int, pre bool) {
 	s.protRanks = s.protRanks[:0]
 	for rank, ji := range s.order {
 		jb := &s.jobs[ji]
-		if jb.j.Protected && rank != head && !(pre && jb.pre) {
+		if jb.protFlag && rank != head && !(pre && jb.pre) {
 			s.protRanks = append(s.protRanks, rank)
 		}
 	}
@@ -833,9 +997,9 @@ func (s *state) decideProtected(head int, pre bool) {
 				return -1
 			}
 			return 1
-		case ja.j.ID < jb.j.ID:
+		case ja.id < jb.id:
 			return -1
-		case ja.j.ID > jb.j.ID:
+		case ja.id > jb.id:
 			return 1
 		}
 		return 0
@@ -899,7 +1063,7 @@ func (s *state) startHeld() bool {
 	started := false
 	for rank, ji := range s.order {
 		jb := &s.jobs[ji]
-		id := jb.j.ID
+		id := jb.id
 		i, _ := slices.BinarySearchFunc(s.heldBy, id, func(h heldNode, id uint64) int {
 			switch {
 			case h.job < id:
@@ -960,7 +1124,7 @@ func (s *state) headRank() int {
 			continue
 		}
 		if hj != nil {
-			pa, pb := clampClass(jb.j.PriorityClass), clampClass(hj.j.PriorityClass)
+			pa, pb := clampClass(jb.class), clampClass(hj.class)
 			switch {
 			case pa != pb:
 				if pa < pb {
@@ -970,7 +1134,7 @@ func (s *state) headRank() int {
 				if jb.wait < hj.wait {
 					continue
 				}
-			case jb.j.ID > hj.j.ID:
+			case jb.id > hj.id:
 				continue
 			}
 		}
@@ -1013,7 +1177,7 @@ func (s *state) staticReason(jb *job) string {
 func (s *state) explainBase(rank int, jb *job) *Explanation {
 	c := jb.cls
 	ex := &s.out.Explanations[rank]
-	ex.JobID = jb.j.ID
+	ex.JobID = jb.id
 	ex.Position = rank + 1
 	ex.Score = jb.score
 	ex.Factors = jb.f
@@ -1024,7 +1188,7 @@ func (s *state) explainBase(rank int, jb *job) *Explanation {
 		Ownership:  c.outOwnership,
 	}
 	bor, initBorrow := c.usableBorrow(jb.wall), c.initBorrow
-	if jb.j.OwnNodesOnly {
+	if jb.ownOnly {
 		ex.Filtered.Ownership += initBorrow
 		bor, initBorrow = 0, 0
 	}
@@ -1035,7 +1199,7 @@ func (s *state) explainBase(rank int, jb *job) *Explanation {
 // commitJobStart records the start of jb on s.chosen (nBorrow of them
 // borrowed): the plan's Start, the nodes, power headroom and quota room.
 func (s *state) commitJobStart(jb *job, ex *Explanation, nBorrow int) {
-	st := Start{JobID: jb.j.ID, Backfilled: s.waiting, Score: jb.score}
+	st := Start{JobID: jb.id, Backfilled: s.waiting, Score: jb.score}
 	slices.Sort(s.chosen)
 	st.Nodes = s.nameList(s.chosen)
 	if nBorrow > 0 {
