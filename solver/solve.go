@@ -215,6 +215,15 @@ func grow[T any](b []T, n int) []T {
 	return b
 }
 
+// growNoClear returns b with n elements, reusing its array when it can,
+// for a caller that writes every element.
+func growNoClear[T any](b []T, n int) []T {
+	if cap(b) < n || b == nil {
+		return make([]T, n, n+n/8)
+	}
+	return b[:n]
+}
+
 // reset prepares s for a cycle over in, writing its plan to out. Every
 // buffer of an earlier cycle is reused; everything else starts from zero.
 func (s *state) reset(in *Input, out *Plan) {
@@ -637,7 +646,7 @@ func growPools(p []pool, n int) []pool {
 // scoreAll computes every job's factors and score and sorts the queue.
 func (s *state) scoreAll() {
 	in := s.in
-	s.jobs = grow(s.jobs, len(in.Pending))
+	s.jobs = growNoClear(s.jobs, len(in.Pending)) // every job is written whole below
 	s.quotaBuf = grow(s.quotaBuf, len(in.Pending))[:0]
 	// f6: queued node-hours against the node-hours running work still holds.
 	var queued, running float64
@@ -662,12 +671,20 @@ func (s *state) scoreAll() {
 		}
 	}
 
+	var m struct { // the last job's inputs and results (see below)
+		wait   int64
+		length time.Duration
+		f1     float64
+		tenant string
+		q      *quota
+		cls    *class
+		min, k int
+	}
 	for i := range in.Pending {
 		j := &in.Pending[i]
 		jb := &s.jobs[i]
-		jb.j = j
-		jb.id, jb.class, jb.ownOnly, jb.protFlag = j.ID, j.PriorityClass, j.OwnNodesOnly, j.Protected
-		jb.cls = s.classFor(j)
+		*jb = job{j: j, id: j.ID, class: j.PriorityClass, ownOnly: j.OwnNodesOnly, protFlag: j.Protected,
+			cls: s.classFor(j)}
 		jb.min = max(1, j.NodesMin)
 		jb.max = max(jb.min, j.NodesMax)
 		// Starts and reservations are planned with the walltime, the
@@ -696,14 +713,29 @@ func (s *state) scoreAll() {
 		}
 		f := &jb.f
 		f[0] = fPriority(j.PriorityClass)
-		f[1] = fWait(time.Duration(jb.wait), length)
-		jb.q = s.quotaOf(j.Tenant)
-		f[2] = jb.q.fairShare
-		k := jb.cls.freeCap.GroupsNeeded(jb.min)
-		if k < 0 {
-			k = jb.cls.usableCap.GroupsNeeded(jb.min)
+		// Neighbouring jobs (an array's tasks, one user's submissions)
+		// mostly share their wait, length, tenant and shape: the pure
+		// functions below are evaluated again only when an input differs
+		// from the last job's (the same inputs give the same bits).
+		if i == 0 || jb.wait != m.wait || length != m.length {
+			m.wait, m.length = jb.wait, length
+			m.f1 = fWait(time.Duration(jb.wait), length)
 		}
-		f[3] = fTopology(k, s.groupsInSystem)
+		f[1] = m.f1
+		if i == 0 || j.Tenant != m.tenant {
+			m.tenant, m.q = j.Tenant, s.quotaOf(j.Tenant)
+		}
+		jb.q = m.q
+		f[2] = jb.q.fairShare
+		if i == 0 || jb.cls != m.cls || jb.min != m.min {
+			m.cls, m.min = jb.cls, jb.min
+			k := jb.cls.freeCap.GroupsNeeded(jb.min)
+			if k < 0 {
+				k = jb.cls.usableCap.GroupsNeeded(jb.min)
+			}
+			m.k = k
+		}
+		f[3] = fTopology(m.k, s.groupsInSystem)
 		f[4] = fDataReady(j.HotDataFraction)
 		f[5] = backlog
 		f[6] = energy
@@ -716,7 +748,7 @@ func (s *state) scoreAll() {
 	s.sortKeys(keys, fresh)
 	keys = s.keys
 	// The jobs in rank order: every later pass walks them in that order.
-	ranked := grow(s.ranked, len(keys))
+	ranked := growNoClear(s.ranked, len(keys)) // every one is written
 	s.order = grow(s.order, len(keys))
 	s.prevRank = grow(s.prevRank, len(keys))
 	for rank, k := range keys {
@@ -941,7 +973,8 @@ func (s *state) quotaOf(tenant string) *quota {
 // tenant over its share) could be overtaken by newer jobs cycle after
 // cycle and run only when the queue drains.
 func (s *state) plan() {
-	s.out.Explanations = grow(s.out.Explanations, len(s.order))
+	// Not cleared: explainBase writes the whole explanation of every rank.
+	s.out.Explanations = growNoClear(s.out.Explanations, len(s.order))
 	s.buildTimelines()
 	s.depth = s.in.ReservationDepth
 	want := s.depth + 1
@@ -1177,16 +1210,14 @@ func (s *state) staticReason(jb *job) string {
 func (s *state) explainBase(rank int, jb *job) *Explanation {
 	c := jb.cls
 	ex := &s.out.Explanations[rank]
-	ex.JobID = jb.id
-	ex.Position = rank + 1
-	ex.Score = jb.score
-	ex.Factors = jb.f
-	ex.Weights = s.weights
-	ex.Filtered = FilterCounts{
-		Constraint: c.outConstraint,
-		State:      c.outState,
-		Ownership:  c.outOwnership,
-	}
+	// Every field: the explanations are not cleared before the cycle
+	// (each rank is explained exactly once).
+	*ex = Explanation{JobID: jb.id, Position: rank + 1, Score: jb.score, Factors: jb.f, Weights: s.weights,
+		Filtered: FilterCounts{
+			Constraint: c.outConstraint,
+			State:      c.outState,
+			Ownership:  c.outOwnership,
+		}}
 	bor, initBorrow := c.usableBorrow(jb.wall), c.initBorrow
 	if jb.ownOnly {
 		ex.Filtered.Ownership += initBorrow
