@@ -483,13 +483,14 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	reclaims := PlanReclaims(snap, plan, whatIf)
 	preempts := PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
 	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
+	bw := newBorrowers(snap)
 	for i := range reclaims {
 		r := &reclaims[i]
 		r.Version = version
 		for _, n := range r.Reserve {
 			heldBy[n] = r.ForAlloc
 		}
-		msg := fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), borrowersOf(snap, r.Nodes))
+		msg := fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), bw.of(r.Nodes))
 		expl.edit(r.ForAlloc, func(x *Explanation) {
 			if x.Reason == model.ReasonBadConstraints || x.Reason == model.ReasonNodesDrained {
 				// Its nodes exist, lent out (the real input does not show them).
