@@ -202,6 +202,23 @@ type state struct {
 	spareClasses   []*class
 	spareTimelines []*timeline
 
+	// ver counts the changes of the pools and timelines this cycle
+	// (commitStart, commitReservation): a memo below holds while it stays.
+	ver     uint64
+	memoUse struct {
+		cls      *class
+		wall     int64
+		ver      uint64
+		own, bor int
+	}
+	memoEarliest struct {
+		cls *class
+		n   int
+		ver uint64
+		tl  *timeline
+		key int64
+	}
+
 	out *Plan
 }
 
@@ -1218,12 +1235,19 @@ func (s *state) explainBase(rank int, jb *job) *Explanation {
 			State:      c.outState,
 			Ownership:  c.outOwnership,
 		}}
-	bor, initBorrow := c.usableBorrow(jb.wall), c.initBorrow
+	// Neighbouring ranks mostly share a class and a walltime: the counts
+	// are looked up again only when one of them, or the pools (ver), moved.
+	m := &s.memoUse
+	if c != m.cls || jb.wall != m.wall || s.ver != m.ver {
+		m.cls, m.wall, m.ver = c, jb.wall, s.ver
+		m.own, m.bor = c.usableOwn(jb.wall), c.usableBorrow(jb.wall)
+	}
+	bor, initBorrow := m.bor, c.initBorrow
 	if jb.ownOnly {
 		ex.Filtered.Ownership += initBorrow
 		bor, initBorrow = 0, 0
 	}
-	ex.Filtered.Busy = c.ownReady + initBorrow - c.usableOwn(jb.wall) - bor
+	ex.Filtered.Busy = c.ownReady + initBorrow - m.own - bor
 	return ex
 }
 
@@ -1298,7 +1322,12 @@ func (s *state) decide(rank int) {
 	if free >= jb.min {
 		ex.Reason = model.ReasonPriority
 	}
-	tl, key := s.earliest(c, jb.min)
+	me := &s.memoEarliest
+	if c != me.cls || jb.min != me.n || s.ver != me.ver {
+		me.cls, me.n, me.ver = c, jb.min, s.ver
+		me.tl, me.key = s.earliest(c, jb.min)
+	}
+	tl, key := me.tl, me.key
 	if tl == nil {
 		return // its own nodes can never hold it: no reservation
 	}
