@@ -212,6 +212,7 @@ type state struct {
 		own, bor int
 	}
 	memoEarliest struct {
+		at  time.Time // Now + key
 		cls *class
 		n   int
 		ver uint64
@@ -1326,12 +1327,13 @@ func (s *state) decide(rank int) {
 	if c != me.cls || jb.min != me.n || s.ver != me.ver {
 		me.cls, me.n, me.ver = c, jb.min, s.ver
 		me.tl, me.key = s.earliest(c, jb.min)
+		me.at = in.Now.Add(time.Duration(me.key))
 	}
 	tl, key := me.tl, me.key
 	if tl == nil {
 		return // its own nodes can never hold it: no reservation
 	}
-	ex.ExpectedStart = in.Now.Add(time.Duration(key))
+	ex.ExpectedStart = me.at
 	if !s.force && (s.depth == 0 || (s.depth > 0 && s.reserved >= s.depth)) {
 		return
 	}

@@ -246,17 +246,39 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// safe release times), so the head's reservation can no longer be
 	// pushed back by running jobs that outlive their predictions.
 	recs, jobs := b.pendingRecs(s, pred)
+	// One pass over the records for what the cycle asks of all of them:
+	// a wait past the guard, the relative guard's head, whether every one
+	// is placed and whether any has an array limit.
 	guarded := false
-	if guard := s.starvationWait(); pred != nil && guard > 0 {
-		for i := range recs {
-			if e := recs[i].elig; !e.IsZero() && s.Now.Sub(e) > guard {
+	guard := s.starvationWait()
+	checkWait := pred != nil && guard > 0
+	wantHead := pred != nil && s.EasyStarts != nil
+	allPlaced, arrayLimits := true, false
+	var head *pendingRec
+	for i := range recs {
+		r := &recs[i]
+		if checkWait && !guarded {
+			if e := r.elig; !e.IsZero() && s.Now.Sub(e) > guard {
 				guarded = true
-				break
 			}
 		}
+		if wantHead && !r.held && (head == nil || r.before(head)) {
+			head = r
+		}
+		if !r.placed {
+			allPlaced = false
+		}
+		if r.arrayJob != 0 && r.maxConc > 0 {
+			arrayLimits = true
+		}
 	}
-	if !guarded && pred != nil && s.EasyStarts != nil {
-		if head, since := queueHead(recs); s.EasyStarts.starved(s, head, since, s.starvationFactor()) {
+	if !guarded && wantHead {
+		var a *model.Allocation
+		var since time.Time
+		if head != nil {
+			a, since = head.a, head.since()
+		}
+		if s.EasyStarts.starved(s, a, since, s.starvationFactor()) {
 			guarded = true
 		}
 	}
@@ -410,31 +432,21 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// Array concurrency: count active tasks per array, when a pending
 	// allocation has a limit to check.
 	var activeTasks map[uint64]int
-	for i := range recs {
-		if recs[i].arrayJob != 0 && recs[i].maxConc > 0 {
-			if b.activeTasks == nil {
-				b.activeTasks = make(map[uint64]int)
+	if arrayLimits {
+		if b.activeTasks == nil {
+			b.activeTasks = make(map[uint64]int)
+		}
+		activeTasks = b.activeTasks
+		clear(activeTasks)
+		for _, a := range s.Allocations {
+			if a.ArrayJobID != 0 && a.State.Active() {
+				activeTasks[a.ArrayJobID]++
 			}
-			activeTasks = b.activeTasks
-			clear(activeTasks)
-			for _, a := range s.Allocations {
-				if a.ArrayJobID != 0 && a.State.Active() {
-					activeTasks[a.ArrayJobID]++
-				}
-			}
-			break
 		}
 	}
 	// Every record placed (the common case): the input's Pending is the
 	// jobs as they are, their per-cycle fields (Hold, Protected) written
 	// below; else the placed ones are copied.
-	allPlaced := true
-	for i := range recs {
-		if !recs[i].placed {
-			allPlaced = false
-			break
-		}
-	}
 	if allPlaced {
 		in.Pending = jobs
 	} else {
@@ -787,6 +799,19 @@ type pendingRec struct {
 	submit   time.Time
 }
 
+// before reports whether r (not held) replaces head as the head of the
+// queue for the relative starvation guard, the records walked in order: the
+// highest priority class, then the longest waiting, then the lowest id.
+func (r *pendingRec) before(head *pendingRec) bool {
+	switch {
+	case r.class != head.class:
+		return r.class > head.class
+	case !r.since().Equal(head.since()):
+		return !r.since().After(head.since())
+	}
+	return r.id <= head.id
+}
+
 // since is what the relative guard's head waits from: eligible(a).
 func (r *pendingRec) since() time.Time {
 	if !r.elig.IsZero() {
@@ -912,36 +937,4 @@ func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) ([]pendingRec,
 	b.recs, b.jobs = recs[:w], jobs[:w]
 	b.recsOwnOnly, b.recsPred = ownOnly, pred
 	return b.recs, b.jobs
-}
-
-// queueHead is the head of the queue for the relative starvation guard: of
-// the pending allocations not held, the highest priority class, then the
-// longest waiting, then the lowest id; nil when every one is held.
-func queueHead(recs []pendingRec) (*model.Allocation, time.Time) {
-	var head *pendingRec
-	for i := range recs {
-		r := &recs[i]
-		if r.held {
-			continue
-		}
-		if head != nil {
-			switch {
-			case r.class != head.class:
-				if r.class < head.class {
-					continue
-				}
-			case !r.since().Equal(head.since()):
-				if r.since().After(head.since()) {
-					continue
-				}
-			case r.id > head.id:
-				continue
-			}
-		}
-		head = r
-	}
-	if head == nil {
-		return nil, time.Time{}
-	}
-	return head.a, head.since()
 }
