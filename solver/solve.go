@@ -88,7 +88,8 @@ type job struct {
 	id       uint64
 	class    int // PriorityClass
 	ownOnly  bool
-	protFlag bool // j.Protected
+	protFlag bool  // j.Protected
+	in       int32 // index in Input.Pending
 	min, max int
 	wall     int64 // walltime in ns, > 0
 	wait     int64 // ns since eligible (ties in the order: longest first)
@@ -145,15 +146,16 @@ type state struct {
 	plainCls   *class
 	timelines  []*timeline
 
-	jobs   []job // in rank order once sorted (order[rank] == rank)
-	order  []int32
-	keys   []sortKey
-	ranked []job // the jobs being put in rank order (scratch)
+	jobs  []job // in the last cycle's rank order (placeJobs); order[rank] indexes it
+	order []int32
+	keys  []sortKey
+	pos   []int32  // by input index: the job's place in jobs (see placeJobs)
+	ids   []uint64 // this cycle's ids, in input order (the next prevIDs)
 	// The last cycle's order, to seed this cycle's sort with (see
 	// seedKeys): the input's ids in input order, and each one's rank.
 	prevIDs  []uint64
 	prevRank []int32
-	slot     []sortKey  // scratch, by previous rank
+	slot     []int32    // scratch, by previous rank: the input index, or -1
 	mergeBuf []sortKey  // scratch: the merged keys, then swapped with keys
 	heldBy   []heldNode // nodes held for a job, by job then node
 
@@ -284,7 +286,8 @@ func (s *state) reset(in *Input, out *Plan) {
 		heldBy:     old.heldBy[:0],
 		order:      old.order,
 		keys:       old.keys,
-		ranked:     old.ranked,
+		pos:        old.pos,
+		ids:        old.ids,
 		prevIDs:    old.prevIDs,
 		prevRank:   old.prevRank,
 		slot:       old.slot,
@@ -667,11 +670,8 @@ func (s *state) scoreAll() {
 	s.jobs = growNoClear(s.jobs, len(in.Pending)) // every job is written whole below
 	s.quotaBuf = grow(s.quotaBuf, len(in.Pending))[:0]
 	// f6: queued node-hours against the node-hours running work still holds.
-	var queued, running float64
-	for i := range in.Pending {
-		j := &in.Pending[i]
-		queued += float64(max(1, j.NodesMin)) * jobLength(j).Hours()
-	}
+	queued, fresh := s.placeJobs()
+	var running float64
 	for _, r := range in.Running {
 		if rem := r.End.Sub(in.Now); rem > 0 && r.Nodes > 0 {
 			running += float64(r.Nodes) * rem.Hours()
@@ -690,19 +690,22 @@ func (s *state) scoreAll() {
 	}
 
 	var m struct { // the last job's inputs and results (see below)
+		elig   time.Time
+		waitNs int64
+		f3, f8 float64
 		wait   int64
 		length time.Duration
 		f1     float64
 		tenant string
 		q      *quota
 		cls    *class
-		min, k int
+		min    int
 	}
 	for i := range in.Pending {
 		j := &in.Pending[i]
-		jb := &s.jobs[i]
+		jb := &s.jobs[s.pos[i]]
 		*jb = job{j: j, id: j.ID, class: j.PriorityClass, ownOnly: j.OwnNodesOnly, protFlag: j.Protected,
-			cls: s.classFor(j)}
+			in: int32(i), cls: s.classFor(j)}
 		jb.min = max(1, j.NodesMin)
 		jb.max = max(jb.min, j.NodesMax)
 		// Starts and reservations are planned with the walltime, the
@@ -722,7 +725,10 @@ func (s *state) scoreAll() {
 			elig = j.SubmitTime
 		}
 		if !elig.IsZero() {
-			jb.wait = int64(in.Now.Sub(elig))
+			if i == 0 || elig != m.elig { // an array's tasks share it
+				m.elig, m.waitNs = elig, int64(in.Now.Sub(elig))
+			}
+			jb.wait = m.waitNs
 		}
 		jb.hold = j.Hold
 		if shift != nil && jb.hold == "" && shift.Shift.Flexible(j.PriorityClass, j.Checkpoint) &&
@@ -751,30 +757,35 @@ func (s *state) scoreAll() {
 			if k < 0 {
 				k = jb.cls.usableCap.GroupsNeeded(jb.min)
 			}
-			m.k = k
+			m.f3, m.f8 = fTopology(k, s.groupsInSystem), fConformance(jb.cls.largestConf, jb.min)
 		}
-		f[3] = fTopology(m.k, s.groupsInSystem)
+		f[3] = m.f3
 		f[4] = fDataReady(j.HotDataFraction)
 		f[5] = backlog
 		f[6] = energy
 		f[7] = fCheckpoint(j.Checkpoint, j.CheckpointMinutes)
-		f[8] = fConformance(jb.cls.largestConf, jb.min)
+		f[8] = m.f8
 		jb.score = score(&s.weights, f)
 	}
-	// Sort compact keys rather than the jobs: fewer cache misses.
-	keys, fresh := s.seedKeys()
+	// Sort compact keys rather than the jobs: fewer cache misses. The
+	// jobs are in the last cycle's order (placeJobs), so the keys start
+	// nearly sorted, and the passes that follow walk the jobs nearly in
+	// order.
+	keys := grow(s.keys, len(s.jobs))
+	s.keys = keys
+	for k := range s.jobs {
+		jb := &s.jobs[k]
+		keys[k] = sortKey{jb.score, jb.wait, jb.id, jb.in, int32(k)}
+	}
 	s.sortKeys(keys, fresh)
 	keys = s.keys
-	// The jobs in rank order: every later pass walks them in that order.
-	ranked := growNoClear(s.ranked, len(keys)) // every one is written
 	s.order = grow(s.order, len(keys))
 	s.prevRank = grow(s.prevRank, len(keys))
 	for rank, k := range keys {
-		ranked[rank] = s.jobs[k.idx]
-		s.order[rank] = int32(rank)
+		s.order[rank] = k.at
 		s.prevRank[k.idx] = int32(rank)
 	}
-	s.ranked, s.jobs = s.jobs, ranked
+	s.prevIDs, s.ids = s.ids, s.prevIDs
 }
 
 // cmpKeys is the score order: score descending, then the longest wait,
@@ -801,82 +812,76 @@ func cmpKeys(a, b sortKey) int {
 	return int(a.idx - b.idx)
 }
 
-// seedKeys returns the jobs' sort keys in the order the last cycle ranked
-// them (the jobs it did not see after, in input order). Sorting is then
-// mostly confirming an order: between two cycles of a large queue few
-// jobs change places, and pdqsort finishes an already ordered stretch in
-// one pass. The result of the sort is the same from any starting order
-// (cmpKeys is total); the seed only saves comparisons. Jobs are matched
-// to the last cycle's by id, in one merge of the two inputs when both
-// list their ids in increasing order (the vCluster loop's and the
-// replay's do); otherwise the keys start in input order.
-func (s *state) seedKeys() ([]sortKey, int) {
-	jobs := s.jobs
-	keys := grow(s.keys, len(jobs))
-	s.keys = keys
+// placeJobs decides where each pending job goes in s.jobs (s.pos, by
+// input index) and returns the queued node-hours (f6) and how many jobs
+// the last cycle did not rank. The jobs the last cycle ranked go in its
+// order, the others after them in input order; so the sort keys start
+// nearly sorted (between two cycles each job moves a few places) and the
+// passes over the ranked jobs read memory nearly in order. Jobs are
+// matched to the last cycle's by id, in one merge of the two inputs when
+// both list their ids in increasing order (the vCluster loop's and the
+// replay's do); otherwise they stay in input order. Where a job is kept
+// changes nothing but speed: the score order (cmpKeys) is total.
+func (s *state) placeJobs() (queued float64, fresh int) {
+	pending := s.in.Pending
+	n := len(pending)
+	pos := growNoClear(s.pos, n)
+	s.pos = pos
+	ids := growNoClear(s.ids, n)
+	s.ids = ids
 	prevIDs, prevRank := s.prevIDs, s.prevRank
 	seeded := len(prevIDs) > 0 && len(prevRank) == len(prevIDs)
-	tail := len(jobs)
+	var slot []int32
 	if seeded {
-		// slot[r] is the key of the job the last cycle ranked r (idx -1:
-		// gone); jobs it did not see go to the tail in input order. Both
-		// walks are sequential; only the writes to slot scatter.
-		slot := grow(s.slot, len(prevIDs))
+		slot = grow(s.slot, len(prevIDs))
 		s.slot = slot
 		for r := range slot {
-			slot[r].idx = -1
+			slot[r] = -1
 		}
-		p := 0
-		var last uint64
-		for i := range jobs {
-			jb := &jobs[i]
-			id := jb.id
-			if i > 0 && id <= last {
-				seeded = false // not in increasing id order
-				break
-			}
-			last = id
-			for p < len(prevIDs) && prevIDs[p] < id {
-				p++
-			}
-			k := sortKey{jb.score, jb.wait, id, int32(i)}
-			if p < len(prevIDs) && prevIDs[p] == id {
-				slot[prevRank[p]] = k
-				p++
-				continue
-			}
-			tail--
-			keys[tail] = k // reversed below
+	}
+	p := 0
+	for i := range pending {
+		j := &pending[i]
+		queued += float64(max(1, j.NodesMin)) * jobLength(j).Hours()
+		id := j.ID
+		ids[i] = id
+		pos[i] = -1
+		if !seeded {
+			continue
 		}
-		if seeded {
-			n := 0
-			for _, k := range slot {
-				if k.idx >= 0 {
-					keys[n] = k
-					n++
-				}
-			}
-			if n != tail {
-				panic("solver: seedKeys lost a job") // unreachable
-			}
-			slices.Reverse(keys[tail:])
+		if i > 0 && id <= ids[i-1] {
+			seeded = false // not in increasing id order
+			continue
+		}
+		for p < len(prevIDs) && prevIDs[p] < id {
+			p++
+		}
+		if p < len(prevIDs) && prevIDs[p] == id {
+			slot[prevRank[p]] = int32(i)
+			p++
 		}
 	}
 	if !seeded {
-		for i := range jobs {
-			keys[i] = sortKey{jobs[i].score, jobs[i].wait, jobs[i].id, int32(i)}
+		for i := range pos {
+			pos[i] = int32(i)
+		}
+		return queued, n
+	}
+	k := int32(0)
+	for _, i := range slot {
+		if i >= 0 {
+			pos[i] = k
+			k++
 		}
 	}
-	// This cycle's ids for the next one (ranks are set after the sort).
-	ids := grow(s.prevIDs, len(jobs))
-	for i := range jobs {
-		ids[i] = jobs[i].id
+	ranked := int(k)
+	for i := range pos {
+		if pos[i] < 0 {
+			pos[i] = k
+			k++
+		}
 	}
-	s.prevIDs = ids
-	if !seeded {
-		return keys, len(keys)
-	}
-	return keys, len(keys) - tail
+	return queued, n - ranked
 }
 
 // sortKeys sorts s.keys (keys) in the score order. The last fresh keys
@@ -942,7 +947,8 @@ type sortKey struct {
 	score float64
 	wait  int64
 	id    uint64
-	idx   int32
+	idx   int32 // index in Input.Pending (the last tie-break)
+	at    int32 // index in state.jobs
 }
 
 // jobWall is a job's walltime; a missing one counts as the longest allowed.

@@ -573,12 +573,27 @@ func (b *Builder) charge(s *Snapshot, a *model.Allocation, nodes int) float64 {
 		return 0
 	}
 	u := float64(nodes) * s.Now.Sub(a.StartTime).Seconds()
-	i, ok := b.tenantIdx[a.Tenant]
+	i, ok := b.tenantIndex(a.Tenant)
 	if !ok {
 		return u
 	}
 	b.runUsage[i] += u
 	return 0
+}
+
+// tenantIndex is tenantIdx[name]: with a handful of tenants (a site's
+// usual few), comparing the names is cheaper than hashing one.
+func (b *Builder) tenantIndex(name string) (int32, bool) {
+	if len(b.idxNames) <= 8 {
+		for i, n := range b.idxNames {
+			if n == name {
+				return int32(i), true
+			}
+		}
+		return 0, false
+	}
+	i, ok := b.tenantIdx[name]
+	return i, ok
 }
 
 // homeLending is what a borrower needs to know of one home vCluster in a
