@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/solver"
 )
 
 // TestImmutableBuilderInPlace pins the in-place update of the Builder's
@@ -154,6 +155,29 @@ func TestBorrowersMatchesScan(t *testing.T) {
 			}
 			if got, want := bw.of(list), borrowersScan(s, list); got != want {
 				t.Fatalf("seed %d list %d %v: got %q, want %q", seed, k, list, got, want)
+			}
+		}
+	}
+}
+
+// TestWaitingCountsFlagsMatchWaiting: the cycle's one pass over the
+// explanations says a job is blocked (for preemption, and for reclaim)
+// exactly when waiting finds one, so skipping PlanReclaims and
+// PlanPreemptions on its word skips only calls that would find nothing.
+func TestWaitingCountsFlagsMatchWaiting(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	for seed := range 60 {
+		s := randomSnapshot(r)
+		in := BuildInput(s)
+		p := solver.Solve(&in)
+		for _, h := range []time.Duration{-time.Hour, 0, time.Minute, time.Hour, 1000 * time.Hour} {
+			horizon := s.Now.Add(h)
+			_, blocked, blockedLent := waitingCounts(p.Explanations, horizon)
+			if want := len(waiting(p, horizon, false)) > 0; blocked != want {
+				t.Fatalf("seed %d horizon %v: blocked %v, waiting finds %v", seed, h, blocked, want)
+			}
+			if want := len(waiting(p, horizon, true)) > 0; blockedLent != want {
+				t.Fatalf("seed %d horizon %v: blockedLent %v, waiting finds %v", seed, h, blockedLent, want)
 			}
 		}
 	}

@@ -459,7 +459,13 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if sv != nil {
 		sv.set = expl // the explanations read the solver's memory
 	}
-	stats.Waiting = waitingCounts(plan.Explanations)
+	// One pass over the explanations: the counts by reason, and whether any
+	// job waits in a way reclaim (blockedLent) or preemption (blocked) could
+	// help — without one, PlanReclaims and PlanPreemptions find nothing to do
+	// and are not called (each would walk every explanation to find so).
+	horizon := snap.Now.Add(snap.VCluster.Horizon())
+	var blocked, blockedLent bool
+	stats.Waiting, blocked, blockedLent = waitingCounts(plan.Explanations, horizon)
 	for _, st := range plan.Starts {
 		stats.StartScores = append(stats.StartScores, st.Score)
 	}
@@ -480,8 +486,14 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if whatIf == nil {
 		whatIf = solver.Solve // what-if plans must not share the real plan's memory
 	}
-	reclaims := PlanReclaims(snap, plan, whatIf)
-	preempts := PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
+	var reclaims []ReclaimProposal
+	if blockedLent {
+		reclaims = PlanReclaims(snap, plan, whatIf)
+	}
+	var preempts []PreemptProposal
+	if blocked {
+		preempts = PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
+	}
 	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
 	bw := newBorrowers(snap)
 	for i := range reclaims {
@@ -644,7 +656,7 @@ func (l *Loop) refused(kind string, outcomes []Outcome, expl *explanationSet) in
 // waitingCounts counts the jobs a plan leaves waiting, by pending reason; nil
 // when none waits. Reasons are few: a short list beats hashing 100,000
 // strings.
-func waitingCounts(plan []solver.Explanation) map[string]int {
+func waitingCounts(plan []solver.Explanation, horizon time.Time) (_ map[string]int, blocked, blockedLent bool) {
 	type count struct {
 		reason string
 		n      int
@@ -656,6 +668,12 @@ next:
 		if r == "" {
 			continue
 		}
+		if !blockedLent && blockedBy(&plan[i], horizon, true) {
+			blockedLent = true
+		}
+		if !blocked && blockedBy(&plan[i], horizon, false) {
+			blocked = true
+		}
 		for k := range counts {
 			if counts[k].reason == r {
 				counts[k].n++
@@ -665,13 +683,13 @@ next:
 		counts = append(counts, count{r, 1})
 	}
 	if len(counts) == 0 {
-		return nil
+		return nil, blocked, blockedLent
 	}
 	out := make(map[string]int, len(counts))
 	for _, c := range counts {
 		out[c.reason] = c.n
 	}
-	return out
+	return out, blocked, blockedLent
 }
 
 // conflict returns the job a reclaim holds one of nodes for, or 0.

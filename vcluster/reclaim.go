@@ -96,22 +96,26 @@ func PlanReclaims(snap *Snapshot, real *solver.Plan, plan Planner) []ReclaimProp
 // lift), not for a hold, a quota, power or a dependency.
 func waiting(p *solver.Plan, horizon time.Time, lent bool) map[uint64]bool {
 	out := map[uint64]bool{}
-	for _, ex := range p.Explanations {
-		switch ex.Reason {
-		case model.ReasonResources, model.ReasonPriority:
-		case model.ReasonBadConstraints, model.ReasonNodesDrained:
-			if !lent {
-				continue
-			}
-		default:
-			continue
+	for i := range p.Explanations {
+		if ex := &p.Explanations[i]; blockedBy(ex, horizon, lent) {
+			out[ex.JobID] = true
 		}
-		if !ex.ExpectedStart.IsZero() && !ex.ExpectedStart.After(horizon) {
-			continue
-		}
-		out[ex.JobID] = true
 	}
 	return out
+}
+
+// blockedBy is waiting's test of one explanation.
+func blockedBy(ex *solver.Explanation, horizon time.Time, lent bool) bool {
+	switch ex.Reason {
+	case model.ReasonResources, model.ReasonPriority:
+	case model.ReasonBadConstraints, model.ReasonNodesDrained:
+		if !lent {
+			return false
+		}
+	default:
+		return false
+	}
+	return ex.ExpectedStart.IsZero() || ex.ExpectedStart.After(horizon)
 }
 
 // heldFor lists the allocations some node is held for now.
