@@ -655,32 +655,38 @@ func (l *Loop) refused(kind string, outcomes []Outcome, expl *explanationSet) in
 
 // waitingCounts counts the jobs a plan leaves waiting, by pending reason; nil
 // when none waits. Reasons are few: a short list beats hashing 100,000
-// strings.
+// strings. It also reports whether some job is blocked by horizon for
+// preemption (waiting(plan, horizon, false) would not be empty) and for
+// reclaim (waiting(plan, horizon, true)).
 func waitingCounts(plan []solver.Explanation, horizon time.Time) (_ map[string]int, blocked, blockedLent bool) {
 	type count struct {
 		reason string
 		n      int
+		// What a job waiting for it may be blocked for (blockedBy): own
+		// (preemption, and reclaim too), lent (reclaim only), or neither.
+		own, lent bool
 	}
 	var counts []count
-next:
 	for i := range plan {
-		r := plan[i].Reason
+		ex := &plan[i]
+		r := ex.Reason
 		if r == "" {
 			continue
 		}
-		if !blockedLent && blockedBy(&plan[i], horizon, true) {
-			blockedLent = true
+		k := 0
+		for k < len(counts) && counts[k].reason != r {
+			k++
 		}
-		if !blocked && blockedBy(&plan[i], horizon, false) {
-			blocked = true
+		if k == len(counts) {
+			counts = append(counts, count{reason: r, own: blockedBy(&solver.Explanation{Reason: r}, horizon, false),
+				lent: blockedBy(&solver.Explanation{Reason: r}, horizon, true)})
 		}
-		for k := range counts {
-			if counts[k].reason == r {
-				counts[k].n++
-				continue next
-			}
+		c := &counts[k]
+		c.n++
+		if (c.own && !blocked || c.lent && !blockedLent) && (ex.ExpectedStart.IsZero() || ex.ExpectedStart.After(horizon)) {
+			blocked = blocked || c.own
+			blockedLent = blockedLent || c.lent
 		}
-		counts = append(counts, count{r, 1})
 	}
 	if len(counts) == 0 {
 		return nil, blocked, blockedLent
