@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/latticehpc/lattice/model"
 )
 
 // TestSortKeysMatchesPdqsort pins the seeded sort (sortKeys: a bounded
@@ -127,6 +129,64 @@ func TestSolverAcrossCyclesMatchesSolve(t *testing.T) {
 				next.Tenants[name] = tn
 			}
 			in = next
+		}
+	}
+}
+
+// TestFactorsOfEveryJobAsComputedAlone: the scoring loop evaluates f2 and
+// the tenant's f3 again only when a job's inputs differ from the previous
+// job's. Every explanation's f1, f2 and f3 must still be what the factor
+// functions give for that job alone, over queues with runs of jobs that
+// share their wait, length and tenant (an array's tasks) and ones that do
+// not. (A factor that comes to depend on more of the job must be added to
+// the memo's key in scoreAll.)
+func TestFactorsOfEveryJobAsComputedAlone(t *testing.T) {
+	for seed := int64(1); seed <= 60; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		in := genInput(randomCfg(seed))
+		// Runs of neighbours sharing everything f2 and f3 read.
+		for i := 1; i < len(in.Pending); i++ {
+			p, j := &in.Pending[i-1], &in.Pending[i]
+			if r.Intn(2) == 0 { // each shared or not, independently
+				j.SubmitTime, j.EligibleTime = p.SubmitTime, p.EligibleTime
+			}
+			if r.Intn(2) == 0 {
+				j.Walltime, j.Predicted = p.Walltime, p.Predicted
+			}
+			if r.Intn(2) == 0 {
+				j.Tenant = p.Tenant
+			}
+		}
+		fifo := in.Algorithm == model.AlgorithmFIFO || in.Algorithm == "" && model.AlgorithmFor(in.Type) == model.AlgorithmFIFO
+		jobs := map[uint64]*Job{}
+		for i := range in.Pending {
+			jobs[in.Pending[i].ID] = &in.Pending[i]
+		}
+		var sv Solver
+		for range 2 { // a fresh Solver, then a reused one
+			p := sv.Solve(in)
+			for _, ex := range p.Explanations {
+				j := jobs[ex.JobID]
+				elig := j.EligibleTime
+				if elig.IsZero() {
+					elig = j.SubmitTime
+				}
+				var wait time.Duration
+				if !elig.IsZero() {
+					wait = in.Now.Sub(elig)
+				}
+				length := jobLength(j)
+				if fifo {
+					length = -1
+				}
+				f3 := NeutralFairShare
+				if tn, ok := in.Tenants[j.Tenant]; ok {
+					f3 = fFairShare(tn.FairShareTarget, tn.UsageShare)
+				}
+				if want := [3]float64{fPriority(j.PriorityClass), fWait(wait, length), f3}; [3]float64(ex.Factors[:3]) != want {
+					t.Fatalf("seed %d job %d: factors f1–f3 %v, computed alone %v", seed, j.ID, ex.Factors[:3], want)
+				}
+			}
 		}
 	}
 }
