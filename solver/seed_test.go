@@ -190,3 +190,41 @@ func TestFactorsOfEveryJobAsComputedAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestMemosDecideAsWithout: the plans made with the memos of neighbouring
+// jobs' and ranks' results (f2, f3, f4, f9, the wait; a class's usable
+// counts and earliest start while no start or reservation changed the
+// pools) equal, bit for bit, the plans made computing every one afresh —
+// one cycle and cycle after cycle, over inputs of every shape and queues
+// with runs of neighbours that share their class, size and walltime.
+func TestMemosDecideAsWithout(t *testing.T) {
+	defer func() { memoOff = false }()
+	for seed := int64(1); seed <= 150; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		cfg := randomCfg(seed)
+		if seed%3 == 0 {
+			cfg = replayScaleCfg(10+int(seed), []int{1, model.ReservationsAll}[seed%2])
+		}
+		in := genInput(cfg)
+		for i := 1; i < len(in.Pending); i++ {
+			if r.Intn(2) == 0 { // an array's task: its predecessor's shape
+				p, j := &in.Pending[i-1], &in.Pending[i]
+				j.NodesMin, j.NodesMax, j.Walltime, j.Constraints, j.GPUType, j.GPUsPerNode = p.NodesMin, p.NodesMax, p.Walltime, p.Constraints, p.GPUType, p.GPUsPerNode
+				j.SubmitTime, j.EligibleTime = p.SubmitTime, p.EligibleTime
+			}
+		}
+		var with, without Solver
+		for step := range 3 {
+			memoOff = false
+			got := planText(with.Solve(in))
+			memoOff = true
+			want := planText(without.Solve(in))
+			memoOff = false
+			if got != want {
+				t.Fatalf("seed %d step %d: with the memos\n got %s\nwant %s", seed, step, got, want)
+			}
+			in = cloneInput(in)
+			in.Now = in.Now.Add(time.Duration(r.Intn(3600)) * time.Second)
+		}
+	}
+}

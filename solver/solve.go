@@ -235,6 +235,11 @@ func grow[T any](b []T, n int) []T {
 	return b
 }
 
+// memoOff turns off the memos of neighbouring jobs' and ranks' results
+// (scoreAll, explainBase, decide): the tests compare plans made with and
+// without them.
+var memoOff bool
+
 // growNoClear returns b with n elements, reusing its array when it can,
 // for a caller that writes every element.
 func growNoClear[T any](b []T, n int) []T {
@@ -725,7 +730,7 @@ func (s *state) scoreAll() {
 			elig = j.SubmitTime
 		}
 		if !elig.IsZero() {
-			if i == 0 || elig != m.elig { // an array's tasks share it
+			if i == 0 || memoOff || elig != m.elig { // an array's tasks share it
 				m.elig, m.waitNs = elig, int64(in.Now.Sub(elig))
 			}
 			jb.wait = m.waitNs
@@ -741,17 +746,17 @@ func (s *state) scoreAll() {
 		// mostly share their wait, length, tenant and shape: the pure
 		// functions below are evaluated again only when an input differs
 		// from the last job's (the same inputs give the same bits).
-		if i == 0 || jb.wait != m.wait || length != m.length {
+		if i == 0 || memoOff || jb.wait != m.wait || length != m.length {
 			m.wait, m.length = jb.wait, length
 			m.f1 = fWait(time.Duration(jb.wait), length)
 		}
 		f[1] = m.f1
-		if i == 0 || j.Tenant != m.tenant {
+		if i == 0 || memoOff || j.Tenant != m.tenant {
 			m.tenant, m.q = j.Tenant, s.quotaOf(j.Tenant)
 		}
 		jb.q = m.q
 		f[2] = jb.q.fairShare
-		if i == 0 || jb.cls != m.cls || jb.min != m.min {
+		if i == 0 || memoOff || jb.cls != m.cls || jb.min != m.min {
 			m.cls, m.min = jb.cls, jb.min
 			k := jb.cls.freeCap.GroupsNeeded(jb.min)
 			if k < 0 {
@@ -1245,7 +1250,7 @@ func (s *state) explainBase(rank int, jb *job) *Explanation {
 	// Neighbouring ranks mostly share a class and a walltime: the counts
 	// are looked up again only when one of them, or the pools (ver), moved.
 	m := &s.memoUse
-	if c != m.cls || jb.wall != m.wall || s.ver != m.ver {
+	if memoOff || c != m.cls || jb.wall != m.wall || s.ver != m.ver {
 		m.cls, m.wall, m.ver = c, jb.wall, s.ver
 		m.own, m.bor = c.usableOwn(jb.wall), c.usableBorrow(jb.wall)
 	}
@@ -1330,7 +1335,7 @@ func (s *state) decide(rank int) {
 		ex.Reason = model.ReasonPriority
 	}
 	me := &s.memoEarliest
-	if c != me.cls || jb.min != me.n || s.ver != me.ver {
+	if memoOff || c != me.cls || jb.min != me.n || s.ver != me.ver {
 		me.cls, me.n, me.ver = c, jb.min, s.ver
 		me.tl, me.key = s.earliest(c, jb.min)
 		me.at = in.Now.Add(time.Duration(me.key))
