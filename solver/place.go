@@ -26,7 +26,7 @@ const (
 func (s *state) tryStart(jb *job, q *quota) (startResult, int) {
 	c, e := jb.cls, jb.wall
 	ownU := c.usableOwn(e)
-	borrow := !jb.j.OwnNodesOnly
+	borrow := !jb.ownOnly
 	borU := 0
 	if borrow {
 		borU = c.usableBorrow(e)
@@ -306,6 +306,7 @@ func (s *state) takeFromCell(c *class, borrow bool, ci, k int, e int64) {
 
 // commitStart records that the nodes xs run a job for e from now on.
 func (s *state) commitStart(xs []int32, e int64) {
+	s.ver++
 	for _, c := range s.classes {
 		taken := s.resTaken[:0] // reservation starts of the holes taken
 		for _, x := range xs {
@@ -618,6 +619,7 @@ func (s *state) pickFromLevel(list []int32, r int) {
 
 // commitReservation records that nodes xs are reserved from start to end.
 func (s *state) commitReservation(xs []int32, start, end int64) {
+	s.ver++
 	// Nodes free now with no reservation become holes: usable now only by
 	// jobs that end by start.
 	s.tmp = s.tmp[:0]

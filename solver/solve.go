@@ -80,8 +80,16 @@ func (sv *Solver) Solve(in *Input) *Plan {
 
 // job is the solver's view of one pending job.
 type job struct {
-	j        *Job
-	cls      *class
+	j   *Job
+	cls *class
+	// Copied from j, read on every pass over the queue: the passes then
+	// touch only the job array (in rank order after the sort), not the
+	// input's larger Jobs.
+	id       uint64
+	class    int // PriorityClass
+	ownOnly  bool
+	protFlag bool  // j.Protected
+	in       int32 // index in Input.Pending
 	min, max int
 	wall     int64 // walltime in ns, > 0
 	wait     int64 // ns since eligible (ties in the order: longest first)
@@ -138,10 +146,18 @@ type state struct {
 	plainCls   *class
 	timelines  []*timeline
 
-	jobs   []job
-	order  []int32
-	keys   []sortKey
-	heldBy []heldNode // nodes held for a job, by job then node
+	jobs  []job // in the last cycle's rank order (placeJobs); order[rank] indexes it
+	order []int32
+	keys  []sortKey
+	pos   []int32  // by input index: the job's place in jobs (see placeJobs)
+	ids   []uint64 // this cycle's ids, in input order (the next prevIDs)
+	// The last cycle's order, to seed this cycle's sort with (see
+	// seedKeys): the input's ids in input order, and each one's rank.
+	prevIDs  []uint64
+	prevRank []int32
+	slot     []int32    // scratch, by previous rank: the input index, or -1
+	mergeBuf []sortKey  // scratch: the merged keys, then swapped with keys
+	heldBy   []heldNode // nodes held for a job, by job then node
 
 	quotas   map[string]*quota
 	quotaBuf []quota // backing store of quotas; never grows within a cycle
@@ -188,6 +204,24 @@ type state struct {
 	spareClasses   []*class
 	spareTimelines []*timeline
 
+	// ver counts the changes of the pools and timelines this cycle
+	// (commitStart, commitReservation): a memo below holds while it stays.
+	ver     uint64
+	memoUse struct {
+		cls      *class
+		wall     int64
+		ver      uint64
+		own, bor int
+	}
+	memoEarliest struct {
+		at  time.Time // Now + key
+		cls *class
+		n   int
+		ver uint64
+		tl  *timeline
+		key int64
+	}
+
 	out *Plan
 }
 
@@ -199,6 +233,20 @@ func grow[T any](b []T, n int) []T {
 	b = b[:n]
 	clear(b)
 	return b
+}
+
+// memoOff turns off the memos of neighbouring jobs' and ranks' results
+// (scoreAll, explainBase, decide): the tests compare plans made with and
+// without them.
+var memoOff bool
+
+// growNoClear returns b with n elements, reusing its array when it can,
+// for a caller that writes every element.
+func growNoClear[T any](b []T, n int) []T {
+	if cap(b) < n || b == nil {
+		return make([]T, n, n+n/8)
+	}
+	return b[:n]
 }
 
 // reset prepares s for a cycle over in, writing its plan to out. Every
@@ -243,6 +291,12 @@ func (s *state) reset(in *Input, out *Plan) {
 		heldBy:     old.heldBy[:0],
 		order:      old.order,
 		keys:       old.keys,
+		pos:        old.pos,
+		ids:        old.ids,
+		prevIDs:    old.prevIDs,
+		prevRank:   old.prevRank,
+		slot:       old.slot,
+		mergeBuf:   old.mergeBuf,
 
 		touched:  old.touched[:0],
 		counts:   old.counts[:0],
@@ -618,14 +672,11 @@ func growPools(p []pool, n int) []pool {
 // scoreAll computes every job's factors and score and sorts the queue.
 func (s *state) scoreAll() {
 	in := s.in
-	s.jobs = grow(s.jobs, len(in.Pending))
+	s.jobs = growNoClear(s.jobs, len(in.Pending)) // every job is written whole below
 	s.quotaBuf = grow(s.quotaBuf, len(in.Pending))[:0]
 	// f6: queued node-hours against the node-hours running work still holds.
-	var queued, running float64
-	for i := range in.Pending {
-		j := &in.Pending[i]
-		queued += float64(max(1, j.NodesMin)) * jobLength(j).Hours()
-	}
+	queued, fresh := s.placeJobs()
+	var running float64
 	for _, r := range in.Running {
 		if rem := r.End.Sub(in.Now); rem > 0 && r.Nodes > 0 {
 			running += float64(r.Nodes) * rem.Hours()
@@ -643,11 +694,23 @@ func (s *state) scoreAll() {
 		}
 	}
 
+	var m struct { // the last job's inputs and results (see below)
+		elig   time.Time
+		waitNs int64
+		f3, f8 float64
+		wait   int64
+		length time.Duration
+		f1     float64
+		tenant string
+		q      *quota
+		cls    *class
+		min    int
+	}
 	for i := range in.Pending {
 		j := &in.Pending[i]
-		jb := &s.jobs[i]
-		jb.j = j
-		jb.cls = s.classFor(j)
+		jb := &s.jobs[s.pos[i]]
+		*jb = job{j: j, id: j.ID, class: j.PriorityClass, ownOnly: j.OwnNodesOnly, protFlag: j.Protected,
+			in: int32(i), cls: s.classFor(j)}
 		jb.min = max(1, j.NodesMin)
 		jb.max = max(jb.min, j.NodesMax)
 		// Starts and reservations are planned with the walltime, the
@@ -667,7 +730,10 @@ func (s *state) scoreAll() {
 			elig = j.SubmitTime
 		}
 		if !elig.IsZero() {
-			jb.wait = int64(in.Now.Sub(elig))
+			if i == 0 || memoOff || elig != m.elig { // an array's tasks share it
+				m.elig, m.waitNs = elig, int64(in.Now.Sub(elig))
+			}
+			jb.wait = m.waitNs
 		}
 		jb.hold = j.Hold
 		if shift != nil && jb.hold == "" && shift.Shift.Flexible(j.PriorityClass, j.Checkpoint) &&
@@ -676,51 +742,209 @@ func (s *state) scoreAll() {
 		}
 		f := &jb.f
 		f[0] = fPriority(j.PriorityClass)
-		f[1] = fWait(time.Duration(jb.wait), length)
-		jb.q = s.quotaOf(j.Tenant)
-		f[2] = jb.q.fairShare
-		k := jb.cls.freeCap.GroupsNeeded(jb.min)
-		if k < 0 {
-			k = jb.cls.usableCap.GroupsNeeded(jb.min)
+		// Neighbouring jobs (an array's tasks, one user's submissions)
+		// mostly share their wait, length, tenant and shape: the pure
+		// functions below are evaluated again only when an input differs
+		// from the last job's (the same inputs give the same bits).
+		if i == 0 || memoOff || jb.wait != m.wait || length != m.length {
+			m.wait, m.length = jb.wait, length
+			m.f1 = fWait(time.Duration(jb.wait), length)
 		}
-		f[3] = fTopology(k, s.groupsInSystem)
+		f[1] = m.f1
+		if i == 0 || memoOff || j.Tenant != m.tenant {
+			m.tenant, m.q = j.Tenant, s.quotaOf(j.Tenant)
+		}
+		jb.q = m.q
+		f[2] = jb.q.fairShare
+		if i == 0 || memoOff || jb.cls != m.cls || jb.min != m.min {
+			m.cls, m.min = jb.cls, jb.min
+			k := jb.cls.freeCap.GroupsNeeded(jb.min)
+			if k < 0 {
+				k = jb.cls.usableCap.GroupsNeeded(jb.min)
+			}
+			m.f3, m.f8 = fTopology(k, s.groupsInSystem), fConformance(jb.cls.largestConf, jb.min)
+		}
+		f[3] = m.f3
 		f[4] = fDataReady(j.HotDataFraction)
 		f[5] = backlog
 		f[6] = energy
 		f[7] = fCheckpoint(j.Checkpoint, j.CheckpointMinutes)
-		f[8] = fConformance(jb.cls.largestConf, jb.min)
+		f[8] = m.f8
 		jb.score = score(&s.weights, f)
 	}
-	// Sort compact keys rather than the jobs: fewer cache misses.
+	// Sort compact keys rather than the jobs: fewer cache misses. The
+	// jobs are in the last cycle's order (placeJobs), so the keys start
+	// nearly sorted, and the passes that follow walk the jobs nearly in
+	// order.
 	keys := grow(s.keys, len(s.jobs))
 	s.keys = keys
-	for i := range s.jobs {
-		keys[i] = sortKey{s.jobs[i].score, s.jobs[i].wait, s.jobs[i].j.ID, int32(i)}
+	for k := range s.jobs {
+		jb := &s.jobs[k]
+		keys[k] = sortKey{jb.score, jb.wait, jb.id, jb.in, int32(k)}
 	}
-	slices.SortFunc(keys, func(a, b sortKey) int {
-		switch {
-		case a.score != b.score:
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		case a.wait != b.wait:
-			if a.wait > b.wait {
-				return -1
-			}
-			return 1
-		case a.id != b.id:
-			if a.id < b.id {
-				return -1
-			}
-			return 1
-		}
-		return int(a.idx - b.idx)
-	})
+	s.sortKeys(keys, fresh)
+	keys = s.keys
 	s.order = grow(s.order, len(keys))
-	for i, k := range keys {
-		s.order[i] = k.idx
+	s.prevRank = grow(s.prevRank, len(keys))
+	for rank, k := range keys {
+		s.order[rank] = k.at
+		s.prevRank[k.idx] = int32(rank)
 	}
+	s.prevIDs, s.ids = s.ids, s.prevIDs
+}
+
+// cmpKeys is the score order: score descending, then the longest wait,
+// then the lowest id (then the input's order, for equal ids). It is a total
+// order, so the sorted keys do not depend on the order they start in.
+func cmpKeys(a, b sortKey) int {
+	switch {
+	case a.score != b.score:
+		if a.score > b.score {
+			return -1
+		}
+		return 1
+	case a.wait != b.wait:
+		if a.wait > b.wait {
+			return -1
+		}
+		return 1
+	case a.id != b.id:
+		if a.id < b.id {
+			return -1
+		}
+		return 1
+	}
+	return int(a.idx - b.idx)
+}
+
+// placeJobs decides where each pending job goes in s.jobs (s.pos, by
+// input index) and returns the queued node-hours (f6) and how many jobs
+// the last cycle did not rank. The jobs the last cycle ranked go in its
+// order, the others after them in input order; so the sort keys start
+// nearly sorted (between two cycles each job moves a few places) and the
+// passes over the ranked jobs read memory nearly in order. Jobs are
+// matched to the last cycle's by id, in one merge of the two inputs when
+// both list their ids in increasing order (the vCluster loop's and the
+// replay's do); otherwise they stay in input order. Where a job is kept
+// changes nothing but speed: the score order (cmpKeys) is total.
+func (s *state) placeJobs() (queued float64, fresh int) {
+	pending := s.in.Pending
+	n := len(pending)
+	pos := growNoClear(s.pos, n)
+	s.pos = pos
+	ids := growNoClear(s.ids, n)
+	s.ids = ids
+	prevIDs, prevRank := s.prevIDs, s.prevRank
+	seeded := len(prevIDs) > 0 && len(prevRank) == len(prevIDs)
+	var slot []int32
+	if seeded {
+		slot = grow(s.slot, len(prevIDs))
+		s.slot = slot
+		for r := range slot {
+			slot[r] = -1
+		}
+	}
+	p := 0
+	for i := range pending {
+		j := &pending[i]
+		queued += float64(max(1, j.NodesMin)) * jobLength(j).Hours()
+		id := j.ID
+		ids[i] = id
+		pos[i] = -1
+		if !seeded {
+			continue
+		}
+		if i > 0 && id <= ids[i-1] {
+			seeded = false // not in increasing id order
+			continue
+		}
+		for p < len(prevIDs) && prevIDs[p] < id {
+			p++
+		}
+		if p < len(prevIDs) && prevIDs[p] == id {
+			slot[prevRank[p]] = int32(i)
+			p++
+		}
+	}
+	if !seeded {
+		for i := range pos {
+			pos[i] = int32(i)
+		}
+		return queued, n
+	}
+	k := int32(0)
+	for _, i := range slot {
+		if i >= 0 {
+			pos[i] = k
+			k++
+		}
+	}
+	ranked := int(k)
+	for i := range pos {
+		if pos[i] < 0 {
+			pos[i] = k
+			k++
+		}
+	}
+	return queued, n - ranked
+}
+
+// sortKeys sorts s.keys (keys) in the score order. The last fresh keys
+// are jobs the last cycle did not rank; the others are in its order. When
+// they are nearly in order (each key a few places from its rank, as
+// between two cycles), an insertion sort bounded to a few moves per key
+// finishes them, the fresh ones are sorted apart and merged in: O(n) in
+// all. Otherwise (or when the bound is hit, leaving the keys permuted)
+// every key is sorted with pdqsort. Either way the result is the one
+// total order of cmpKeys.
+func (s *state) sortKeys(keys []sortKey, fresh int) {
+	body := keys[:len(keys)-fresh]
+	if fresh == len(keys) || !insertionSortBounded(body, 8*len(body)) {
+		slices.SortFunc(keys, cmpKeys)
+		return
+	}
+	if fresh == 0 {
+		return
+	}
+	tail := keys[len(body):]
+	slices.SortFunc(tail, cmpKeys)
+	out := grow(s.mergeBuf, len(keys))[:0]
+	i, j := 0, 0
+	for i < len(body) && j < len(tail) {
+		if cmpKeys(tail[j], body[i]) < 0 {
+			out = append(out, tail[j])
+			j++
+		} else {
+			out = append(out, body[i])
+			i++
+		}
+	}
+	out = append(out, body[i:]...)
+	out = append(out, tail[j:]...)
+	s.mergeBuf, s.keys = keys, out
+}
+
+// insertionSortBounded sorts k by cmpKeys with an insertion sort unless
+// that takes more than budget moves; it reports whether it finished (if
+// not, k is a permutation of what it was).
+func insertionSortBounded(k []sortKey, budget int) bool {
+	for i := 1; i < len(k); i++ {
+		if cmpKeys(k[i], k[i-1]) >= 0 {
+			continue
+		}
+		x := k[i]
+		j := i
+		for j > 0 && cmpKeys(x, k[j-1]) < 0 {
+			k[j] = k[j-1]
+			j--
+		}
+		k[j] = x
+		budget -= i - j
+		if budget < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // sortKey is a job's place in the score order.
@@ -728,7 +952,8 @@ type sortKey struct {
 	score float64
 	wait  int64
 	id    uint64
-	idx   int32
+	idx   int32 // index in Input.Pending (the last tie-break)
+	at    int32 // index in state.jobs
 }
 
 // jobWall is a job's walltime; a missing one counts as the longest allowed.
@@ -780,7 +1005,8 @@ func (s *state) quotaOf(tenant string) *quota {
 // tenant over its share) could be overtaken by newer jobs cycle after
 // cycle and run only when the queue drains.
 func (s *state) plan() {
-	s.out.Explanations = grow(s.out.Explanations, len(s.order))
+	// Not cleared: explainBase writes the whole explanation of every rank.
+	s.out.Explanations = growNoClear(s.out.Explanations, len(s.order))
 	s.buildTimelines()
 	s.depth = s.in.ReservationDepth
 	want := s.depth + 1
@@ -821,7 +1047,7 @@ func (s *state) decideProtected(head int, pre bool) {
 	s.protRanks = s.protRanks[:0]
 	for rank, ji := range s.order {
 		jb := &s.jobs[ji]
-		if jb.j.Protected && rank != head && !(pre && jb.pre) {
+		if jb.protFlag && rank != head && !(pre && jb.pre) {
 			s.protRanks = append(s.protRanks, rank)
 		}
 	}
@@ -836,9 +1062,9 @@ func (s *state) decideProtected(head int, pre bool) {
 				return -1
 			}
 			return 1
-		case ja.j.ID < jb.j.ID:
+		case ja.id < jb.id:
 			return -1
-		case ja.j.ID > jb.j.ID:
+		case ja.id > jb.id:
 			return 1
 		}
 		return 0
@@ -902,7 +1128,7 @@ func (s *state) startHeld() bool {
 	started := false
 	for rank, ji := range s.order {
 		jb := &s.jobs[ji]
-		id := jb.j.ID
+		id := jb.id
 		i, _ := slices.BinarySearchFunc(s.heldBy, id, func(h heldNode, id uint64) int {
 			switch {
 			case h.job < id:
@@ -963,7 +1189,7 @@ func (s *state) headRank() int {
 			continue
 		}
 		if hj != nil {
-			pa, pb := clampClass(jb.j.PriorityClass), clampClass(hj.j.PriorityClass)
+			pa, pb := clampClass(jb.class), clampClass(hj.class)
 			switch {
 			case pa != pb:
 				if pa < pb {
@@ -973,7 +1199,7 @@ func (s *state) headRank() int {
 				if jb.wait < hj.wait {
 					continue
 				}
-			case jb.j.ID > hj.j.ID:
+			case jb.id > hj.id:
 				continue
 			}
 		}
@@ -1016,29 +1242,34 @@ func (s *state) staticReason(jb *job) string {
 func (s *state) explainBase(rank int, jb *job) *Explanation {
 	c := jb.cls
 	ex := &s.out.Explanations[rank]
-	ex.JobID = jb.j.ID
-	ex.Position = rank + 1
-	ex.Score = jb.score
-	ex.Factors = jb.f
-	ex.Weights = s.weights
-	ex.Filtered = FilterCounts{
-		Constraint: c.outConstraint,
-		State:      c.outState,
-		Ownership:  c.outOwnership,
+	// Every field: the explanations are not cleared before the cycle
+	// (each rank is explained exactly once).
+	*ex = Explanation{JobID: jb.id, Position: rank + 1, Score: jb.score, Factors: jb.f, Weights: s.weights,
+		Filtered: FilterCounts{
+			Constraint: c.outConstraint,
+			State:      c.outState,
+			Ownership:  c.outOwnership,
+		}}
+	// Neighbouring ranks mostly share a class and a walltime: the counts
+	// are looked up again only when one of them, or the pools (ver), moved.
+	m := &s.memoUse
+	if memoOff || c != m.cls || jb.wall != m.wall || s.ver != m.ver {
+		m.cls, m.wall, m.ver = c, jb.wall, s.ver
+		m.own, m.bor = c.usableOwn(jb.wall), c.usableBorrow(jb.wall)
 	}
-	bor, initBorrow := c.usableBorrow(jb.wall), c.initBorrow
-	if jb.j.OwnNodesOnly {
+	bor, initBorrow := m.bor, c.initBorrow
+	if jb.ownOnly {
 		ex.Filtered.Ownership += initBorrow
 		bor, initBorrow = 0, 0
 	}
-	ex.Filtered.Busy = c.ownReady + initBorrow - c.usableOwn(jb.wall) - bor
+	ex.Filtered.Busy = c.ownReady + initBorrow - m.own - bor
 	return ex
 }
 
 // commitJobStart records the start of jb on s.chosen (nBorrow of them
 // borrowed): the plan's Start, the nodes, power headroom and quota room.
 func (s *state) commitJobStart(jb *job, ex *Explanation, nBorrow int) {
-	st := Start{JobID: jb.j.ID, Backfilled: s.waiting, Score: jb.score}
+	st := Start{JobID: jb.id, Backfilled: s.waiting, Score: jb.score}
 	slices.Sort(s.chosen)
 	st.Nodes = s.nameList(s.chosen)
 	if nBorrow > 0 {
@@ -1106,11 +1337,17 @@ func (s *state) decide(rank int) {
 	if free >= jb.min {
 		ex.Reason = model.ReasonPriority
 	}
-	tl, key := s.earliest(c, jb.min)
+	me := &s.memoEarliest
+	if memoOff || c != me.cls || jb.min != me.n || s.ver != me.ver {
+		me.cls, me.n, me.ver = c, jb.min, s.ver
+		me.tl, me.key = s.earliest(c, jb.min)
+		me.at = in.Now.Add(time.Duration(me.key))
+	}
+	tl, key := me.tl, me.key
 	if tl == nil {
 		return // its own nodes can never hold it: no reservation
 	}
-	ex.ExpectedStart = in.Now.Add(time.Duration(key))
+	ex.ExpectedStart = me.at
 	if !s.force && (s.depth == 0 || (s.depth > 0 && s.reserved >= s.depth)) {
 		return
 	}

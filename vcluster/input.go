@@ -206,10 +206,15 @@ type Builder struct {
 	// replay, which changes its allocations in place, does not.
 	Immutable bool
 	// recs are the pending allocations of the last Build, in its order,
-	// with what Build derived from them; spare is the other buffer.
-	recs, spare []pendingRec
-	recsOwnOnly bool             // CheckpointableOnlyOnBorrowed the recs were derived with
-	recsPred    *predict.History // the predictor of the recs' Predicted
+	// with what Build derived from them, and jobs their solver.Jobs
+	// (parallel to recs; with every one placed, the input's Pending as
+	// it is). With Immutable they are updated in place (see pendingRecs);
+	// spare and spareJobs hold what is still to be read when an insertion
+	// would overwrite it.
+	recs, spare     []pendingRec
+	jobs, spareJobs []solver.Job
+	recsOwnOnly     bool             // CheckpointableOnlyOnBorrowed the recs were derived with
+	recsPred        *predict.History // the predictor of the recs' Predicted
 
 	homes       []homeLending
 	cand        []bool // by node: another vCluster's node this one may borrow
@@ -243,18 +248,40 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// StarvationWait, running work is planned with its walltimes (EASY's
 	// safe release times), so the head's reservation can no longer be
 	// pushed back by running jobs that outlive their predictions.
-	recs := b.pendingRecs(s, pred)
+	recs, jobs := b.pendingRecs(s, pred)
+	// One pass over the records for what the cycle asks of all of them:
+	// a wait past the guard, the relative guard's head, whether every one
+	// is placed and whether any has an array limit.
 	guarded := false
-	if guard := s.starvationWait(); pred != nil && guard > 0 {
-		for i := range recs {
-			if e := recs[i].elig; !e.IsZero() && s.Now.Sub(e) > guard {
+	guard := s.starvationWait()
+	checkWait := pred != nil && guard > 0
+	wantHead := pred != nil && s.EasyStarts != nil
+	allPlaced, arrayLimits := true, false
+	var head *pendingRec
+	for i := range recs {
+		r := &recs[i]
+		if checkWait && !guarded {
+			if e := r.elig; !e.IsZero() && s.Now.Sub(e) > guard {
 				guarded = true
-				break
 			}
 		}
+		if wantHead && !r.held && (head == nil || r.before(head)) {
+			head = r
+		}
+		if !r.placed {
+			allPlaced = false
+		}
+		if r.arrayJob != 0 && r.maxConc > 0 {
+			arrayLimits = true
+		}
 	}
-	if !guarded && pred != nil && s.EasyStarts != nil {
-		if head, since := queueHead(recs); s.EasyStarts.starved(s, head, since, s.starvationFactor()) {
+	if !guarded && wantHead {
+		var a *model.Allocation
+		var since time.Time
+		if head != nil {
+			a, since = head.a, head.since()
+		}
+		if s.EasyStarts.starved(s, a, since, s.starvationFactor()) {
 			guarded = true
 		}
 	}
@@ -290,7 +317,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Energy:             s.Energy,
 		Nodes:              slices.Grow(b.nodes[:0], len(s.Nodes)),
 		Running:            b.running[:0],
-		Pending:            slices.Grow(b.pending[:0], len(s.Pending)),
+		Pending:            b.pending[:0],
 		Tenants:            b.tenants,
 	}
 	if b.seenRunning == nil {
@@ -408,28 +435,38 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// Array concurrency: count active tasks per array, when a pending
 	// allocation has a limit to check.
 	var activeTasks map[uint64]int
-	for i := range recs {
-		if recs[i].arrayJob != 0 && recs[i].maxConc > 0 {
-			if b.activeTasks == nil {
-				b.activeTasks = make(map[uint64]int)
+	if arrayLimits {
+		if b.activeTasks == nil {
+			b.activeTasks = make(map[uint64]int)
+		}
+		activeTasks = b.activeTasks
+		clear(activeTasks)
+		for _, a := range s.Allocations {
+			if a.ArrayJobID != 0 && a.State.Active() {
+				activeTasks[a.ArrayJobID]++
 			}
-			activeTasks = b.activeTasks
-			clear(activeTasks)
-			for _, a := range s.Allocations {
-				if a.ArrayJobID != 0 && a.State.Active() {
-					activeTasks[a.ArrayJobID]++
-				}
-			}
-			break
 		}
 	}
+	// Every record placed (the common case): the input's Pending is the
+	// jobs as they are, their per-cycle fields (Hold, Protected) written
+	// below; else the placed ones are copied.
+	if allPlaced {
+		in.Pending = jobs
+	} else {
+		in.Pending = slices.Grow(in.Pending, len(recs))
+	}
+	k := 0
 	for i := range recs {
 		r := &recs[i]
 		if !r.placed {
 			continue // waits on a dependency: not the solver's to place
 		}
-		in.Pending = append(in.Pending, r.job)
-		j := &in.Pending[len(in.Pending)-1]
+		if !allPlaced {
+			in.Pending = append(in.Pending, jobs[i])
+		}
+		j := &in.Pending[k]
+		k++
+		j.Hold, j.Protected = "", false
 		// Held, or before its begin time: scored and explained, never started.
 		switch {
 		case r.held:
@@ -486,7 +523,10 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		}
 		in.Tenants[name] = st
 	}
-	b.nodes, b.running, b.pending = in.Nodes, in.Running, in.Pending
+	b.nodes, b.running = in.Nodes, in.Running
+	if !allPlaced {
+		b.pending = in.Pending
+	}
 	// Nothing listed is a nil slice, as it always was.
 	if len(in.Nodes) == 0 {
 		in.Nodes = nil
@@ -537,12 +577,27 @@ func (b *Builder) charge(s *Snapshot, a *model.Allocation, nodes int) float64 {
 		return 0
 	}
 	u := float64(nodes) * s.Now.Sub(a.StartTime).Seconds()
-	i, ok := b.tenantIdx[a.Tenant]
+	i, ok := b.tenantIndex(a.Tenant)
 	if !ok {
 		return u
 	}
 	b.runUsage[i] += u
 	return 0
+}
+
+// tenantIndex is tenantIdx[name]: with a handful of tenants (a site's
+// usual few), comparing the names is cheaper than hashing one.
+func (b *Builder) tenantIndex(name string) (int32, bool) {
+	if len(b.idxNames) <= 8 {
+		for i, n := range b.idxNames {
+			if n == name {
+				return int32(i), true
+			}
+		}
+		return 0, false
+	}
+	i, ok := b.tenantIdx[name]
+	return i, ok
 }
 
 // homeLending is what a borrower needs to know of one home vCluster in a
@@ -758,7 +813,22 @@ type pendingRec struct {
 	elig     time.Time // EligibleTime
 	arrayJob uint64    // ArrayJobID when it has a %MAX (ArrayMaxConcurrent > 0)
 	maxConc  int
-	job      solver.Job // its ID and PriorityClass are the allocation's
+	id       uint64 // the allocation's
+	class    int    // its PriorityClass
+	submit   time.Time
+}
+
+// before reports whether r (not held) replaces head as the head of the
+// queue for the relative starvation guard, the records walked in order: the
+// highest priority class, then the longest waiting, then the lowest id.
+func (r *pendingRec) before(head *pendingRec) bool {
+	switch {
+	case r.class != head.class:
+		return r.class > head.class
+	case !r.since().Equal(head.since()):
+		return !r.since().After(head.since())
+	}
+	return r.id <= head.id
 }
 
 // since is what the relative guard's head waits from: eligible(a).
@@ -766,118 +836,124 @@ func (r *pendingRec) since() time.Time {
 	if !r.elig.IsZero() {
 		return r.elig
 	}
-	return r.job.SubmitTime
+	return r.submit
 }
 
-// derive fills r from a, with Predicted from pred.
-func (b *Builder) derive(r *pendingRec, a *model.Allocation, ownOnly bool, pred *predict.History) {
+// derive fills r and its job from a, with Predicted from pred.
+func (b *Builder) derive(r *pendingRec, job *solver.Job, a *model.Allocation, ownOnly bool, pred *predict.History) {
 	*r = pendingRec{
 		a: a, placed: a.State == model.StatePending && !a.EligibleTime.IsZero(),
 		begin: a.BeginTime, elig: a.EligibleTime,
-		job: solver.Job{
-			ID:                a.ID,
-			Tenant:            a.Tenant,
-			NodesMin:          a.NodesMin,
-			NodesMax:          a.NodesMax,
-			Walltime:          a.Walltime,
-			Predicted:         predictedJob(pred, a),
-			PriorityClass:     a.PriorityClass,
-			SubmitTime:        a.SubmitTime,
-			EligibleTime:      a.EligibleTime,
-			Constraints:       a.Constraints,
-			GPUType:           a.GPUType,
-			GPUsPerNode:       a.GPUsPerNode,
-			Checkpoint:        a.Checkpoint,
-			CheckpointMinutes: a.CheckpointMinutes,
-			HotDataFraction:   -1,
-			OwnNodesOnly:      ownOnly && !a.Checkpoint.Checkpointable(),
-			NodeList:          a.NodeList,
-			ExcludeNodes:      a.ExcludeNodes,
-		},
+		id: a.ID, class: a.PriorityClass, submit: a.SubmitTime,
+	}
+	*job = solver.Job{
+		ID:                a.ID,
+		Tenant:            a.Tenant,
+		NodesMin:          a.NodesMin,
+		NodesMax:          a.NodesMax,
+		Walltime:          a.Walltime,
+		Predicted:         predictedJob(pred, a),
+		PriorityClass:     a.PriorityClass,
+		SubmitTime:        a.SubmitTime,
+		EligibleTime:      a.EligibleTime,
+		Constraints:       a.Constraints,
+		GPUType:           a.GPUType,
+		GPUsPerNode:       a.GPUsPerNode,
+		Checkpoint:        a.Checkpoint,
+		CheckpointMinutes: a.CheckpointMinutes,
+		HotDataFraction:   -1,
+		OwnNodesOnly:      ownOnly && !a.Checkpoint.Checkpointable(),
+		NodeList:          a.NodeList,
+		ExcludeNodes:      a.ExcludeNodes,
 	}
 	if a.Held != "" {
 		r.held, r.admin = true, a.Held == model.HoldAdmin
 	}
-	if a.BeginTime.After(r.job.EligibleTime) {
-		r.job.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
+	if a.BeginTime.After(job.EligibleTime) {
+		job.EligibleTime = a.BeginTime // its wait (f2) counts from its begin time, as Slurm's age
 	}
 	if a.HotDataFraction != nil {
-		r.job.HotDataFraction = *a.HotDataFraction
+		job.HotDataFraction = *a.HotDataFraction
 	}
 	if a.ArrayJobID != 0 && a.ArrayMaxConcurrent > 0 {
 		r.arrayJob, r.maxConc = a.ArrayJobID, a.ArrayMaxConcurrent
 	}
 }
 
-// pendingRecs derives the records of s.Pending, in its order (the spare
-// buffer keeps the previous ones, and their allocations, until the next
-// Build). With
-// Immutable, the records of the last Build whose allocations are still
-// there (the same pointers; both lists in id order) are taken as they are,
-// their Predicted redone only when the predictor changed.
-func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) []pendingRec {
+// pendingRecs derives the records of s.Pending and their jobs, in its
+// order. With Immutable, the records of the last Build whose allocations
+// are still there (the same pointers; both lists in id order) are taken as
+// they are, their Predicted redone only when the predictor changed; and
+// the lists are updated in place: a record is moved only when an earlier
+// one left (a run of them at once), and a new one is written where a
+// record already read was, or at the end. Only an allocation that comes
+// before some of the last Build's without replacing one (one pending
+// again, with its old id) makes it set the unread ones aside first.
+func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) ([]pendingRec, []solver.Job) {
 	ownOnly := s.VCluster.CheckpointableOnlyOnBorrowed
-	old := b.recs
+	n := len(s.Pending)
+	old, oldJobs := b.recs, b.jobs
 	if !b.Immutable || ownOnly != b.recsOwnOnly {
-		old = old[:0]
+		old, oldJobs = old[:0], oldJobs[:0]
 	}
 	samePred := pred == b.recsPred
-	out := slices.Grow(b.spare[:0], len(s.Pending))
-	j := 0
-	for _, a := range s.Pending {
+	recs, jobs := b.recs, b.jobs
+	written := len(recs) // records of the buffer that hold references
+	if cap(recs) < n || cap(jobs) < n {
+		// A new buffer (old stays readable); in place from the next Build.
+		c := n + n/8
+		recs, jobs, written = make([]pendingRec, 0, c), make([]solver.Job, 0, c), 0
+	}
+	recs, jobs = recs[:cap(recs)], jobs[:cap(jobs)]
+	inPlace := len(old) > 0 && &old[0] == &recs[0]
+	w, j := 0, 0
+	for i := 0; i < n; {
+		a := s.Pending[i]
+		// Skip the records of allocations no longer pending.
+		for j < len(old) && old[j].a != a && old[j].id < a.ID {
+			j++
+		}
 		if j < len(old) && old[j].a == a {
-			out = append(out, old[j])
-			j++
+			// A run of unchanged allocations, moved at once.
+			k := 1
+			for i+k < n && j+k < len(old) && old[j+k].a == s.Pending[i+k] {
+				k++
+			}
+			if !inPlace || w != j {
+				copy(recs[w:w+k], old[j:j+k])
+				copy(jobs[w:w+k], oldJobs[j:j+k])
+			}
 			if !samePred {
-				r := &out[len(out)-1]
-				r.job.Predicted = predictedJob(pred, r.a)
+				for x := w; x < w+k; x++ {
+					jobs[x].Predicted = predictedJob(pred, recs[x].a)
+				}
 			}
+			i, j, w = i+k, j+k, w+k
 			continue
 		}
-		// New or changed: skip the records of allocations no longer pending.
-		id := a.ID
-		for j < len(old) && old[j].job.ID < id {
-			j++
+		if j < len(old) && old[j].id == a.ID {
+			j++ // changed: its new copy replaces the record
 		}
-		if j < len(old) && old[j].job.ID == id {
-			j++
+		if inPlace && w >= j && j < len(old) {
+			// Writing here would overwrite a record still to read: set
+			// the unread ones aside and read them from there.
+			b.spare = append(b.spare[:0], old[j:]...)
+			b.spareJobs = append(b.spareJobs[:0], oldJobs[j:]...)
+			old, oldJobs, j, inPlace = b.spare, b.spareJobs, 0, false
 		}
-		out = append(out, pendingRec{})
-		b.derive(&out[len(out)-1], a, ownOnly, pred)
+		b.derive(&recs[w], &jobs[w], a, ownOnly, pred)
+		i, w = i+1, w+1
 	}
-	b.spare, b.recs = b.recs[:0], out
+	// Drop the references of the records beyond the end (and of the
+	// spare ones), so that they do not keep old allocations alive.
+	if written > w {
+		clear(recs[w:written])
+		clear(jobs[w:written])
+	}
+	clear(b.spare)
+	clear(b.spareJobs)
+	b.spare, b.spareJobs = b.spare[:0], b.spareJobs[:0]
+	b.recs, b.jobs = recs[:w], jobs[:w]
 	b.recsOwnOnly, b.recsPred = ownOnly, pred
-	return out
-}
-
-// queueHead is the head of the queue for the relative starvation guard: of
-// the pending allocations not held, the highest priority class, then the
-// longest waiting, then the lowest id; nil when every one is held.
-func queueHead(recs []pendingRec) (*model.Allocation, time.Time) {
-	var head *pendingRec
-	for i := range recs {
-		r := &recs[i]
-		if r.held {
-			continue
-		}
-		if head != nil {
-			switch {
-			case r.job.PriorityClass != head.job.PriorityClass:
-				if r.job.PriorityClass < head.job.PriorityClass {
-					continue
-				}
-			case !r.since().Equal(head.since()):
-				if r.since().After(head.since()) {
-					continue
-				}
-			case r.job.ID > head.job.ID:
-				continue
-			}
-		}
-		head = r
-	}
-	if head == nil {
-		return nil, time.Time{}
-	}
-	return head.a, head.since()
+	return b.recs, b.jobs
 }

@@ -459,7 +459,13 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if sv != nil {
 		sv.set = expl // the explanations read the solver's memory
 	}
-	stats.Waiting = waitingCounts(plan.Explanations)
+	// One pass over the explanations: the counts by reason, and whether any
+	// job waits in a way reclaim (blockedLent) or preemption (blocked) could
+	// help — without one, PlanReclaims and PlanPreemptions find nothing to do
+	// and are not called (each would walk every explanation to find so).
+	horizon := snap.Now.Add(snap.VCluster.Horizon())
+	var blocked, blockedLent bool
+	stats.Waiting, blocked, blockedLent = waitingCounts(plan.Explanations, horizon)
 	for _, st := range plan.Starts {
 		stats.StartScores = append(stats.StartScores, st.Score)
 	}
@@ -480,16 +486,23 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if whatIf == nil {
 		whatIf = solver.Solve // what-if plans must not share the real plan's memory
 	}
-	reclaims := PlanReclaims(snap, plan, whatIf)
-	preempts := PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
+	var reclaims []ReclaimProposal
+	if blockedLent {
+		reclaims = PlanReclaims(snap, plan, whatIf)
+	}
+	var preempts []PreemptProposal
+	if blocked {
+		preempts = PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
+	}
 	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
+	bw := newBorrowers(snap)
 	for i := range reclaims {
 		r := &reclaims[i]
 		r.Version = version
 		for _, n := range r.Reserve {
 			heldBy[n] = r.ForAlloc
 		}
-		msg := fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), borrowersOf(snap, r.Nodes))
+		msg := fmt.Sprintf("reclaiming %d lent node(s) from %s; starts once they are checkpointed", len(r.Nodes), bw.of(r.Nodes))
 		expl.edit(r.ForAlloc, func(x *Explanation) {
 			if x.Reason == model.ReasonBadConstraints || x.Reason == model.ReasonNodesDrained {
 				// Its nodes exist, lent out (the real input does not show them).
@@ -642,35 +655,47 @@ func (l *Loop) refused(kind string, outcomes []Outcome, expl *explanationSet) in
 
 // waitingCounts counts the jobs a plan leaves waiting, by pending reason; nil
 // when none waits. Reasons are few: a short list beats hashing 100,000
-// strings.
-func waitingCounts(plan []solver.Explanation) map[string]int {
+// strings. It also reports whether some job is blocked by horizon for
+// preemption (waiting(plan, horizon, false) would not be empty) and for
+// reclaim (waiting(plan, horizon, true)).
+func waitingCounts(plan []solver.Explanation, horizon time.Time) (_ map[string]int, blocked, blockedLent bool) {
 	type count struct {
 		reason string
 		n      int
+		// What a job waiting for it may be blocked for (blockedBy): own
+		// (preemption, and reclaim too), lent (reclaim only), or neither.
+		own, lent bool
 	}
 	var counts []count
-next:
 	for i := range plan {
-		r := plan[i].Reason
+		ex := &plan[i]
+		r := ex.Reason
 		if r == "" {
 			continue
 		}
-		for k := range counts {
-			if counts[k].reason == r {
-				counts[k].n++
-				continue next
-			}
+		k := 0
+		for k < len(counts) && counts[k].reason != r {
+			k++
 		}
-		counts = append(counts, count{r, 1})
+		if k == len(counts) {
+			counts = append(counts, count{reason: r, own: blockedBy(&solver.Explanation{Reason: r}, horizon, false),
+				lent: blockedBy(&solver.Explanation{Reason: r}, horizon, true)})
+		}
+		c := &counts[k]
+		c.n++
+		if (c.own && !blocked || c.lent && !blockedLent) && (ex.ExpectedStart.IsZero() || ex.ExpectedStart.After(horizon)) {
+			blocked = blocked || c.own
+			blockedLent = blockedLent || c.lent
+		}
 	}
 	if len(counts) == 0 {
-		return nil
+		return nil, blocked, blockedLent
 	}
 	out := make(map[string]int, len(counts))
 	for _, c := range counts {
 		out[c.reason] = c.n
 	}
-	return out
+	return out, blocked, blockedLent
 }
 
 // conflict returns the job a reclaim holds one of nodes for, or 0.

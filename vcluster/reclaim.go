@@ -96,22 +96,26 @@ func PlanReclaims(snap *Snapshot, real *solver.Plan, plan Planner) []ReclaimProp
 // lift), not for a hold, a quota, power or a dependency.
 func waiting(p *solver.Plan, horizon time.Time, lent bool) map[uint64]bool {
 	out := map[uint64]bool{}
-	for _, ex := range p.Explanations {
-		switch ex.Reason {
-		case model.ReasonResources, model.ReasonPriority:
-		case model.ReasonBadConstraints, model.ReasonNodesDrained:
-			if !lent {
-				continue
-			}
-		default:
-			continue
+	for i := range p.Explanations {
+		if ex := &p.Explanations[i]; blockedBy(ex, horizon, lent) {
+			out[ex.JobID] = true
 		}
-		if !ex.ExpectedStart.IsZero() && !ex.ExpectedStart.After(horizon) {
-			continue
-		}
-		out[ex.JobID] = true
 	}
 	return out
+}
+
+// blockedBy is waiting's test of one explanation.
+func blockedBy(ex *solver.Explanation, horizon time.Time, lent bool) bool {
+	switch ex.Reason {
+	case model.ReasonResources, model.ReasonPriority:
+	case model.ReasonBadConstraints, model.ReasonNodesDrained:
+		if !lent {
+			return false
+		}
+	default:
+		return false
+	}
+	return ex.ExpectedStart.IsZero() || ex.ExpectedStart.After(horizon)
 }
 
 // heldFor lists the allocations some node is held for now.
@@ -130,14 +134,51 @@ func heldFor(s *Snapshot) map[uint64]bool {
 
 // borrowersOf names the vCluster(s) currently using nodes, for messages.
 func borrowersOf(snap *Snapshot, nodes []string) string {
-	want := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		want[n] = true
+	return newBorrowers(snap).of(nodes)
+}
+
+// borrowers answers borrowersOf for several node lists of one snapshot
+// (a cycle's reclaims each name theirs) without a scan of every node for
+// each: the nodes away from home are indexed once; a name not among them
+// is looked up by a scan, as borrowersOf always did.
+type borrowers struct {
+	snap *Snapshot
+	away map[string]string // node name -> CurrentVCluster, of nodes not at home; built on first use
+}
+
+func newBorrowers(snap *Snapshot) *borrowers { return &borrowers{snap: snap} }
+
+func (b *borrowers) of(nodes []string) string {
+	if b.away == nil {
+		b.away = map[string]string{}
+		for _, n := range b.snap.Nodes {
+			if n.CurrentVCluster != n.HomeVCluster {
+				b.away[n.Name] = n.CurrentVCluster
+			}
+		}
 	}
 	var vcs []string
-	for _, n := range snap.Nodes {
-		if want[n.Name] && !slices.Contains(vcs, n.CurrentVCluster) {
-			vcs = append(vcs, n.CurrentVCluster)
+	add := func(vc string) {
+		if !slices.Contains(vcs, vc) {
+			vcs = append(vcs, vc)
+		}
+	}
+	var rest map[string]bool
+	for _, name := range nodes {
+		if vc, ok := b.away[name]; ok {
+			add(vc)
+		} else {
+			if rest == nil {
+				rest = map[string]bool{}
+			}
+			rest[name] = true
+		}
+	}
+	if rest != nil {
+		for _, n := range b.snap.Nodes {
+			if rest[n.Name] {
+				add(n.CurrentVCluster)
+			}
 		}
 	}
 	slices.Sort(vcs)
