@@ -439,9 +439,10 @@ type noopSnapshot struct{}
 func (noopSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (noopSnapshot) Release()                             {}
 
-// rawMember is a hashicorp/raft member set up exactly as Open sets up ours
-// (same timeouts, BatchApplyCh, MaxAppendEntries, bolt options with fsync,
-// TCP transport pool) but over a no-op FSM.
+// rawMember is a hashicorp/raft member set up as Open sets up ours (same
+// timeouts, BatchApplyCh, MaxAppendEntries, bolt options with fsync, TCP
+// transport pool) but over a no-op FSM, with hashicorp/raft's pipelined
+// replication and no log cache (Open replicates unpipelined, with a cache).
 type rawMember struct {
 	raft  *raft.Raft
 	store *raftboltdb.BoltStore
