@@ -441,8 +441,7 @@ func (noopSnapshot) Release()                             {}
 
 // rawMember is a hashicorp/raft member set up as Open sets up ours (same
 // timeouts, BatchApplyCh, MaxAppendEntries, bolt options with fsync, TCP
-// transport pool) but over a no-op FSM, with hashicorp/raft's pipelined
-// replication and no log cache (Open replicates unpipelined, with a cache).
+// transport pool) but over a no-op FSM and without Open's log cache.
 type rawMember struct {
 	raft  *raft.Raft
 	store *raftboltdb.BoltStore
