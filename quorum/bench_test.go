@@ -439,9 +439,9 @@ type noopSnapshot struct{}
 func (noopSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (noopSnapshot) Release()                             {}
 
-// rawMember is a hashicorp/raft member set up exactly as Open sets up ours
-// (same timeouts, BatchApplyCh, MaxAppendEntries, bolt options with fsync,
-// TCP transport pool) but over a no-op FSM.
+// rawMember is a hashicorp/raft member set up as Open sets up ours (same
+// timeouts, BatchApplyCh, MaxAppendEntries, bolt options with fsync, TCP
+// transport pool) but over a no-op FSM and without Open's log cache.
 type rawMember struct {
 	raft  *raft.Raft
 	store *raftboltdb.BoltStore

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -105,6 +106,43 @@ type latencies struct {
 	d      []time.Duration
 	errors int
 	first  string
+	// log, when set, keeps every submission (sent, took, member, error)
+	// for the time series in DIR/submits.csv.
+	log []submission
+}
+
+// submission is one timed Submit of the time series.
+type submission struct {
+	sent   time.Time
+	took   time.Duration
+	member string
+	err    bool
+}
+
+// record adds one submission to the time series (when kept).
+func (l *latencies) record(s submission) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.log != nil {
+		l.log = append(l.log, s)
+	}
+}
+
+// writeSeries writes the time series as CSV: milliseconds from began to
+// the send, the latency in milliseconds, the member, 1 for an error.
+func (l *latencies) writeSeries(path string, began time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("sent_ms,latency_ms,member,error\n")
+	for _, s := range l.log {
+		e := 0
+		if s.err {
+			e = 1
+		}
+		fmt.Fprintf(&b, "%.3f,%.3f,%s,%d\n", float64(s.sent.Sub(began).Microseconds())/1000, float64(s.took.Microseconds())/1000, s.member, e)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 func (l *latencies) add(d time.Duration, err error) {
@@ -172,6 +210,7 @@ func submitAtRate(ctx context.Context, members []*member, leader *member, rate f
 			cancel()
 			took := time.Since(began)
 			lat.add(took, err)
+			lat.record(submission{sent: began, took: took, member: m.id, err: err != nil})
 			if m == leader {
 				direct.add(took, err)
 			} else {

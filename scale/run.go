@@ -73,6 +73,14 @@ type Report struct {
 	SubmitForwardedP99ms   float64 `json:"submit_via_follower_p99_ms"`
 	ProposeSubmitMeanms    float64 `json:"leader_propose_submit_mean_ms"`
 	ProposeSubmitP99Bucket float64 `json:"leader_propose_submit_p99_bucket_ms"`
+	// The leader's Raft commits over the window (every command, not only
+	// Submit): from an entry's dispatch to its commit by a majority
+	// (lattice_raft_commit_duration_seconds), and how many appends each
+	// member stored per second (one bolt commit, two fdatasyncs, each).
+	RaftCommitMeanms    float64            `json:"leader_raft_commit_mean_ms"`
+	RaftCommitP99Bucket float64            `json:"leader_raft_commit_p99_bucket_ms"`
+	RaftAppendsPerSec   map[string]float64 `json:"raft_appends_stored_per_second"`
+	RaftEntriesPerSec   float64            `json:"leader_entries_applied_per_second"`
 
 	Cycles map[string]CycleFigures `json:"cycles"`
 
@@ -189,7 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cpu0[m.id], _ = readProc(m.pid())
 	}
 	cfg.logf("measuring for %s at %.0f submissions/s through the three members", cfg.Duration, cfg.Rate)
-	lat, direct, forwarded := &latencies{}, &latencies{}, &latencies{}
+	lat, direct, forwarded := &latencies{log: []submission{}}, &latencies{}, &latencies{}
 	mctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -231,6 +239,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	p50, p99, _, _ = forwarded.quantiles()
 	rep.SubmitForwardedP50ms, rep.SubmitForwardedP99ms = ms(p50), ms(p99)
 	rep.SubmitErrors, rep.FirstError = lat.errors, lat.first
+	if err := lat.writeSeries(filepath.Join(cfg.Dir, "submits.csv"), began); err != nil {
+		cfg.logf("writing the submissions' time series: %v", err)
+	}
 	after := map[string]sample{}
 	for _, m := range c.members {
 		if s, err := scrape(ctx, m.metrics); err == nil {
@@ -254,6 +265,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	ph := histDelta(lb, la, "lattice_quorum_propose_duration_seconds", `command="submit"`)
 	rep.ProposeSubmitMeanms, rep.ProposeSubmitP99Bucket = 1000*ph.mean(), 1000*ph.quantile(0.99)
+	ch := histDelta(lb, la, "lattice_raft_commit_duration_seconds")
+	rep.RaftCommitMeanms, rep.RaftCommitP99Bucket = 1000*ch.mean(), 1000*ch.quantile(0.99)
+	rep.RaftEntriesPerSec = (la.sum("lattice_quorum_commands_applied_total") - lb.sum("lattice_quorum_commands_applied_total")) / elapsed
+	rep.RaftAppendsPerSec = map[string]float64{}
+	for _, m := range c.members {
+		if b, ok := before[m.id]; ok {
+			rep.RaftAppendsPerSec[m.id] = (after[m.id].sum("lattice_raft_boltdb_storeLogs_count") - b.sum("lattice_raft_boltdb_storeLogs_count")) / elapsed
+		}
+	}
 	rep.PlacementsPerSec = (la.sum("lattice_scheduler_allocations_started_total") - lb.sum("lattice_scheduler_allocations_started_total")) / elapsed
 	rep.CompletionsPerSec = (la.sum("lattice_allocations", `state="COMPLETED"`) - lb.sum("lattice_allocations", `state="COMPLETED"`)) / elapsed
 	rep.States = append(rep.States, checkState(ctx, c, "after measuring", rep))
@@ -435,6 +455,19 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Rate, r.Duration, r.Submitted, r.SubmitErrors, r.SubmitP50ms, r.SubmitP99ms, r.SubmitMaxms)
 	fmt.Fprintf(w, "  sent to the leader p50 %.2f ms, p99 %.2f ms; forwarded by a follower p50 %.2f ms, p99 %.2f ms; leader's propose-to-apply of Submit mean %.2f ms, p99 bucket <= %.1f ms\n",
 		r.SubmitLeaderP50ms, r.SubmitLeaderP99ms, r.SubmitForwardedP50ms, r.SubmitForwardedP99ms, r.ProposeSubmitMeanms, r.ProposeSubmitP99Bucket)
+	if len(r.RaftAppendsPerSec) > 0 {
+		ids := make([]string, 0, len(r.RaftAppendsPerSec))
+		for id := range r.RaftAppendsPerSec {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		var per []string
+		for _, id := range ids {
+			per = append(per, fmt.Sprintf("%s %.0f", id, r.RaftAppendsPerSec[id]))
+		}
+		fmt.Fprintf(w, "  leader's Raft commit (every command) mean %.2f ms, p99 bucket <= %.1f ms; %.0f entries/s applied, appends stored per second: %s; each submission's time in DIR/submits.csv\n",
+			r.RaftCommitMeanms, r.RaftCommitP99Bucket, r.RaftEntriesPerSec, strings.Join(per, ", "))
+	}
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "  first submit error: %s\n", r.FirstError)
 	}

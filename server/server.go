@@ -366,6 +366,9 @@ func (s *Server) Serve() error {
 			runtime.SetBlockProfileRate(int(100 * time.Microsecond))
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			// Execution traces show where goroutines waited to run (go
+			// tool trace -pprof=sched), which profiles do not.
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		}
 		s.healthHandlers(mux)
 		s.httpSrv = &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
