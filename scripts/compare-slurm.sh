@@ -18,6 +18,9 @@ JOBS=${1:-2000}
 NODES=${2:-64}
 PEER=${SLURM_PEER:-$ROOT/../shared/peers/slurm}
 OUT=${OUT:-$(mktemp -d -t lattice-vs-slurm-XXXXXX)}
+# munged refuses a socket under a directory that is not executable by all,
+# and mktemp -d makes 0700.
+chmod 0755 "$OUT"
 export PEER_ROOT=${PEER_ROOT:-$OUT/slurm-peer}
 export PEER_CTLD_PORT=${PEER_CTLD_PORT:-26817}
 export PEER_SLURMD_BASE_PORT=${PEER_SLURMD_BASE_PORT:-27000}
