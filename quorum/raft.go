@@ -56,15 +56,7 @@ type Config struct {
 	// only how late an idle follower learns of the last commit; default
 	// 50 ms, hashicorp/raft's own (5 ms sent ~130 empty appends a second
 	// to each follower, each waking both ends on a loaded machine).
-	CommitTimeout time.Duration
-	// NoPipelining replicates with one AppendEntries in flight per
-	// follower: what the leader stores meanwhile goes in the next one, so
-	// a follower slowed by its fsync or its CPU gets fewer, larger appends
-	// (one bolt commit, two fdatasyncs, each) instead of a queue of small
-	// ones. Off by default (hashicorp/raft pipelines): on the scale
-	// harness neither way measurably changed the submit latency
-	// (docs/scale.md).
-	NoPipelining      bool
+	CommitTimeout     time.Duration
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
@@ -124,11 +116,8 @@ type Quorum struct {
 	raft      *raft.Raft
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
-	// raftTransport is what Raft was given: transport, unpipelined with
-	// Config.NoPipelining.
-	raftTransport raft.Transport
-	snapshots     raft.SnapshotStore
-	faults        *FaultTransport
+	snapshots raft.SnapshotStore
+	faults    *FaultTransport
 	// diskFaults wraps the log store with fault injection (nil otherwise).
 	diskFaults *faultLogStore
 	log        *slog.Logger
@@ -212,11 +201,6 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 		q.faults = NewFaultTransport(q.transport)
 		q.transport = q.faults
 	}
-	raftTransport := q.transport
-	if cfg.NoPipelining && !cfg.InMemTransport {
-		raftTransport = unpipelined{q.transport}
-	}
-	q.raftTransport = raftTransport
 	if cfg.Bootstrap {
 		has, herr := raft.HasExistingState(store, store, q.snapshots)
 		if herr != nil {
@@ -224,7 +208,7 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 		}
 		if !has {
 			conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: advertise, Suffrage: raft.Voter}}}
-			if berr := raft.BootstrapCluster(rc, store, store, q.snapshots, raftTransport, conf); berr != nil {
+			if berr := raft.BootstrapCluster(rc, store, store, q.snapshots, q.transport, conf); berr != nil {
 				return fail(fmt.Errorf("bootstrap: %w", berr))
 			}
 			q.log.Info("quorum bootstrapped", "id", cfg.ID, "raft_addr", advertise)
@@ -242,7 +226,7 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	if err != nil {
 		return fail(fmt.Errorf("raft log cache: %w", err))
 	}
-	r, err := raft.NewRaft(rc, fsm, logs, store, q.snapshots, raftTransport)
+	r, err := raft.NewRaft(rc, fsm, logs, store, q.snapshots, q.transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
 	}
@@ -437,30 +421,3 @@ func (q *Quorum) Shutdown() error {
 // memory in front of bolt (a few seconds of entries at the scale harness's
 // load; each entry is a command of a few hundred bytes to a few MiB).
 const logCacheEntries = 512
-
-// unpipelined is a Raft transport without pipelined appends: hashicorp/raft
-// then replicates to each follower with one AppendEntries in flight, and
-// batches what it stored meanwhile into the next one (see
-// Config.NoPipelining). Every other call goes to the transport.
-type unpipelined struct{ raft.Transport }
-
-func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
-}
-
-// RequestPreVote keeps pre-vote (the transports wrapped here have it).
-func (u unpipelined) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	pv, ok := u.Transport.(raft.WithPreVote)
-	if !ok {
-		return errors.New("transport without pre-vote")
-	}
-	return pv.RequestPreVote(id, target, args, resp)
-}
-
-// Close closes the transport (raft.WithClose).
-func (u unpipelined) Close() error {
-	if c, ok := u.Transport.(raft.WithClose); ok {
-		return c.Close()
-	}
-	return nil
-}

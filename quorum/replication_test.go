@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/latticehpc/lattice/model"
 )
 
@@ -35,46 +33,9 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 	}
 }
 
-// Raft is given a transport without pipelined appends when NoPipelining
-// asks for it, and the wrapper keeps pre-vote and Close, which
-// hashicorp/raft finds by interface.
-func TestOpenTransportPipelining(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, noPipelining := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noPipelining=%v", noPipelining), func(t *testing.T) {
-			q, err := Open(Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: freeRaftAddr(t), Bootstrap: true,
-				NoSync: true, Logger: log, RaftLogLevel: "off", NoPipelining: noPipelining}, NewFSM())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Shutdown()
-			p, err := q.raftTransport.AppendEntriesPipeline("m2", "127.0.0.1:1")
-			if p != nil {
-				p.Close()
-			}
-			if refused := err == raft.ErrPipelineReplicationNotSupported; refused != noPipelining {
-				t.Fatalf("NoPipelining %v: AppendEntriesPipeline error %v", noPipelining, err)
-			}
-			if _, ok := q.raftTransport.(raft.WithPreVote); !ok {
-				t.Error("the transport given to Raft lost pre-vote")
-			}
-			if _, ok := q.raftTransport.(raft.WithClose); !ok {
-				t.Error("the transport given to Raft lost Close")
-			}
-		})
-	}
-}
-
-// Three members over TCP replicate and commit, pipelined (the default) or
-// not, through the log cache, and a restarted follower catches up from the
-// leader's log.
+// Three members over TCP replicate and commit through the log cache, and a
+// restarted follower catches up from the leader's log.
 func TestThreeMembersReplicate(t *testing.T) {
-	for _, noPipelining := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noPipelining=%v", noPipelining), func(t *testing.T) { threeMembersReplicate(t, noPipelining) })
-	}
-}
-
-func threeMembersReplicate(t *testing.T, noPipelining bool) {
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfgs := make([]Config, 3)
@@ -82,7 +43,7 @@ func threeMembersReplicate(t *testing.T, noPipelining bool) {
 	for i := range qs {
 		id := fmt.Sprintf("m%d", i+1)
 		cfgs[i] = Config{ID: id, DataDir: filepath.Join(dir, id), RaftAddr: freeRaftAddr(t), Bootstrap: i == 0,
-			Logger: log, RaftLogLevel: "off", NoSync: true, NoPipelining: noPipelining}
+			Logger: log, RaftLogLevel: "off", NoSync: true}
 		q, err := Open(cfgs[i], NewFSM())
 		if err != nil {
 			t.Fatal(err)
