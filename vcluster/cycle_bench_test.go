@@ -87,10 +87,7 @@ func BenchmarkCycleChurn(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				b.StopTimer()
-				for k := i % 100; k < len(s.Pending); k += 100 {
-					c := *s.Pending[k]
-					s.Pending[k] = &c
-				}
+				churn(s, i)
 				b.StartTimer()
 				if err := l.Cycle(ctx); err != nil {
 					b.Fatal(err)
@@ -118,13 +115,19 @@ func BenchmarkBuildChurn(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				b.StopTimer()
-				for k := i % 100; k < len(s.Pending); k += 100 {
-					c := *s.Pending[k]
-					s.Pending[k] = &c
-				}
+				churn(s, i)
 				b.StartTimer()
 				bl.Build(s)
 			}
 		})
+	}
+}
+
+// churn replaces 1% of s's pending allocations (every 100th, from i % 100)
+// by changed copies, as committed state that moved on between cycles.
+func churn(s *Snapshot, i int) {
+	for k := i % 100; k < len(s.Pending); k += 100 {
+		c := *s.Pending[k]
+		s.Pending[k] = &c
 	}
 }
