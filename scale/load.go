@@ -119,15 +119,6 @@ type submission struct {
 	err    bool
 }
 
-// record adds one submission to the time series (when kept).
-func (l *latencies) record(s submission) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.log != nil {
-		l.log = append(l.log, s)
-	}
-}
-
 // writeSeries writes the time series as CSV: milliseconds from began to
 // the send, the latency in milliseconds, the member, 1 for an error.
 func (l *latencies) writeSeries(path string, began time.Time) error {
@@ -145,9 +136,15 @@ func (l *latencies) writeSeries(path string, began time.Time) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func (l *latencies) add(d time.Duration, err error) {
+// add counts one submission: its latency, or its error; and keeps it in
+// the time series when that is kept.
+func (l *latencies) add(s submission, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.log != nil {
+		s.err = err != nil
+		l.log = append(l.log, s)
+	}
 	if err != nil {
 		l.errors++
 		if l.first == "" {
@@ -155,7 +152,7 @@ func (l *latencies) add(d time.Duration, err error) {
 		}
 		return
 	}
-	l.d = append(l.d, d)
+	l.d = append(l.d, s.took)
 }
 
 // quantiles returns p50, p99 and the maximum.
@@ -208,13 +205,12 @@ func submitAtRate(ctx context.Context, members []*member, leader *member, rate f
 			began := time.Now()
 			_, err := m.allocs.Submit(cctx, req)
 			cancel()
-			took := time.Since(began)
-			lat.add(took, err)
-			lat.record(submission{sent: began, took: took, member: m.id, err: err != nil})
+			sub := submission{sent: began, took: time.Since(began), member: m.id}
+			lat.add(sub, err)
 			if m == leader {
-				direct.add(took, err)
+				direct.add(sub, err)
 			} else {
-				forwarded.add(took, err)
+				forwarded.add(sub, err)
 			}
 		}()
 	}

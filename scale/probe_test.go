@@ -55,7 +55,7 @@ func TestParseWeighted(t *testing.T) {
 func TestLatencyQuantiles(t *testing.T) {
 	l := &latencies{}
 	for i := 1; i <= 100; i++ {
-		l.add(time.Duration(i)*time.Millisecond, nil)
+		l.add(submission{took: time.Duration(i) * time.Millisecond}, nil)
 	}
 	p50, p99, mx, n := l.quantiles()
 	if n != 100 || p50 != 51*time.Millisecond || p99 != 100*time.Millisecond || mx != 100*time.Millisecond {
