@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,10 +63,39 @@ type ThroughputReport struct {
 	HarnessCPUs float64 `json:"harness_cpu_seconds"`
 	MachineCPUs float64 `json:"machine_busy_cpu_seconds"`
 	LoadAverage string  `json:"load_average"`
+	// Commands: the Raft commands the leader applied during the run, by
+	// type (lattice_quorum_commands_applied_total), each one entry with a
+	// bolt commit on every member.
+	Commands map[string]int `json:"commands_applied"`
 }
 
 func (t *ThroughputReport) String() string {
-	return t.summary() + t.perJob()
+	return t.summary() + t.perJob() + t.entries()
+}
+
+// entries is the Raft commands applied per job that ended, by type.
+func (t *ThroughputReport) entries() string {
+	n := float64(t.Completed + t.Failed)
+	if n == 0 || len(t.Commands) == 0 {
+		return ""
+	}
+	types := make([]string, 0, len(t.Commands))
+	total := 0
+	for k, v := range t.Commands {
+		types = append(types, k)
+		total += v
+	}
+	sort.Strings(types)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  Raft commands per job: %.2f (", float64(total)/n)
+	for i, k := range types {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.2f", k, float64(t.Commands[k])/n)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // perJob is the CPU breakdown divided by the jobs that ended, in ms.
@@ -251,6 +281,7 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 	if after, err := scrape(ctx, leader.metrics); err == nil && before != nil {
 		h := histDelta(before, after, "lattice_scheduler_cycle_duration_seconds")
 		rep.Cycles, rep.CycleMeanMs = int(h.Count), 1000*h.mean()
+		rep.Commands = commandsApplied(before, after)
 	}
 	cpu1 := cpu()
 	rep.MembersCPUs, rep.AgentsCPUs = cpu1.members-cpu0.members, cpu1.agents-cpu0.agents
@@ -264,6 +295,24 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 	}
 	rep.CompletePerSec = float64(rep.Completed+rep.Failed) / rep.TotalSec
 	return rep, nil
+}
+
+// commandsApplied is the growth of lattice_quorum_commands_applied_total
+// between two samples, by command type.
+func commandsApplied(before, after sample) map[string]int {
+	const name = "lattice_quorum_commands_applied_total{"
+	out := map[string]int{}
+	for k, v := range after {
+		if !strings.HasPrefix(k, name) {
+			continue
+		}
+		_, l, _ := strings.Cut(k, `command="`)
+		typ, _, _ := strings.Cut(l, `"`)
+		if d := int(v - before[k]); d > 0 {
+			out[typ] += d
+		}
+	}
+	return out
 }
 
 func runCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
