@@ -409,34 +409,49 @@ func (c *agentConn) sentRuns() map[uint64]int {
 }
 
 // Report batching: agents' reports from every connection are committed
-// together, one Raft entry per batch, then acknowledged.
+// together, one Raft entry per batch, then acknowledged. A batch stays
+// open reportBatchWait after its first report (plus whatever arrives while
+// the previous batch commits): long enough that a short job's start and end
+// reports, and the reports of the jobs that start and end around it, share
+// one entry (a bolt commit with two fdatasyncs on every member), short
+// against the time a node stays busy. Nothing is acknowledged before its
+// batch commits, so an agent that dies meanwhile sends its reports again.
 const (
 	maxReportBatch  = 512
-	reportBatchWait = 2 * time.Millisecond
+	reportBatchWait = 20 * time.Millisecond
 )
 
 func (d *dispatcher) batchReports(ctx context.Context) {
 	for {
-		var batch []reportIn
-		select {
-		case <-ctx.Done():
+		batch := collectReports(ctx, d.reports, reportBatchWait, maxReportBatch)
+		if batch == nil {
 			return
-		case r := <-d.reports:
-			batch = append(batch, r)
 		}
-		deadline := time.NewTimer(reportBatchWait)
-	fill:
-		for len(batch) < maxReportBatch {
-			select {
-			case r := <-d.reports:
-				batch = append(batch, r)
-			case <-deadline.C:
-				break fill
-			}
-		}
-		deadline.Stop()
 		d.commitReports(ctx, batch)
 	}
+}
+
+// collectReports waits for a first report, then takes what arrives within
+// wait of it, at most max; nil once ctx ends.
+func collectReports(ctx context.Context, in <-chan reportIn, wait time.Duration, max int) []reportIn {
+	var batch []reportIn
+	select {
+	case <-ctx.Done():
+		return nil
+	case r := <-in:
+		batch = append(batch, r)
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for len(batch) < max {
+		select {
+		case r := <-in:
+			batch = append(batch, r)
+		case <-deadline.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
