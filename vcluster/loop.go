@@ -297,10 +297,14 @@ func (l *Loop) Wake() {
 // never takes more than about 1/(wakeDuty+1) of a core however big the
 // queue: at 100,000 pending a cycle costs a second or more here, and
 // cycling back to back would starve Raft and the API on the same cores.
-// A MinInterval other than the default is kept as a floor.
+// A MinInterval other than the default is kept as a floor. The floor of
+// 25 ms lets the submissions and completions of a busy stream of short jobs
+// gather into one cycle and one AssignBatch entry (a bolt commit with two
+// fdatasyncs on every member) instead of one each: at 200 jobs/s about five
+// a cycle where 10 ms placed one or two.
 const (
 	wakeDuty   = 4
-	minWakeGap = 10 * time.Millisecond
+	minWakeGap = 25 * time.Millisecond
 )
 
 // wakeGap is how long after a cycle that computed for took a woken loop waits.

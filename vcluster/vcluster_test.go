@@ -258,9 +258,10 @@ func TestWakeGap(t *testing.T) {
 	for _, tc := range []struct {
 		took, minInterval, interval, want time.Duration
 	}{
-		{0, def, time.Hour, 10 * time.Millisecond},
-		{time.Millisecond, def, time.Hour, 10 * time.Millisecond},
-		{5 * time.Millisecond, def, time.Hour, 20 * time.Millisecond},
+		{0, def, time.Hour, 25 * time.Millisecond}, // submissions arriving together share a cycle and its entry
+		{time.Millisecond, def, time.Hour, 25 * time.Millisecond},
+		{5 * time.Millisecond, def, time.Hour, 25 * time.Millisecond},
+		{10 * time.Millisecond, def, time.Hour, 40 * time.Millisecond},
 		{100 * time.Millisecond, def, time.Hour, 400 * time.Millisecond},
 		{time.Second, def, 5 * time.Second, 4 * time.Second},         // a costly cycle: a fifth of a core at most
 		{time.Second, def, 2 * time.Second, 2 * time.Second},         // never past the cycle interval
