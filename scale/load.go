@@ -155,6 +155,54 @@ func (l *latencies) add(s submission, err error) {
 	l.d = append(l.d, s.took)
 }
 
+// Window is the submissions sent in one slice of the measuring window: a
+// p99 over the whole minute hides when the slow ones happened (the first
+// seconds, while a backlog fills the idle nodes, differ from the rest).
+type Window struct {
+	FromS     float64 `json:"from_s"`
+	ToS       float64 `json:"to_s"`
+	Sent      int     `json:"sent"`
+	P50ms     float64 `json:"p50_ms"`
+	P99ms     float64 `json:"p99_ms"`
+	Over10pct float64 `json:"over_10ms_percent"`
+}
+
+// windows splits the kept submissions (errors left out) by the time they
+// were sent, from began, into slices of width; none without a kept series.
+func (l *latencies) windows(began time.Time, width time.Duration) []Window {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var by [][]time.Duration
+	for _, s := range l.log {
+		if s.err {
+			continue
+		}
+		i := max(0, int(s.sent.Sub(began)/width))
+		for len(by) <= i {
+			by = append(by, nil)
+		}
+		by[i] = append(by[i], s.took)
+	}
+	out := make([]Window, 0, len(by))
+	for i, d := range by {
+		w := Window{FromS: (time.Duration(i) * width).Seconds(), ToS: (time.Duration(i+1) * width).Seconds(), Sent: len(d)}
+		if len(d) > 0 {
+			slices.Sort(d)
+			q := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
+			w.P50ms, w.P99ms = ms(q(0.50)), ms(q(0.99))
+			over := 0
+			for _, x := range d {
+				if x > 10*time.Millisecond {
+					over++
+				}
+			}
+			w.Over10pct = 100 * float64(over) / float64(len(d))
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // quantiles returns p50, p99 and the maximum.
 func (l *latencies) quantiles() (p50, p99, maxd time.Duration, n int) {
 	l.mu.Lock()

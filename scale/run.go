@@ -63,6 +63,9 @@ type Report struct {
 	SubmitP50ms  float64 `json:"submit_p50_ms"`
 	SubmitP99ms  float64 `json:"submit_p99_ms"`
 	SubmitMaxms  float64 `json:"submit_max_ms"`
+	// SubmitWindows are the same submissions by 10-second slice of the
+	// measuring window, by the time they were sent.
+	SubmitWindows []Window `json:"submit_windows"`
 	// The same split by the member a submission was sent to: the leader,
 	// or a follower that forwarded it; and the leader's own time from
 	// proposal to applied result for Submit commands (its
@@ -239,6 +242,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	p50, p99, _, _ = forwarded.quantiles()
 	rep.SubmitForwardedP50ms, rep.SubmitForwardedP99ms = ms(p50), ms(p99)
 	rep.SubmitErrors, rep.FirstError = lat.errors, lat.first
+	rep.SubmitWindows = lat.windows(began, 10*time.Second)
 	if err := lat.writeSeries(filepath.Join(cfg.Dir, "submits.csv"), began); err != nil {
 		cfg.logf("writing the submissions' time series: %v", err)
 	}
@@ -453,6 +457,13 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Started.Format(time.RFC3339), r.Nodes, r.Agents, r.Backlog)
 	fmt.Fprintf(w, "submit (unary, round-robin over the members, target %.0f/s for %.0f s): %d sent, %d errors; p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 		r.Rate, r.Duration, r.Submitted, r.SubmitErrors, r.SubmitP50ms, r.SubmitP99ms, r.SubmitMaxms)
+	if len(r.SubmitWindows) > 0 {
+		fmt.Fprintf(w, "  by 10 s of sending (p50 / p99 ms, %% over 10 ms):")
+		for _, win := range r.SubmitWindows {
+			fmt.Fprintf(w, " %.0f-%.0f s %.1f / %.1f, %.0f%%;", win.FromS, win.ToS, win.P50ms, win.P99ms, win.Over10pct)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "  sent to the leader p50 %.2f ms, p99 %.2f ms; forwarded by a follower p50 %.2f ms, p99 %.2f ms; leader's propose-to-apply of Submit mean %.2f ms, p99 bucket <= %.1f ms\n",
 		r.SubmitLeaderP50ms, r.SubmitLeaderP99ms, r.SubmitForwardedP50ms, r.SubmitForwardedP99ms, r.ProposeSubmitMeanms, r.ProposeSubmitP99Bucket)
 	if len(r.RaftAppendsPerSec) > 0 {

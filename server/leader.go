@@ -198,9 +198,16 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 				ImmutableState: true, // committed objects are never changed in place
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
+			procs := l.s.cfg.LoopProcs
+			if procs {
+				loopProcs.add(1)
+			}
 			l.wg.Add(1)
 			go func() {
 				defer l.wg.Done()
+				if procs {
+					defer loopProcs.add(-1)
+				}
 				loop.Run(lctx)
 			}()
 			loop.Wake()

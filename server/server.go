@@ -120,6 +120,12 @@ type Config struct {
 	// with mutex and block profiling turned on (1 in 10 contended mutex
 	// waits, blocking events of 100 µs or more).
 	Pprof bool
+	// LoopProcs raises GOMAXPROCS by one for each scheduler loop while
+	// this member leads (loop_procs.go), so that cycles never hold every
+	// Go processor the Raft, FSM and API goroutines need. latticed sets it;
+	// tests that run many members in one process leave it off. Ignored
+	// when GOMAXPROCS is set in the environment.
+	LoopProcs bool
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
 

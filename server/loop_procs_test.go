@@ -1,0 +1,86 @@
+package server
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+)
+
+// TestLoopProcsFollowLeadership: with Config.LoopProcs each scheduler loop
+// of the leader adds one Go processor while it runs; a leadership change
+// moves them (the old leader's loops give theirs back), and stopping the
+// members restores GOMAXPROCS. Three members share this process, so the
+// count is the leader's loops alone.
+func TestLoopProcsFollowLeadership(t *testing.T) {
+	base := runtime.GOMAXPROCS(0)
+	want := func(loops int) int {
+		if loopProcs.fixed { // GOMAXPROCS set in the environment: never changed
+			return base
+		}
+		return base + loops
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := t.TempDir()
+	var servers []*Server
+	for i, id := range []string{"p1", "p2", "p3"} {
+		cfg := Config{ID: id, DataDir: filepath.Join(dir, id), RaftAddr: freeAddr(t), APIAddr: "127.0.0.1:0",
+			Logger: log, RaftLogLevel: "off", LoopProcs: true,
+			VClusters: []model.VCluster{DefaultVCluster("hpc-batch"), DefaultVCluster("ml-training")}}
+		if i == 0 {
+			cfg.Bootstrap = true
+		} else {
+			cfg.Join = []string{servers[0].APIAddr()}
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Serve(); err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, s)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			for _, s := range servers {
+				s.Stop()
+			}
+		}
+	}()
+	waitFor(t, 20*time.Second, "three voters", func() bool {
+		for _, s := range servers {
+			srv, err := s.q.Servers()
+			if err != nil || len(srv) != 3 || s.q.AppliedIndex() < servers[0].q.CommitIndex() {
+				return false
+			}
+		}
+		return true
+	})
+	var old *Server
+	waitFor(t, 20*time.Second, "a leader running its two loops", func() bool {
+		old = leaderOf(servers)
+		return old != nil && runtime.GOMAXPROCS(0) == want(2)
+	})
+	if err := old.q.TransferLeadership(""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a new leader", func() bool {
+		next := leaderOf(servers)
+		return next != nil && next != old && old.currentLeader() == nil
+	})
+	waitFor(t, 5*time.Second, "the Ps of the new leader's loops alone", func() bool { return runtime.GOMAXPROCS(0) == want(2) })
+	if got := loopProcs.added(); !loopProcs.fixed && got != 2 {
+		t.Fatalf("loops added %d Ps after the leadership change, want 2", got)
+	}
+	for _, s := range servers {
+		s.Stop()
+	}
+	stopped = true
+	waitFor(t, 5*time.Second, "GOMAXPROCS restored", func() bool { return runtime.GOMAXPROCS(0) == base && loopProcs.added() == 0 })
+}
