@@ -354,15 +354,36 @@ func (s *Server) Settings(name string) (*model.VCluster, int, bool) {
 	return vc, pending, vc != nil
 }
 
-// AssignBatch implements vcluster.Proposer: one Raft entry per cycle.
+// maxAssignSlice is the most starts one AssignBatch entry carries. A cycle
+// that places more (a backlog meeting thousands of idle nodes: 3,000–5,000
+// starts in one cycle at 10,000 nodes) proposes them in slices, one after
+// the other, so that every member applies a few milliseconds at a time and
+// the Submits that arrive meanwhile commit between the slices instead of
+// behind one entry of them all. Each item is checked against the cycle's
+// snapshot version on its own, so a slice decides exactly as the whole.
+const maxAssignSlice = 256
+
+// AssignBatch implements vcluster.Proposer: one Raft entry per cycle, or
+// per maxAssignSlice starts of a larger one. The outcomes are in the order
+// of items; on an error, those of the slices committed before it.
 func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.Assignment) ([]vcluster.Outcome, error) {
-	cmd := &quorum.AssignBatch{VCluster: vc, Items: make([]quorum.AssignItem, len(items))}
-	for i, it := range items {
-		cmd.Items[i] = quorum.AssignItem{AllocID: it.AllocID, Nodes: it.Nodes, Version: it.Version}
+	var out []vcluster.Outcome
+	for len(items) > 0 {
+		part := items[:min(maxAssignSlice, len(items))]
+		items = items[len(part):]
+		cmd := &quorum.AssignBatch{VCluster: vc, Items: make([]quorum.AssignItem, len(part))}
+		for i, it := range part {
+			cmd.Items[i] = quorum.AssignItem{AllocID: it.AllocID, Nodes: it.Nodes, Version: it.Version}
+		}
+		o, err := s.proposeItems(ctx, cmd, func(r *quorum.Rejection) {
+			s.metrics.assignRejected.WithLabelValues(string(r.Code)).Inc()
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, o...)
 	}
-	return s.proposeItems(ctx, cmd, func(r *quorum.Rejection) {
-		s.metrics.assignRejected.WithLabelValues(string(r.Code)).Inc()
-	})
+	return out, nil
 }
 
 // newVCluster returns a vCluster of type t with that type's defaults.
