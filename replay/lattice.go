@@ -66,7 +66,7 @@ func newLattice(s *sim) (*latticePolicy, error) {
 		load:    map[string]vcluster.TenantLoad{},
 		groups:  s.groups,
 	}
-	if s.cfg.FairShareService {
+	if s.cfg.FairShareService || s.cfg.FairShareJobService || s.cfg.ServiceProtect {
 		lp.svc = &predict.Service{HalfLife: vcluster.DefaultFairShareHalfLife}
 	}
 	switch s.cfg.Predictor {
@@ -213,6 +213,8 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		PredictedStarts:     s.cfg.PredictedStarts,
 		WalltimeEnds:        s.cfg.WalltimeEnds,
 		Service:             lp.svc,
+		ServiceTerm:         serviceTerm(s.cfg),
+		ServiceProtect:      s.cfg.ServiceProtect,
 	}
 	if es := s.energy; es != nil {
 		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))
@@ -312,4 +314,16 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 	l.Nodes -= job.Size
 	l.Running--
 	lp.load[job.Tenant] = l
+}
+
+// serviceTerm is how the lattice policy's f3 reads the fair share of
+// service.
+func serviceTerm(c Config) vcluster.ServiceTerm {
+	switch {
+	case c.FairShareJobService:
+		return vcluster.ServiceByJob
+	case c.FairShareService:
+		return vcluster.ServiceByTenant
+	}
+	return vcluster.ServiceNoTerm
 }

@@ -108,3 +108,33 @@ func TestFairShareService(t *testing.T) {
 		t.Errorf("the fair share of service changed nothing (bsld %.4f)", a.AvgBoundedSlowdown)
 	}
 }
+
+// TestServiceOptions: the per-job fair share of service and the service
+// protection (off by default) each change the lattice policy's schedule on
+// hpc2n, and the same options give the same schedule twice.
+func TestServiceOptions(t *testing.T) {
+	tr := loadTrace(t, "hpc2n.swf")
+	run := func(c Config) Metrics {
+		t.Helper()
+		c.Policy, c.WalltimeEnds, c.PredictedStarts = PolicyLattice, true, true
+		res, err := Run(tr, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Metrics
+	}
+	def := run(Config{})
+	for name, c := range map[string]Config{
+		"job-service":          {FairShareJobService: true},
+		"protect":              {ServiceProtect: true},
+		"job-service, protect": {FairShareJobService: true, ServiceProtect: true},
+	} {
+		a, b := run(c), run(c)
+		if a.AvgBoundedSlowdown != b.AvgBoundedSlowdown || a.MaxWait != b.MaxWait || a.JainFairness != b.JainFairness {
+			t.Errorf("%s: two runs differ: %+v / %+v", name, a, b)
+		}
+		if a.AvgBoundedSlowdown == def.AvgBoundedSlowdown && a.AvgWait == def.AvgWait {
+			t.Errorf("%s changed nothing (bsld %.4f)", name, a.AvgBoundedSlowdown)
+		}
+	}
+}

@@ -84,6 +84,16 @@ type Config struct {
 	// recent average bounded slowdown is above everyone's
 	// (vcluster.Snapshot.Service): the fair share of service.
 	FairShareService bool
+	// FairShareJobService reads the fair share of service job by job: f3
+	// rises with how far a job's tenant's average bounded slowdown would be
+	// above everyone's if it started now (vcluster.Snapshot.ServicePerJob).
+	// It implies FairShareService's memory.
+	FairShareJobService bool
+	// ServiceProtect: the lattice policy protects the jobs whose slowdown
+	// would leave their tenant above Jain's threshold
+	// (vcluster.Snapshot.ServiceProtect). It implies FairShareService's
+	// memory (and not its f3 term).
+	ServiceProtect bool
 	// Predictor is the lattice policy's runtime predictor: "" or "lattice"
 	// (package predict's default model), or PredictorOff (walltimes).
 	Predictor string

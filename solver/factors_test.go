@@ -302,6 +302,39 @@ func b2f(b bool) float64 {
 
 // TestFairShareOfService: f3 is the larger of the usage term and the
 // tenant's ServiceBehind, only for a tenant with a target.
+func TestFairShareOfServicePerJob(t *testing.T) {
+	// Everyone's average bounded slowdown is 5. Jobs of 10 minutes (10 s
+	// for job 5) predicted or walltimed; their waits make x.
+	in := input(groups(4),
+		jobN(1, 1).tenant("new").wall(10*time.Minute).waited(90*time.Minute),  // x = 10, no history: 1 − 5/10
+		jobN(2, 1).tenant("new").wall(10*time.Minute).waited(30*time.Minute),  // x = 4: not behind, the usage term
+		jobN(3, 1).tenant("many").wall(10*time.Minute).waited(90*time.Minute), // 9 runs at 1: ŝ = 1.9
+		jobN(4, 1).tenant("bad").wall(time.Hour).waited(0),                    // 3 runs at 9: ŝ = 7
+		jobN(5, 1).tenant("notarget").wall(10*time.Second).waited(time.Hour),  // no contract: neutral
+		jobN(6, 1).tenant("new").wall(5*time.Hour).waited(90*time.Minute),     // predicted 10 minutes: x = 10
+	)
+	in.Pending[5].Predicted = 10 * time.Minute
+	in.ServiceAverage = 5
+	in.Tenants["new"] = Tenant{FairShareTarget: 0.25, UsageShare: 0.2, NodesLeft: -1, RunningLeft: -1}
+	in.Tenants["many"] = Tenant{FairShareTarget: 0.25, UsageShare: 0.25, ServiceMean: 1, ServiceWeight: 9, NodesLeft: -1, RunningLeft: -1}
+	in.Tenants["bad"] = Tenant{FairShareTarget: 0.25, UsageShare: 0.25, ServiceMean: 9, ServiceWeight: 3, NodesLeft: -1, RunningLeft: -1}
+	in.Tenants["notarget"] = Tenant{NodesLeft: -1, RunningLeft: -1}
+	in.Weights, _ = Profile(DefaultProfile)
+	check := func(in *Input, want map[uint64]float64) {
+		t.Helper()
+		p := Solve(in)
+		for id, w := range want {
+			if got := p.explain(id).Factors[2]; math.Abs(got-w) > 1e-12 {
+				t.Errorf("ServiceAverage %v: job %d: f3 = %v, want %v", in.ServiceAverage, id, got, w)
+			}
+		}
+	}
+	usage := (0.25 - 0.2) / 0.25
+	check(in, map[uint64]float64{1: 0.5, 2: usage, 3: 0, 4: 1 - 5.0/7, 5: NeutralFairShare, 6: 0.5})
+	in.ServiceAverage = 0 // off: the usage term alone
+	check(in, map[uint64]float64{1: usage, 2: usage, 3: 0, 4: 0, 5: NeutralFairShare, 6: usage})
+}
+
 func TestFairShareOfService(t *testing.T) {
 	in := input(groups(4),
 		jobN(1, 1).tenant("rich"),     // at its usage target, served at the average

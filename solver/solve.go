@@ -8,6 +8,7 @@ import (
 
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/power"
+	"github.com/latticehpc/lattice/predict"
 	"github.com/latticehpc/lattice/topology"
 )
 
@@ -111,6 +112,10 @@ type heldNode struct {
 type quota struct {
 	nodes, running int
 	fairShare      float64
+	// svc: the per-job fair share of service applies (a target, and
+	// Input.ServiceAverage > 0); svcMean, svcWeight are the tenant's.
+	svc                bool
+	svcMean, svcWeight float64
 }
 
 type state struct {
@@ -756,6 +761,14 @@ func (s *state) scoreAll() {
 		}
 		jb.q = m.q
 		f[2] = jb.q.fairShare
+		if jb.q.svc {
+			// The per-job fair share of service: by the slowdown this
+			// job's wait has reached, with its expected length.
+			if b := predict.PendingBehind(in.ServiceAverage, jb.q.svcMean, jb.q.svcWeight,
+				time.Duration(jb.wait), jobLength(j)); b > f[2] {
+				f[2] = min(1, b)
+			}
+		}
 		if i == 0 || memoOff || jb.cls != m.cls || jb.min != m.min {
 			m.cls, m.min = jb.cls, jb.min
 			k := jb.cls.freeCap.GroupsNeeded(jb.min)
@@ -986,6 +999,9 @@ func (s *state) quotaOf(tenant string) *quota {
 		if t.FairShareTarget > 0 && t.ServiceBehind > q.fairShare {
 			q.fairShare = min(1, t.ServiceBehind)
 		}
+		if t.FairShareTarget > 0 && s.in.ServiceAverage > 0 {
+			q.svc, q.svcMean, q.svcWeight = true, t.ServiceMean, t.ServiceWeight
+		}
 	}
 	s.quotas[tenant] = q
 	return q
@@ -1025,11 +1041,14 @@ func (s *state) plan() {
 	if s.depth != 0 {
 		head = s.headRank()
 	}
-	if head >= 0 {
+	if head >= 0 && !s.in.ProtectedFirst {
 		s.decide(head)
 	}
 	if s.depth != 0 {
 		s.decideProtected(head, pre)
+	}
+	if head >= 0 && s.in.ProtectedFirst {
+		s.decide(head)
 	}
 	for rank := range s.order {
 		jb := &s.jobs[s.order[rank]]

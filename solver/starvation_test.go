@@ -168,3 +168,40 @@ func TestProtectedJobReserved(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectedFirst: a protected job that fits now but would end after the
+// head's reservation waits behind the head when protected jobs are decided
+// after it, and starts now — the head's reservation made around it — when
+// they are decided first (Input.ProtectedFirst).
+func TestProtectedFirst(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		nodes := groups(6)
+		for i := 2; i < 6; i++ { // n0, n1 free; the rest busy for an hour
+			nodes[i].Allocation, nodes[i].FreeAt = 99, t0.Add(time.Hour)
+		}
+		in := &Input{Now: t0, Type: model.TypeHPCBatch, ReservationDepth: 1, Nodes: nodes,
+			PowerHeadroomWatts: -1, EnergyPrice: -1, ProtectedFirst: first}
+		in.Weights, _ = Profile(DefaultProfile)
+		head := jobN(1, 6).wall(2 * time.Hour).waited(3 * time.Hour).build()
+		short := jobN(2, 1).wall(2 * time.Hour).waited(2 * time.Hour).build()
+		short.Protected = true
+		in.Pending = []Job{head, short}
+		p := Solve(in)
+		if err := validatePlan(in, p); err != nil {
+			t.Fatal(err)
+		}
+		started := p.start(2) != nil
+		var headAt time.Time
+		for _, r := range p.Reservations {
+			if r.JobID == 1 {
+				headAt = r.Start
+			}
+		}
+		switch {
+		case !first && (started || !headAt.Equal(t0.Add(time.Hour))):
+			t.Errorf("after the head: job 2 started %v, head reserved at %v; want waiting, head at +1h", started, headAt)
+		case first && (!started || !headAt.Equal(t0.Add(2*time.Hour))):
+			t.Errorf("first: job 2 started %v, head reserved at %v; want started, head at +2h", started, headAt)
+		}
+	}
+}

@@ -105,6 +105,11 @@ type Tenant struct {
 	// slowdown is above everyone's (predict.Service.Behind); f3 is the
 	// larger of the usage term and it.
 	ServiceBehind float64
+	// ServiceMean and ServiceWeight are the tenant's recent average bounded
+	// slowdown and the decayed count of the completed jobs behind it
+	// (predict.Service.Tenant), read only with Input.ServiceAverage: the
+	// per-job fair share of service.
+	ServiceMean, ServiceWeight float64
 	// NodesLeft and RunningLeft are the room under the hard quotas
 	// (invariant I4); < 0 = unlimited.
 	NodesLeft   int
@@ -129,6 +134,17 @@ type Input struct {
 	// instead of the walltime: a job may start in a hole it fits by its
 	// prediction. Off, predictions only order the queue (f2).
 	PredictedStarts bool
+	// ServiceAverage (> 0) turns on the per-job fair share of service: f3
+	// of a job of a tenant with a fair-share target is at least
+	// predict.PendingBehind — how far its tenant's average bounded slowdown
+	// (Tenant.ServiceMean, ServiceWeight) would be above ServiceAverage,
+	// everyone's, if the job started now at the slowdown its wait has
+	// reached. 0 = off.
+	ServiceAverage float64
+	// ProtectedFirst decides the protected jobs (Job.Protected) before the
+	// head rather than right after it: their reservations come first, and
+	// the head's is made around them.
+	ProtectedFirst bool
 	// Groups is the number of dragonfly groups in the system (f4's
 	// max_groups_available); 0 = count the groups among Nodes.
 	Groups  int

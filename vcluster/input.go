@@ -120,7 +120,68 @@ type Snapshot struct {
 	// Service is the fair share of service's memory: the tenants' recent
 	// average bounded slowdowns (predict.Service); nil = f3 by usage alone.
 	Service *predict.Service
+	// ServiceTerm is how f3 reads Service: by tenant (the default), by
+	// job or not at all.
+	ServiceTerm ServiceTerm
+	// ServiceProtect protects (solver.Job.Protected: a reservation right
+	// after the head's) a pending job whose bounded slowdown, were it to
+	// start now, is above Service's threshold x* (predict.Service.Threshold)
+	// and would take its tenant's average, below x* so far, above it —
+	// the jobs whose waits lower Jain's index over the tenants' slowdowns
+	// most. Its length is its prediction, else predict.UnknownLength of
+	// its walltime. Protected jobs are decided before the head
+	// (solver.Input.ProtectedFirst) unless a starvation guard is on (the
+	// head has waited past its bound): then after it, like the per-job
+	// guard's.
+	ServiceProtect bool
 }
+
+// serviceProtects tells whether job j is protected by the fair share of
+// service (Snapshot.ServiceProtect) against the threshold thr.
+func serviceProtects(s *Snapshot, j *solver.Job, thr float64) bool {
+	elig := j.EligibleTime
+	if elig.IsZero() {
+		elig = j.SubmitTime
+	}
+	if elig.IsZero() || j.Walltime <= 0 {
+		return false
+	}
+	length := j.Predicted
+	if length <= 0 || length >= j.Walltime {
+		length = predict.UnknownLength(j.Walltime)
+	}
+	x := predict.BoundedSlowdown(s.Now.Sub(elig), length)
+	if x <= thr {
+		return false
+	}
+	mean, weight := s.Service.Tenant(j.Tenant, s.Now)
+	return mean < thr && (weight*mean+x)/(weight+1) > thr
+}
+
+// serviceAverage is solver.Input.ServiceAverage: everyone's recent average
+// bounded slowdown with the per-job fair share of service, else 0 (off).
+func serviceAverage(s *Snapshot) float64 {
+	if s.ServiceTerm != ServiceByJob {
+		return 0
+	}
+	return s.Service.Average()
+}
+
+// ServiceTerm is how f3 reads the fair share of service (Snapshot.Service).
+type ServiceTerm int
+
+const (
+	// ServiceByTenant: f3 is at least how far the tenant's average bounded
+	// slowdown over its completed jobs is above everyone's
+	// (solver.Tenant.ServiceBehind).
+	ServiceByTenant ServiceTerm = iota
+	// ServiceByJob: a job's f3 is at least how far its tenant's average
+	// would be above everyone's if it started now, its wait counted
+	// (solver.Input.ServiceAverage, predict.PendingBehind).
+	ServiceByJob
+	// ServiceNoTerm: f3 by usage alone (Service serves ServiceProtect).
+	ServiceNoTerm
+)
 
 // DefaultStarvationWait is the wait beyond which the starvation guard plans
 // running work with walltimes (Snapshot.StarvationWait).
@@ -311,6 +372,8 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Algorithm:          vc.EffectiveAlgorithm(),
 		ReservationDepth:   vc.ReservationDepth,
 		PredictedStarts:    predictedStarts,
+		ServiceAverage:     serviceAverage(s),
+		ProtectedFirst:     s.ServiceProtect && !guarded,
 		Groups:             s.Groups,
 		PowerHeadroomWatts: s.PowerHeadroomWatts,
 		EnergyPrice:        s.EnergyPrice,
@@ -450,6 +513,10 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// Every record placed (the common case): the input's Pending is the
 	// jobs as they are, their per-cycle fields (Hold, Protected) written
 	// below; else the placed ones are copied.
+	var thr float64 // x*, with ServiceProtect
+	if s.ServiceProtect {
+		thr = s.Service.Threshold()
+	}
 	if allPlaced {
 		in.Pending = jobs
 	} else {
@@ -477,7 +544,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		case !r.begin.IsZero() && s.Now.Before(r.begin):
 			j.Hold = model.ReasonBeginTime
 		}
-		j.Protected = protected[j.ID] // per cycle: never kept in the reused record
+		j.Protected = protected[j.ID] || (thr > 0 && serviceProtects(s, j, thr)) // per cycle: never kept in the reused record
 		if r.arrayJob != 0 && r.maxConc > 0 && j.Hold == "" {
 			if activeTasks[r.arrayJob] >= r.maxConc {
 				j.Hold = ReasonArrayTaskLimit
@@ -511,7 +578,12 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		if total > 0 {
 			st.UsageShare = decayed[i] / total
 		}
-		st.ServiceBehind = s.Service.Behind(name)
+		switch s.ServiceTerm {
+		case ServiceByTenant:
+			st.ServiceBehind = s.Service.Behind(name)
+		case ServiceByJob:
+			st.ServiceMean, st.ServiceWeight = s.Service.Tenant(name, s.Now)
+		}
 		if t.MaxNodes > 0 || t.MaxRunning > 0 {
 			load := s.TenantLoad[name]
 			if t.MaxNodes > 0 {

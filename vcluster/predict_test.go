@@ -180,4 +180,66 @@ func TestServiceShare(t *testing.T) {
 	if got := in.Tenants["t1"].ServiceBehind; got != 0 {
 		t.Errorf("t1 (served better than average): ServiceBehind = %v, want 0", got)
 	}
+	if in.ServiceAverage != 0 {
+		t.Errorf("per tenant: ServiceAverage = %v, want 0 (the per-job term off)", in.ServiceAverage)
+	}
+
+	// Per job: the tenants' means and weights and everyone's average go
+	// to the solver, and ServiceBehind stays 0.
+	s.ServiceTerm = ServiceByJob
+	in = BuildInput(s)
+	if in.ServiceAverage != 2 {
+		t.Errorf("per job: ServiceAverage = %v, want 2", in.ServiceAverage)
+	}
+	wantW := math.Exp2(-float64(time.Hour) / float64(DefaultFairShareHalfLife))
+	if got := in.Tenants["t2"]; got.ServiceBehind != 0 || got.ServiceMean != 3 || math.Abs(got.ServiceWeight-wantW) > 1e-12 {
+		t.Errorf("per job: t2 = %+v, want ServiceMean 3, ServiceWeight %v, ServiceBehind 0", got, wantW)
+	}
+}
+
+func TestServiceProtect(t *testing.T) {
+	// t1 served at bsld 1, t2 at 100: x* = (1 + 100²)/101 ≈ 99. The
+	// pending job (4 h walltime, no prediction) is reckoned at
+	// predict.UnknownLength(4h) ≈ 72.8 s: past x* after about 2 h.
+	svc := &predict.Service{HalfLife: DefaultFairShareHalfLife}
+	svc.Observe("t1", t0.Add(-time.Hour), 0, time.Hour)
+	svc.Observe("t2", t0.Add(-time.Hour), 99*time.Hour, time.Hour)
+	for _, c := range []struct {
+		name    string
+		on      bool
+		tenant  string
+		waited  time.Duration
+		starved bool // the absolute guard is on: protected jobs after the head
+		want    bool
+	}{
+		{"off", false, "new", 3 * time.Hour, false, false},
+		{"a newcomer past x*", true, "new", 3 * time.Hour, false, true},
+		{"a newcomer not yet past x*", true, "new", time.Hour, false, false},
+		{"a tenant served well: one job does not take it past x*", true, "t1", 3 * time.Hour, false, false},
+		{"a tenant already above x*", true, "t2", 3 * time.Hour, false, false},
+		{"a starving head: protected, after the head", true, "new", 3 * time.Hour, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := predictionSnapshot()
+			if c.starved { // the guards act only with a predictor
+				s = predictionSnapshot(done(1, 40*time.Minute, t0.Add(-5*time.Hour)))
+				s.StarvationWait = time.Minute
+			}
+			p := s.Pending[0]
+			p.Tenant, p.SubmitTime, p.EligibleTime = c.tenant, t0.Add(-c.waited), t0.Add(-c.waited)
+			s.Service, s.ServiceProtect, s.ServiceTerm = svc, c.on, ServiceNoTerm
+			in := BuildInput(s)
+			if got := in.Pending[0].Protected; got != c.want {
+				t.Errorf("Protected = %v, want %v", got, c.want)
+			}
+			if want := c.on && !c.starved; in.ProtectedFirst != want {
+				t.Errorf("ProtectedFirst = %v, want %v", in.ProtectedFirst, want)
+			}
+			for name, tn := range in.Tenants {
+				if tn.ServiceBehind != 0 || in.ServiceAverage != 0 {
+					t.Errorf("%s: the f3 terms are on (ServiceNoTerm)", name)
+				}
+			}
+		})
+	}
 }

@@ -210,6 +210,7 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		return cfg, nil, fmt.Errorf("--predictor %q: allowed lattice, off", p)
 	}
 	cfg.PredictedStarts = c.Bool("predicted-starts")
+	cfg.ServiceProtect = c.Bool("service-protect")
 	switch re := strings.ToLower(strings.TrimSpace(c.String("running-ends"))); re {
 	case "predicted":
 	case "walltime":
@@ -221,8 +222,10 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	case "usage":
 	case "service":
 		cfg.FairShareService = true
+	case "job-service":
+		cfg.FairShareJobService = true
 	default:
-		return cfg, nil, fmt.Errorf("--fair-share %q: allowed usage, service", fs)
+		return cfg, nil, fmt.Errorf("--fair-share %q: allowed usage, service, job-service", fs)
 	}
 	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
 		cfg.StarvationWait = -1
