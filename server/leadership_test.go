@@ -28,7 +28,12 @@ func freeAddr(t *testing.T) string {
 }
 
 // startTrio starts three members in-process over real TCP Raft on loopback.
-func startTrio(t *testing.T) []*Server {
+func startTrio(t *testing.T) []*Server { return startTrioWith(t, nil) }
+
+// startTrioWith is startTrio with each member's Config changed by tune
+// (nil: as is). The members are stopped when the test ends (Stop may be
+// called before).
+func startTrioWith(t *testing.T, tune func(*Config)) []*Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir := t.TempDir()
@@ -36,6 +41,9 @@ func startTrio(t *testing.T) []*Server {
 	for i, id := range []string{"s1", "s2", "s3"} {
 		cfg := Config{ID: id, DataDir: filepath.Join(dir, id), RaftAddr: freeAddr(t), APIAddr: "127.0.0.1:0",
 			Logger: log, RaftLogLevel: "off", VClusters: []model.VCluster{DefaultVCluster("hpc-batch")}}
+		if tune != nil {
+			tune(&cfg)
+		}
 		if i == 0 {
 			cfg.Bootstrap = true
 		} else {

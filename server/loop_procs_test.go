@@ -1,9 +1,6 @@
 package server
 
 import (
-	"io"
-	"log/slog"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -24,43 +21,9 @@ func TestLoopProcsFollowLeadership(t *testing.T) {
 		}
 		return base + loops
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	dir := t.TempDir()
-	var servers []*Server
-	for i, id := range []string{"p1", "p2", "p3"} {
-		cfg := Config{ID: id, DataDir: filepath.Join(dir, id), RaftAddr: freeAddr(t), APIAddr: "127.0.0.1:0",
-			Logger: log, RaftLogLevel: "off", LoopProcs: true,
-			VClusters: []model.VCluster{DefaultVCluster("hpc-batch"), DefaultVCluster("ml-training")}}
-		if i == 0 {
-			cfg.Bootstrap = true
-		} else {
-			cfg.Join = []string{servers[0].APIAddr()}
-		}
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Serve(); err != nil {
-			t.Fatal(err)
-		}
-		servers = append(servers, s)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			for _, s := range servers {
-				s.Stop()
-			}
-		}
-	}()
-	waitFor(t, 20*time.Second, "three voters", func() bool {
-		for _, s := range servers {
-			srv, err := s.q.Servers()
-			if err != nil || len(srv) != 3 || s.q.AppliedIndex() < servers[0].q.CommitIndex() {
-				return false
-			}
-		}
-		return true
+	servers := startTrioWith(t, func(c *Config) {
+		c.LoopProcs = true
+		c.VClusters = []model.VCluster{DefaultVCluster("hpc-batch"), DefaultVCluster("ml-training")}
 	})
 	var old *Server
 	waitFor(t, 20*time.Second, "a leader running its two loops", func() bool {
@@ -81,6 +44,5 @@ func TestLoopProcsFollowLeadership(t *testing.T) {
 	for _, s := range servers {
 		s.Stop()
 	}
-	stopped = true
 	waitFor(t, 5*time.Second, "GOMAXPROCS restored", func() bool { return runtime.GOMAXPROCS(0) == base && loopProcs.added() == 0 })
 }
