@@ -37,6 +37,12 @@ func (p *procBudget) add(d int) {
 		return
 	}
 	p.extra += d
+	if p.extra == 0 {
+		// Back to the runtime's own value, and to its updates when the
+		// process's CPU limit changes (setting GOMAXPROCS stops them).
+		runtime.SetDefaultGOMAXPROCS()
+		return
+	}
 	runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)+d))
 }
 
