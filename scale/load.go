@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,8 +187,7 @@ func (l *latencies) windows(began time.Time, width time.Duration) []Window {
 		w := Window{FromS: (time.Duration(i) * width).Seconds(), ToS: (time.Duration(i+1) * width).Seconds(), Sent: len(d)}
 		if len(d) > 0 {
 			slices.Sort(d)
-			q := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
-			w.P50ms, w.P99ms = ms(q(0.50)), ms(q(0.99))
+			w.P50ms, w.P99ms = ms(quantile(d, 0.50)), ms(quantile(d, 0.99))
 			over := 0
 			for _, x := range d {
 				if x > 10*time.Millisecond {
@@ -211,9 +209,13 @@ func (l *latencies) quantiles() (p50, p99, maxd time.Duration, n int) {
 	if len(d) == 0 {
 		return 0, 0, 0, 0
 	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	q := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
-	return q(0.50), q(0.99), d[len(d)-1], len(d)
+	slices.Sort(d)
+	return quantile(d, 0.50), quantile(d, 0.99), d[len(d)-1], len(d)
+}
+
+// quantile is the p-quantile of sorted, which is not empty.
+func quantile(sorted []time.Duration, p float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
 // submitAtRate submits one request per 1/rate through the members in turn,

@@ -300,16 +300,12 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 // commandsApplied is the growth of lattice_quorum_commands_applied_total
 // between two samples, by command type.
 func commandsApplied(before, after sample) map[string]int {
-	const name = "lattice_quorum_commands_applied_total{"
+	const name = "lattice_quorum_commands_applied_total"
 	out := map[string]int{}
-	for k, v := range after {
-		if !strings.HasPrefix(k, name) {
-			continue
-		}
-		_, l, _ := strings.Cut(k, `command="`)
-		typ, _, _ := strings.Cut(l, `"`)
-		if d := int(v - before[k]); d > 0 {
-			out[typ] += d
+	for _, typ := range after.labelValues(name, "command") {
+		want := `command="` + typ + `"`
+		if d := int(after.sum(name, want) - before.sum(name, want)); d > 0 {
+			out[typ] = d
 		}
 	}
 	return out

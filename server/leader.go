@@ -367,6 +367,7 @@ const maxAssignSlice = 256
 // per maxAssignSlice starts of a larger one. The outcomes are in the order
 // of items; on an error, those of the slices committed before it.
 func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.Assignment) ([]vcluster.Outcome, error) {
+	onReject := func(r *quorum.Rejection) { s.metrics.assignRejected.WithLabelValues(string(r.Code)).Inc() }
 	var out []vcluster.Outcome
 	for len(items) > 0 {
 		part := items[:min(maxAssignSlice, len(items))]
@@ -375,9 +376,7 @@ func (s *Server) AssignBatch(ctx context.Context, vc string, items []vcluster.As
 		for i, it := range part {
 			cmd.Items[i] = quorum.AssignItem{AllocID: it.AllocID, Nodes: it.Nodes, Version: it.Version}
 		}
-		o, err := s.proposeItems(ctx, cmd, func(r *quorum.Rejection) {
-			s.metrics.assignRejected.WithLabelValues(string(r.Code)).Inc()
-		})
+		o, err := s.proposeItems(ctx, cmd, onReject)
 		if err != nil {
 			return out, err
 		}

@@ -17,7 +17,7 @@ import (
 // runtime to preempt a cycle (every 10 ms) even while the OS has a CPU for
 // them. With a P per loop they are runnable threads the OS schedules at
 // once, and a cycle can only ever take the CPU the OS gives it. Measured
-// in docs/scale.md ("The submit tail and the scheduler's Ps").
+// in docs/scale.md ("The submit tail and the scheduler's Go processors").
 //
 // Nothing changes when GOMAXPROCS is set in the environment: an operator
 // who set it keeps exactly what was asked for.
