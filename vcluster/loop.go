@@ -77,7 +77,9 @@ type PreemptProposal struct {
 }
 
 // Proposer sends one cycle's proposals to the quorum. Outcomes of Reclaim
-// and Preempt carry ForAlloc as AllocID.
+// and Preempt carry ForAlloc as AllocID. AssignBatch returns one outcome per
+// item, in order; it may commit the items in several entries (the server
+// does beyond 256), each item judged on its own against its Version.
 type Proposer interface {
 	AssignBatch(ctx context.Context, vcluster string, items []Assignment) ([]Outcome, error)
 	Reclaim(ctx context.Context, vcluster string, items []ReclaimProposal) ([]Outcome, error)
@@ -404,7 +406,8 @@ func (l *Loop) intervals() (time.Duration, time.Duration) {
 //  3. plan reclaims of lent nodes (PlanReclaims) and preemptions
 //     (PlanPreemptions) for the jobs the plan leaves waiting; starts on
 //     nodes a reclaim holds for another job are dropped;
-//  4. propose every start as one batch carrying the snapshot version, then
+//  4. propose every start as one batch (the Proposer may commit a large
+//     one in several entries) carrying the snapshot version, then
 //     the reclaims, then the preemptions;
 //  5. record explanations; rejected items simply stay pending and are
 //     planned again next cycle from fresher state.
