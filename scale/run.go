@@ -50,12 +50,15 @@ type Config struct {
 
 // Report is what a run measured.
 type Report struct {
-	Started  time.Time `json:"started"`
-	Nodes    int       `json:"nodes"`
-	Agents   int       `json:"agents"`
-	Backlog  int       `json:"backlog_allocations"`
-	Duration float64   `json:"measured_seconds"`
-	Rate     float64   `json:"target_submit_rate"`
+	Started time.Time `json:"started"`
+	// Measuring is when the measuring window began: submits.csv's sent_ms
+	// counts from it (to line the submissions up with members' logs).
+	Measuring time.Time `json:"measuring_started"`
+	Nodes     int       `json:"nodes"`
+	Agents    int       `json:"agents"`
+	Backlog   int       `json:"backlog_allocations"`
+	Duration  float64   `json:"measured_seconds"`
+	Rate      float64   `json:"target_submit_rate"`
 
 	Submitted    int     `json:"submitted"`
 	SubmitErrors int     `json:"submit_errors"`
@@ -203,6 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	lat, direct, forwarded := &latencies{log: []submission{}}, &latencies{}, &latencies{}
 	mctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	began := time.Now()
+	rep.Measuring = began.UTC()
 	var wg sync.WaitGroup
 	profiles := &sync.WaitGroup{}
 	if cfg.Profile {

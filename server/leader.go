@@ -196,6 +196,7 @@ func (l *leaderState) manageLoops(ctx context.Context) {
 				Clock: l.s.cfg.Clock, Log: l.s.log, OnCycle: l.s.observeCycle,
 				Board: l.board, VictimCost: l.s.victimCost, OnPanic: l.recordPanic,
 				ImmutableState: true, // committed objects are never changed in place
+				MaxStarts:      l.s.cfg.MaxStartsPerCycle,
 			}
 			l.loops[name] = &loopHandle{loop: loop, cancel: cancel}
 			procs := l.s.cfg.LoopProcs
@@ -362,6 +363,16 @@ func (s *Server) Settings(name string) (*model.VCluster, int, bool) {
 // behind one entry of them all. Each item is checked against the cycle's
 // snapshot version on its own, so a slice decides exactly as the whole.
 const maxAssignSlice = 256
+
+// DefaultMaxStartsPerCycle is latticed's --max-starts-per-cycle. At
+// 10,000 nodes a cycle that meets thousands of idle nodes (the first after
+// a backlog, or after a wave of completions) otherwise starts 3,000–5,000
+// allocations at once; every member applies them, every agent reports
+// them, and their completions come back as one wave again. Measured
+// (docs/scale.md, "Pacing the fill"): 500 took the p99 of the submissions
+// sent during the fill from 76–250 ms to 24 ms on tmpfs; 200 made more
+// cycles than it saved. A site of a few hundred nodes never reaches it.
+const DefaultMaxStartsPerCycle = 500
 
 // AssignBatch implements vcluster.Proposer: one Raft entry per cycle, or
 // per maxAssignSlice starts of a larger one. The outcomes are in the order

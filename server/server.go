@@ -126,6 +126,10 @@ type Config struct {
 	// tests that run many members in one process leave it off. Ignored
 	// when GOMAXPROCS is set in the environment.
 	LoopProcs bool
+	// MaxStartsPerCycle is the most allocations one vCluster's cycle
+	// starts (vcluster.Loop.MaxStarts; 0 = no limit). latticed's default
+	// is DefaultMaxStartsPerCycle.
+	MaxStartsPerCycle int
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
 

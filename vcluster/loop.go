@@ -207,8 +207,11 @@ type CycleStats struct {
 	// Reclaims and Preemptions proposed, and how many the quorum refused.
 	Reclaims, Preemptions int
 	ProposalsRejected     int
-	Duration              time.Duration // solver time
-	Total                 time.Duration // whole cycle
+	// Deferred counts the planned starts left to the next cycle by
+	// Loop.MaxStarts.
+	Deferred int
+	Duration time.Duration // solver time
+	Total    time.Duration // whole cycle
 	// StartScores are the scores of the planned starts (placement score
 	// histograms); Waiting counts the pending allocations left waiting, by
 	// pending reason.
@@ -241,6 +244,15 @@ type Loop struct {
 	// what changed since the last one (Builder.Immutable), and learns its
 	// runtime predictor again only from a new window.
 	ImmutableState bool
+	// MaxStarts, when above zero, is the most starts one cycle proposes
+	// (Slurm's sched_max_job_start). The plan's later starts wait, with
+	// reason WaitingForScheduling, and the loop wakes again after its wake
+	// gap to plan them from fresh state. A cycle that fills thousands of
+	// idle nodes at once (a restart, a wave of completions) so spreads its
+	// commits, the agents' reports and the next wave of completions over
+	// several cycles instead of saturating every member for a second
+	// (docs/scale.md, "Pacing the fill").
+	MaxStarts int
 	// Panics counts the cycles that panicked.
 	Panics atomic.Int64
 
@@ -531,6 +543,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		n += len(st.Nodes)
 	}
 	names := make([]string, 0, n)
+	var backfilled []bool // items' Backfilled, in order
 	for _, st := range plan.Starts {
 		if by := conflict(st.Nodes, heldBy); by != 0 {
 			// Its nodes go to a job a reclaim is for.
@@ -545,7 +558,21 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		// overwritten by a later cycle.
 		names = append(names, st.Nodes...)
 		items = append(items, Assignment{AllocID: st.JobID, Nodes: names[len(names)-len(st.Nodes) : len(names) : len(names)], Version: version})
-		if st.Backfilled {
+		backfilled = append(backfilled, st.Backfilled)
+	}
+	if l.MaxStarts > 0 && len(items) > l.MaxStarts {
+		msg := fmt.Sprintf("starts in a following cycle: this cycle already starts %d allocations, the most one cycle may (latticed --max-starts-per-cycle)", l.MaxStarts)
+		for _, it := range items[l.MaxStarts:] {
+			expl.edit(it.AllocID, func(x *Explanation) {
+				x.Reason, x.Nodes, x.Message = model.ReasonWaitingForScheduling, nil, msg
+			})
+		}
+		stats.Deferred = len(items) - l.MaxStarts
+		items = items[:l.MaxStarts:l.MaxStarts]
+		defer l.Wake() // the rest, after the wake gap
+	}
+	for _, b := range backfilled[:len(items)] {
+		if b {
 			stats.Backfilled++
 		}
 	}
@@ -596,7 +623,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	}
 	if stats.Proposed > 0 || stats.Reclaims > 0 || stats.Preemptions > 0 {
 		l.Log.Info("scheduling cycle", "vcluster", l.Name, "pending", stats.Pending, "started", stats.Committed,
-			"rejected", stats.Rejected, "backfilled", stats.Backfilled, "reclaims", stats.Reclaims,
+			"rejected", stats.Rejected, "backfilled", stats.Backfilled, "deferred", stats.Deferred, "reclaims", stats.Reclaims,
 			"preemptions", stats.Preemptions, "solve_ms", stats.Duration.Milliseconds())
 	}
 	return nil

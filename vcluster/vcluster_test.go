@@ -347,3 +347,63 @@ func TestCycleFIFOExplainsStrictOrder(t *testing.T) {
 		t.Fatalf("job 2: %+v", e)
 	}
 }
+
+func TestCycleStartsAtMostMaxStarts(t *testing.T) {
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, WeightsProfile: "balanced", ReservationDepth: 1}
+	var nodes []*model.Node
+	var allocs []*model.Allocation
+	for i := 1; i <= 5; i++ {
+		nodes = append(nodes, node(fmt.Sprintf("n%d", i), "batch").build())
+		allocs = append(allocs, alloc(uint64(i), "batch", model.StatePending))
+	}
+	for _, tc := range []struct {
+		max, proposed, deferred int
+		wakes                   bool
+	}{
+		{max: 0, proposed: 5},
+		{max: 5, proposed: 5},
+		{max: 2, proposed: 2, deferred: 3, wakes: true},
+	} {
+		prop := &fakeProposer{}
+		var stats CycleStats
+		l := &Loop{Name: "batch", State: &fakeState{snapshot(vc, nodes, allocs...)}, Proposer: prop, Planner: solver.Solve,
+			Clock: func() time.Time { return t0 }, OnCycle: func(c CycleStats) { stats = c }, MaxStarts: tc.max}
+		if err := l.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(prop.batches) != 1 || len(prop.batches[0]) != tc.proposed || stats.Proposed != tc.proposed || stats.Deferred != tc.deferred {
+			t.Fatalf("max %d: batches %v, stats %+v; want %d proposed, %d deferred", tc.max, prop.batches, stats, tc.proposed, tc.deferred)
+		}
+		started := map[uint64]bool{}
+		for _, it := range prop.batches[0] {
+			started[it.AllocID] = true
+		}
+		waiting := 0
+		for id := uint64(1); id <= 5; id++ {
+			e, ok := l.Explanations.Get(id)
+			if !ok {
+				t.Fatalf("max %d: no explanation for %d", tc.max, id)
+			}
+			if started[id] {
+				continue
+			}
+			waiting++
+			if e.Reason != model.ReasonWaitingForScheduling || len(e.Nodes) != 0 || !strings.Contains(e.Message, "max-starts-per-cycle") {
+				t.Fatalf("max %d: deferred %d explained as %+v", tc.max, id, e)
+			}
+		}
+		if waiting != tc.deferred {
+			t.Fatalf("max %d: %d waiting, want %d", tc.max, waiting, tc.deferred)
+		}
+		select {
+		case <-l.wake:
+			if !tc.wakes {
+				t.Fatalf("max %d: the loop woke itself with nothing deferred", tc.max)
+			}
+		default:
+			if tc.wakes {
+				t.Fatalf("max %d: deferred starts but no wake for the next cycle", tc.max)
+			}
+		}
+	}
+}

@@ -103,7 +103,7 @@ func devCommand() *cli.Command {
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
 			&cli.BoolFlag{Name: "tls", Usage: "serve the API over TLS with a dev CA made in DATA_DIR/pki (latticectl then needs --cacert DATA_DIR/pki/ca.crt)", EnvVars: env("tls")},
-			maxArraySizeFlag(), maxDAGStagesFlag(), mailHookFlag(),
+			maxArraySizeFlag(), maxDAGStagesFlag(), maxStartsFlag(), mailHookFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
@@ -154,6 +154,10 @@ func runDev(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	starts, err := maxStarts(c)
+	if err != nil {
+		return err
+	}
 	adminToken, err := devCredentials(dataDir)
 	if err != nil {
 		return err
@@ -179,7 +183,7 @@ func runDev(c *cli.Context) error {
 		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", LoopProcs: true, VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
-		MaxArraySize: maxArray, MaxDAGStages: maxStages,
+		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
 		MailHook: c.String("mail-hook"),
@@ -289,6 +293,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info, warn, error or off")),
 		altsrc.NewIntFlag(maxArraySizeFlag()),
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
+		altsrc.NewIntFlag(maxStartsFlag()),
 		altsrc.NewStringFlag(mailHookFlag()),
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
@@ -364,6 +369,10 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	starts, err := maxStarts(c)
+	if err != nil {
+		return err
+	}
 	energy, err := energyConfig(c)
 	if err != nil {
 		return usageError{err}
@@ -387,7 +396,7 @@ func runServer(c *cli.Context) error {
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), MeasuredPowerMaxAge: c.Duration("measured-power-max-age"), PruneInterval: c.Duration("prune-interval"),
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"), RaftHeartbeatTimeout: c.Duration("raft-heartbeat-timeout"), Pprof: c.Bool("pprof"), LoopProcs: true,
-		MaxArraySize: maxArray, MaxDAGStages: maxStages,
+		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
 		MailHook: c.String("mail-hook"),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/latticehpc/lattice/dag"
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/server"
 )
 
 func maxArraySizeFlag() *cli.IntFlag {
@@ -17,6 +18,21 @@ func maxArraySizeFlag() *cli.IntFlag {
 func maxDAGStagesFlag() *cli.IntFlag {
 	return &cli.IntFlag{Name: "max-dag-stages", Value: dag.DefaultMaxStages, EnvVars: env("max-dag-stages"),
 		Usage: fmt.Sprintf("most allocations (stages) one DAG workflow may have (at most %d)", model.MaxArrayTasks)}
+}
+
+// maxStartsFlag is --max-starts-per-cycle (server.Config.MaxStartsPerCycle).
+func maxStartsFlag() *cli.IntFlag {
+	return &cli.IntFlag{Name: "max-starts-per-cycle", Value: server.DefaultMaxStartsPerCycle, EnvVars: env("max-starts-per-cycle"),
+		Usage: "most allocations one vCluster's scheduling cycle starts, as Slurm's sched_max_job_start; the rest start in the cycles that follow (0 = no limit)"}
+}
+
+// maxStarts reads --max-starts-per-cycle.
+func maxStarts(c *cli.Context) (int, error) {
+	n := c.Int("max-starts-per-cycle")
+	if n < 0 || n > model.MaxArrayTasks {
+		return 0, usageError{&model.FieldError{Field: "max-starts-per-cycle", Value: fmt.Sprint(n), Allowed: fmt.Sprintf("0 (no limit) or 1..%d", model.MaxArrayTasks)}}
+	}
+	return n, nil
 }
 
 // limitFlags reads --max-array-size and --max-dag-stages.
