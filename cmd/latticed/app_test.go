@@ -33,6 +33,8 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"dev", "--node-watts", "400:100"}, "node-watts"},
 		{[]string{"dev", "--max-array-size", "0"}, "max-array-size"},
 		{[]string{"server", "--id", "s1", "--data-dir", dir, "--max-dag-stages", "1000000"}, "max-dag-stages"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--max-starts-per-cycle", "-1"}, "max-starts-per-cycle"},
+		{[]string{"dev", "--max-starts-per-cycle", "1000001"}, "max-starts-per-cycle"},
 		{[]string{"agent"}, "server"},
 		{[]string{"agent", "--server", "127.0.0.1:1", "--simulate", "-1"}, "simulate"},
 		{[]string{"agent", "--server", "127.0.0.1:1", "--node-watts", "x"}, "node-watts"},
