@@ -29,6 +29,7 @@ type metrics struct {
 	solveSeconds   *prometheus.HistogramVec
 	started        *prometheus.CounterVec
 	backfilled     *prometheus.CounterVec
+	deferred       *prometheus.CounterVec
 	rpcSeconds     *prometheus.HistogramVec
 	reclaims       *prometheus.CounterVec
 	preemptions    *prometheus.CounterVec
@@ -61,6 +62,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"vcluster"})
 	m.started = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_allocations_started_total", Help: "Assignments committed, by vCluster."}, []string{"vcluster"})
 	m.backfilled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_allocations_backfilled_total", Help: "Assignments proposed as backfill, by vCluster."}, []string{"vcluster"})
+	m.deferred = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_starts_deferred_total", Help: "Planned starts left to a following cycle by --max-starts-per-cycle, by vCluster."}, []string{"vcluster"})
 	m.rpcSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lattice_api_request_duration_seconds", Help: "API calls by method and status code.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)}, []string{"method", "code"})
 	m.reclaims = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_reclaims_total",
@@ -76,7 +78,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		f(c)
 	}
 	for _, c := range []prometheus.Collector{m.isLeader, m.applied, m.proposeSeconds, m.assignRejected, m.submitted, m.dispatched, m.agents,
-		m.cycleSeconds, m.solveSeconds, m.started, m.backfilled, m.rpcSeconds,
+		m.cycleSeconds, m.solveSeconds, m.started, m.backfilled, m.deferred, m.rpcSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -95,6 +97,7 @@ func (m *metrics) observeCycle(c vcluster.CycleStats) {
 	m.solveSeconds.WithLabelValues(c.VCluster).Observe(c.Duration.Seconds())
 	m.started.WithLabelValues(c.VCluster).Add(float64(c.Committed))
 	m.backfilled.WithLabelValues(c.VCluster).Add(float64(c.Backfilled))
+	m.deferred.WithLabelValues(c.VCluster).Add(float64(c.Deferred))
 	m.mu.Lock()
 	m.cycles[c.VCluster] = lastCycle{at: time.Now(), secs: c.Total.Seconds()}
 	m.mu.Unlock()
