@@ -159,8 +159,9 @@ func TestWalltimeEnds(t *testing.T) {
 	}
 }
 
-// TestServiceShare: Snapshot.Service gives each tenant its ServiceBehind;
-// without it, none.
+// TestServiceShare: with the vCluster's fair share "service",
+// Snapshot.Service gives each tenant its ServiceBehind; without it, or by
+// usage, none.
 func TestServiceShare(t *testing.T) {
 	s := predictionSnapshot()
 	s.Tenants = map[string]*model.Tenant{
@@ -173,6 +174,10 @@ func TestServiceShare(t *testing.T) {
 	s.Service = &predict.Service{HalfLife: DefaultFairShareHalfLife}
 	s.Service.Observe("t1", t0.Add(-time.Hour), 0, time.Hour)           // bsld 1
 	s.Service.Observe("t2", t0.Add(-time.Hour), 2*time.Hour, time.Hour) // bsld 3
+	if got := BuildInput(s).Tenants["t2"].ServiceBehind; got != 0 {
+		t.Fatalf("fair share by usage: ServiceBehind = %v, want 0", got)
+	}
+	s.VCluster.FairShare = model.FairShareService
 	in := BuildInput(s)
 	if got, want := in.Tenants["t2"].ServiceBehind, 1-2.0/3; math.Abs(got-want) > 1e-12 {
 		t.Errorf("t2: ServiceBehind = %v, want %v", got, want)
@@ -186,7 +191,7 @@ func TestServiceShare(t *testing.T) {
 
 	// Per job: the tenants' means and weights and everyone's average go
 	// to the solver, and ServiceBehind stays 0.
-	s.ServiceTerm = ServiceByJob
+	s.VCluster.FairShare = model.FairShareJobService
 	in = BuildInput(s)
 	if in.ServiceAverage != 2 {
 		t.Errorf("per job: ServiceAverage = %v, want 2", in.ServiceAverage)
@@ -227,7 +232,7 @@ func TestServiceProtect(t *testing.T) {
 			}
 			p := s.Pending[0]
 			p.Tenant, p.SubmitTime, p.EligibleTime = c.tenant, t0.Add(-c.waited), t0.Add(-c.waited)
-			s.Service, s.ServiceProtect, s.ServiceTerm = svc, c.on, ServiceNoTerm
+			s.Service, s.VCluster.ServiceProtect = svc, c.on
 			in := BuildInput(s)
 			if got := in.Pending[0].Protected; got != c.want {
 				t.Errorf("Protected = %v, want %v", got, c.want)
