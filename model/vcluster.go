@@ -74,13 +74,14 @@ type VCluster struct {
 	// borrowed nodes (it could not be reclaimed without losing its progress).
 	CheckpointableOnlyOnBorrowed bool `json:"checkpointable_only_on_borrowed,omitempty"`
 	// FairShare is what the fair-share factor f3 ranks tenants by (see
-	// FairShareMode); "" = FairShareUsage.
+	// FairShareMode); "" = the default (EffectiveFairShare).
 	FairShare FairShareMode `json:"fair_share,omitempty"`
 	// ServiceProtect gives a reservation to a pending job whose bounded
 	// slowdown would take its tenant's recent average above Jain's
 	// threshold x* = Σs²/Σs over the tenants' averages (vcluster,
-	// docs/solver.md "Protecting the users who set Jain's index").
-	ServiceProtect bool `json:"service_protect,omitempty"`
+	// docs/solver.md "Protecting the users who set Jain's index");
+	// nil = the default (Protects).
+	ServiceProtect *bool `json:"service_protect,omitempty"`
 }
 
 // FairShareMode is what f3 ranks tenants by.
@@ -112,12 +113,26 @@ func ParseFairShare(s string) (FairShareMode, error) {
 	return "", fieldErr("fair-share", s, joinStates(FairShareModes))
 }
 
-// EffectiveFairShare is FairShare with its default.
+// EffectiveFairShare is FairShare with its default: job-service for the
+// backfill algorithm (measured on the published traces, docs/quality.md),
+// usage for the others.
 func (v *VCluster) EffectiveFairShare() FairShareMode {
-	if v.FairShare == "" {
-		return FairShareUsage
+	switch {
+	case v.FairShare != "":
+		return v.FairShare
+	case v.EffectiveAlgorithm() == AlgorithmBackfill:
+		return FairShareJobService
 	}
-	return v.FairShare
+	return FairShareUsage
+}
+
+// Protects is ServiceProtect with its default: on for the backfill
+// algorithm, off for the others.
+func (v *VCluster) Protects() bool {
+	if v.ServiceProtect != nil {
+		return *v.ServiceProtect
+	}
+	return v.EffectiveAlgorithm() == AlgorithmBackfill
 }
 
 // Algorithm is a vCluster's placement behaviour.

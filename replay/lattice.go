@@ -115,7 +115,7 @@ func newLattice(s *sim) (*latticePolicy, error) {
 		if vc.ReservationDepth < model.ReservationsAll {
 			return nil, fmt.Errorf("replay: reservation depth %d: allowed N >= 1 or all", vc.ReservationDepth)
 		}
-		vc.FairShare, vc.ServiceProtect = fairShare(s.cfg), s.cfg.ServiceProtect
+		vc.FairShare, vc.ServiceProtect = s.cfg.FairShare, s.cfg.ServiceProtect
 		if _, _, need := vcluster.ServiceSettings(vc); need {
 			if lp.svc == nil {
 				lp.svc = make([]*predict.Service, len(s.pools))
@@ -323,15 +323,4 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 	l.Nodes -= job.Size
 	l.Running--
 	lp.load[job.Tenant] = l
-}
-
-// fairShare is the lattice policy's f3 mode (model.VCluster.FairShare).
-func fairShare(c Config) model.FairShareMode {
-	switch {
-	case c.FairShareJobService:
-		return model.FairShareJobService
-	case c.FairShareService:
-		return model.FairShareService
-	}
-	return ""
 }

@@ -231,7 +231,7 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 		ReclaimGraceMs: v.Grace().Milliseconds(), ReclaimBackoffMs: v.Backoff().Milliseconds(),
 		Preemption: v.Preempts(), PreemptHorizonMs: v.Horizon().Milliseconds(),
 		CheckpointableOnlyOnBorrowed: v.CheckpointableOnlyOnBorrowed,
-		FairShare:                    string(v.EffectiveFairShare()), ServiceProtect: v.ServiceProtect,
+		FairShare:                    string(v.EffectiveFairShare()), ServiceProtect: v.Protects(),
 	}
 	if l := a.s.currentLeader(); l != nil {
 		info.Panics = l.panics(v.Name)
@@ -373,7 +373,7 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 		vc.FairShare = m
 	}
 	if req.SetServiceProtect {
-		vc.ServiceProtect = req.ServiceProtect
+		vc.ServiceProtect = &req.ServiceProtect
 	}
 	r, err := a.s.propose(ctx, &quorum.SetVCluster{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: vc})
 	if err != nil {

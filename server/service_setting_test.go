@@ -56,7 +56,7 @@ func TestVClusterServiceSettings(t *testing.T) {
 	}
 	var vc model.VCluster
 	d.srv.view(func(st *quorum.State) { vc = *st.VCluster("hpc-batch") })
-	if vc.FairShare != model.FairShareJobService || !vc.ServiceProtect {
+	if vc.FairShare != model.FairShareJobService || !vc.Protects() {
 		t.Errorf("committed: %+v", vc)
 	}
 }

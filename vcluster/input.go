@@ -140,7 +140,7 @@ func ServiceSettings(vc *model.VCluster) (term ServiceTerm, protect, needed bool
 	default:
 		term = ServiceNoTerm
 	}
-	protect = vc.ServiceProtect
+	protect = vc.Protects()
 	return term, protect, term != ServiceNoTerm || protect
 }
 
@@ -312,6 +312,7 @@ type Builder struct {
 	names       []string
 	tenantList  []*model.Tenant
 	decayed     []float64
+	svcWanted   []bool // by tenant index: has a job to place (ServiceByJob)
 }
 
 // Build turns a snapshot into the solver's input; see BuildInput.
@@ -543,6 +544,15 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	if serviceProtect {
 		thr = s.Service.Threshold()
 	}
+	// With the per-job fair share of service, the solver reads the
+	// service memory of the tenants with a job to place only: the others'
+	// (a decayed weight each, an exp2) are not worked out.
+	svcWanted := b.svcWanted[:0]
+	if serviceTerm == ServiceByJob {
+		svcWanted = grow(b.svcWanted, len(names))
+		clear(svcWanted)
+	}
+	b.svcWanted = svcWanted
 	if allPlaced {
 		in.Pending = jobs
 	} else {
@@ -571,6 +581,11 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			j.Hold = model.ReasonBeginTime
 		}
 		j.Protected = protected[j.ID] || (thr > 0 && serviceProtects(s, j, thr)) // per cycle: never kept in the reused record
+		if len(svcWanted) > 0 {
+			if ti, ok := b.tenantIndex(j.Tenant); ok {
+				svcWanted[ti] = true
+			}
+		}
 		if r.arrayJob != 0 && r.maxConc > 0 && j.Hold == "" {
 			if activeTasks[r.arrayJob] >= r.maxConc {
 				j.Hold = ReasonArrayTaskLimit
@@ -608,7 +623,9 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		case ServiceByTenant:
 			st.ServiceBehind = s.Service.Behind(name)
 		case ServiceByJob:
-			st.ServiceMean, st.ServiceWeight = s.Service.Tenant(name, s.Now)
+			if svcWanted[i] {
+				st.ServiceMean, st.ServiceWeight = s.Service.Tenant(name, s.Now)
+			}
 		}
 		if t.MaxNodes > 0 || t.MaxRunning > 0 {
 			load := s.TenantLoad[name]

@@ -164,6 +164,7 @@ func TestWalltimeEnds(t *testing.T) {
 // usage, none.
 func TestServiceShare(t *testing.T) {
 	s := predictionSnapshot()
+	s.VCluster.FairShare = model.FairShareUsage
 	s.Tenants = map[string]*model.Tenant{
 		"t1": {Name: "t1", FairShareTarget: 0.5},
 		"t2": {Name: "t2", FairShareTarget: 0.5},
@@ -189,10 +190,14 @@ func TestServiceShare(t *testing.T) {
 		t.Errorf("per tenant: ServiceAverage = %v, want 0 (the per-job term off)", in.ServiceAverage)
 	}
 
-	// Per job: the tenants' means and weights and everyone's average go
-	// to the solver, and ServiceBehind stays 0.
+	// Per job: the means and weights of the tenants with a job to place
+	// and everyone's average go to the solver, and ServiceBehind stays 0.
 	s.VCluster.FairShare = model.FairShareJobService
+	s.Pending[0].Tenant = "t2"
 	in = BuildInput(s)
+	if got := in.Tenants["t1"]; got.ServiceMean != 0 || got.ServiceWeight != 0 {
+		t.Errorf("per job: t1 has no job to place, but %+v", got)
+	}
 	if in.ServiceAverage != 2 {
 		t.Errorf("per job: ServiceAverage = %v, want 2", in.ServiceAverage)
 	}
@@ -217,7 +222,7 @@ func TestServiceProtect(t *testing.T) {
 		starved bool // the absolute guard is on: protected jobs after the head
 		want    bool
 	}{
-		{"off", false, "new", 3 * time.Hour, false, false},
+		{"off", false, "new", 3 * time.Hour, false, false}, // the default is on: see TestLoopServiceSettings
 		{"a newcomer past x*", true, "new", 3 * time.Hour, false, true},
 		{"a newcomer not yet past x*", true, "new", time.Hour, false, false},
 		{"a tenant served well: one job does not take it past x*", true, "t1", 3 * time.Hour, false, false},
@@ -232,7 +237,7 @@ func TestServiceProtect(t *testing.T) {
 			}
 			p := s.Pending[0]
 			p.Tenant, p.SubmitTime, p.EligibleTime = c.tenant, t0.Add(-c.waited), t0.Add(-c.waited)
-			s.Service, s.VCluster.ServiceProtect = svc, c.on
+			s.Service, s.VCluster.ServiceProtect, s.VCluster.FairShare = svc, &c.on, model.FairShareUsage
 			in := BuildInput(s)
 			if got := in.Pending[0].Protected; got != c.want {
 				t.Errorf("Protected = %v, want %v", got, c.want)

@@ -111,17 +111,19 @@ func serviceHistory() []*model.Allocation {
 // waited past x*, FairShare job-service hands the solver everyone's average
 // — and not otherwise.
 func TestLoopServiceSettings(t *testing.T) {
+	on, off := true, false
 	for _, c := range []struct {
 		name        string
 		fairShare   model.FairShareMode
-		protect     bool
+		protect     *bool
 		wantProtect bool
 		wantAverage bool
 	}{
-		{"default: by usage, no protection", "", false, false, false},
-		{"protect", "", true, true, false},
-		{"job-service", model.FairShareJobService, false, false, true},
-		{"job-service and protect", model.FairShareJobService, true, true, true},
+		{"default (backfill): job-service and protect", "", nil, true, true},
+		{"by usage, no protection", model.FairShareUsage, &off, false, false},
+		{"protect", model.FairShareUsage, &on, true, false},
+		{"job-service", model.FairShareJobService, &off, false, true},
+		{"job-service and protect", model.FairShareJobService, &on, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := predictionSnapshot()
@@ -153,7 +155,8 @@ func TestLoopServiceSettings(t *testing.T) {
 // learns one from Snapshot.Completed (as it learns the predictor).
 func TestBuildInputLearnsService(t *testing.T) {
 	s := predictionSnapshot(serviceHistory()...)
-	s.VCluster.ServiceProtect = true
+	s.VCluster.FairShare, s.VCluster.ServiceProtect = model.FairShareUsage, new(bool)
+	*s.VCluster.ServiceProtect = true
 	p := s.Pending[0]
 	p.Tenant, p.SubmitTime, p.EligibleTime = "new", t0.Add(-3*time.Hour), t0.Add(-3*time.Hour)
 	if !BuildInput(s).Pending[0].Protected {
