@@ -90,17 +90,18 @@ type FairShareMode string
 // Fair-share modes.
 const (
 	// FairShareUsage: a tenant behind its share of decayed node-seconds
-	// ranks up (the default).
+	// ranks up (the default of fifo, binpack and sensitive vClusters).
 	FairShareUsage FairShareMode = "usage"
 	// FairShareService: also a tenant whose recent average bounded
 	// slowdown is above everyone's.
 	FairShareService FairShareMode = "service"
 	// FairShareJobService: also a job whose wait would take its tenant's
-	// recent average bounded slowdown above everyone's, job by job.
+	// recent average bounded slowdown above everyone's, job by job (the
+	// default of backfill vClusters).
 	FairShareJobService FairShareMode = "job-service"
 )
 
-// FairShareModes lists the fair-share modes, the default first.
+// FairShareModes lists the fair-share modes.
 var FairShareModes = []FairShareMode{FairShareUsage, FairShareService, FairShareJobService}
 
 // ParseFairShare accepts a known fair-share mode in any letter case.
