@@ -458,14 +458,27 @@ func TestVCluster(t *testing.T) {
 	if req := f.setVC[1]; req.GetSetLending() || req.GetSetPowerCap() || req.GetSetReservationDepth() || len(req.GetWeights()) != 0 {
 		t.Errorf("only --cycle was given: %v", req)
 	}
+	r = run(t, env, "vcluster", "set", "hpc-batch", "--fair-share", "Job-Service", "--service-protect", "on")
+	mustCode(t, r, 0)
+	if req := f.setVC[2]; req.GetFairShare() != "job-service" || !req.GetSetServiceProtect() || !req.GetServiceProtect() {
+		t.Errorf("fair share and service protection: %v", req)
+	}
+	if req := f.setVC[1]; req.GetFairShare() != "" || req.GetSetServiceProtect() {
+		t.Errorf("only --cycle was given: %v", req)
+	}
 	for _, bad := range [][]string{
 		{"--weight", "f10=0.1"}, {"--weight", "f3=2"}, {"--weight", "f3"}, {"--reservation-depth", "-2"},
 		{"--cycle", "fast"}, {"--allow-lending", "maybe"}, {"--power-cap-kw", "-1"}, {"--type", "gpu"}, {},
+		{"--fair-share", "slowdown"}, {"--service-protect", "maybe"},
 	} {
 		r := run(t, env, append([]string{"vcluster", "set", "hpc-batch"}, bad...)...)
 		if r.code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", bad, r.code, r.stderr)
 		}
+	}
+	r = run(t, env, "vcluster", "set", "hpc-batch", "--fair-share", "slowdown")
+	if !strings.Contains(r.stderr, `invalid fair-share "slowdown": allowed usage, service, job-service`) {
+		t.Errorf("--fair-share slowdown: stderr %q does not name the field and the allowed values", r.stderr)
 	}
 }
 

@@ -379,6 +379,11 @@ type vclusterView struct {
 	PreemptHorizonSeconds        float64 `json:"preempt_horizon_seconds"`
 	CheckpointableOnlyOnBorrowed bool    `json:"checkpointable_only_on_borrowed"`
 	LoopPanics                   int64   `json:"loop_panics"`
+	// FairShare is what f3 ranks tenants by (usage, service, job-service);
+	// ServiceProtect, whether jobs that would take their tenant above
+	// Jain's threshold get a reservation.
+	FairShare      string `json:"fair_share"`
+	ServiceProtect bool   `json:"service_protect"`
 	// Partitions are the partition names (-p) that resolve to it.
 	Partitions []string `json:"partitions"`
 }
@@ -421,6 +426,10 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		Preemption: v.GetPreemption(), PreemptHorizonSeconds: float64(v.GetPreemptHorizonMs()) / 1000,
 		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
 		Partitions: append([]string{}, v.GetPartitions()...),
+		FairShare:  v.GetFairShare(), ServiceProtect: v.GetServiceProtect(),
+	}
+	if out.FairShare == "" { // a server from before the setting
+		out.FairShare = string(model.FairShareUsage)
 	}
 	for _, w := range v.GetWeights() {
 		out.Weights[w.GetFactor()] = w.GetValue()

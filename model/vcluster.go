@@ -73,6 +73,67 @@ type VCluster struct {
 	// CheckpointableOnlyOnBorrowed keeps work that cannot checkpoint off
 	// borrowed nodes (it could not be reclaimed without losing its progress).
 	CheckpointableOnlyOnBorrowed bool `json:"checkpointable_only_on_borrowed,omitempty"`
+	// FairShare is what the fair-share factor f3 ranks tenants by (see
+	// FairShareMode); "" = the default (EffectiveFairShare).
+	FairShare FairShareMode `json:"fair_share,omitempty"`
+	// ServiceProtect gives a reservation to a pending job whose bounded
+	// slowdown would take its tenant's recent average above Jain's
+	// threshold x* = Σs²/Σs over the tenants' averages (vcluster,
+	// docs/solver.md "Protecting the users who set Jain's index");
+	// nil = the default (Protects).
+	ServiceProtect *bool `json:"service_protect,omitempty"`
+}
+
+// FairShareMode is what f3 ranks tenants by.
+type FairShareMode string
+
+// Fair-share modes.
+const (
+	// FairShareUsage: a tenant behind its share of decayed node-seconds
+	// ranks up (the default of fifo, binpack and sensitive vClusters).
+	FairShareUsage FairShareMode = "usage"
+	// FairShareService: also a tenant whose recent average bounded
+	// slowdown is above everyone's.
+	FairShareService FairShareMode = "service"
+	// FairShareJobService: also a job whose wait would take its tenant's
+	// recent average bounded slowdown above everyone's, job by job (the
+	// default of backfill vClusters).
+	FairShareJobService FairShareMode = "job-service"
+)
+
+// FairShareModes lists the fair-share modes.
+var FairShareModes = []FairShareMode{FairShareUsage, FairShareService, FairShareJobService}
+
+// ParseFairShare accepts a known fair-share mode in any letter case.
+func ParseFairShare(s string) (FairShareMode, error) {
+	for _, m := range FairShareModes {
+		if strings.EqualFold(strings.TrimSpace(s), string(m)) {
+			return m, nil
+		}
+	}
+	return "", fieldErr("fair-share", s, joinStates(FairShareModes))
+}
+
+// EffectiveFairShare is FairShare with its default: job-service for the
+// backfill algorithm (measured on the published traces, docs/quality.md),
+// usage for the others.
+func (v *VCluster) EffectiveFairShare() FairShareMode {
+	switch {
+	case v.FairShare != "":
+		return v.FairShare
+	case v.EffectiveAlgorithm() == AlgorithmBackfill:
+		return FairShareJobService
+	}
+	return FairShareUsage
+}
+
+// Protects is ServiceProtect with its default: on for the backfill
+// algorithm, off for the others.
+func (v *VCluster) Protects() bool {
+	if v.ServiceProtect != nil {
+		return *v.ServiceProtect
+	}
+	return v.EffectiveAlgorithm() == AlgorithmBackfill
 }
 
 // Algorithm is a vCluster's placement behaviour.
@@ -221,6 +282,11 @@ func (v *VCluster) Validate() error {
 	if v.Algorithm != "" {
 		if _, err := ParseAlgorithm(string(v.Algorithm)); err != nil {
 			return err
+		}
+	}
+	if v.FairShare != "" {
+		if m, err := ParseFairShare(string(v.FairShare)); err != nil || m != v.FairShare {
+			return fieldErr("fair-share", string(v.FairShare), joinStates(FairShareModes))
 		}
 	}
 	if v.MaxLendFraction < 0 || v.MaxLendFraction > 1 {

@@ -45,8 +45,10 @@ type latticePolicy struct {
 	stamp uint32
 	// hist learns runtimes as jobs end (nil: plan with walltimes).
 	hist *predict.History
-	// svc learns the tenants' bounded slowdowns as jobs end (nil: off).
-	svc *predict.Service
+	// svc learns the tenants' bounded slowdowns as jobs end, by pool (as
+	// each live loop learns its vCluster's); nil: the pools' settings do
+	// not read it.
+	svc []*predict.Service
 }
 
 // observeDecision, when set (by tests), sees every decision's solver input
@@ -65,9 +67,6 @@ func newLattice(s *sim) (*latticePolicy, error) {
 		tenants: map[string]*model.Tenant{},
 		load:    map[string]vcluster.TenantLoad{},
 		groups:  s.groups,
-	}
-	if s.cfg.FairShareService || s.cfg.FairShareJobService || s.cfg.ServiceProtect {
-		lp.svc = &predict.Service{HalfLife: vcluster.DefaultFairShareHalfLife}
 	}
 	switch s.cfg.Predictor {
 	case "", predict.ModelLattice:
@@ -115,6 +114,13 @@ func newLattice(s *sim) (*latticePolicy, error) {
 		}
 		if vc.ReservationDepth < model.ReservationsAll {
 			return nil, fmt.Errorf("replay: reservation depth %d: allowed N >= 1 or all", vc.ReservationDepth)
+		}
+		vc.FairShare, vc.ServiceProtect = s.cfg.FairShare, s.cfg.ServiceProtect
+		if _, _, need := vcluster.ServiceSettings(vc); need {
+			if lp.svc == nil {
+				lp.svc = make([]*predict.Service, len(s.pools))
+			}
+			lp.svc[len(lp.vcs)] = &predict.Service{HalfLife: vcluster.DefaultFairShareHalfLife}
 		}
 		lp.vcs = append(lp.vcs, vc)
 		if vc.AllowLending {
@@ -212,9 +218,9 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		EasyStarts:          &lp.easy,
 		PredictedStarts:     s.cfg.PredictedStarts,
 		WalltimeEnds:        s.cfg.WalltimeEnds,
-		Service:             lp.svc,
-		ServiceTerm:         serviceTerm(s.cfg),
-		ServiceProtect:      s.cfg.ServiceProtect,
+	}
+	if lp.svc != nil {
+		snap.Service = lp.svc[p]
 	}
 	if es := s.energy; es != nil {
 		snap.PowerHeadroomWatts = power.Headroom(es.budget, es.draw(s.tr.Capacity, s.busy))
@@ -296,16 +302,19 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 		node.Allocation = 0
 		node.CurrentVCluster = node.HomeVCluster
 	}
+	if lp.svc != nil {
+		// Production's observation of a completed allocation.
+		if a := lp.allocs[id]; a != nil {
+			a.State, a.EndTime = model.StateCompleted, Epoch.Add(s.now)
+			vcluster.ObserveCompleted(lp.svc[s.jobs[j].pool], a)
+		}
+	}
 	delete(lp.allocs, id)
 	if lp.hist != nil {
 		// SWF jobs have no name: the tenant (the SWF user) predicts.
 		lp.hist.Observe(job.Tenant, "", job.Runtime, job.Estimate)
 	}
 	now := Epoch.Add(s.now)
-	if lp.svc != nil {
-		r := &s.jobs[j]
-		lp.svc.Observe(job.Tenant, now, r.start-r.eligible, job.Runtime)
-	}
 	if t := lp.tenants[job.Tenant]; t != nil {
 		t.Usage = vcluster.DecayedUsage(t, now, vcluster.DefaultFairShareHalfLife) + float64(job.Size)*job.Runtime.Seconds()
 		t.UsageTime = now
@@ -314,16 +323,4 @@ func (lp *latticePolicy) finished(s *sim, j int) {
 	l.Nodes -= job.Size
 	l.Running--
 	lp.load[job.Tenant] = l
-}
-
-// serviceTerm is how the lattice policy's f3 reads the fair share of
-// service.
-func serviceTerm(c Config) vcluster.ServiceTerm {
-	switch {
-	case c.FairShareJobService:
-		return vcluster.ServiceByJob
-	case c.FairShareService:
-		return vcluster.ServiceByTenant
-	}
-	return vcluster.ServiceNoTerm
 }

@@ -1,6 +1,10 @@
 package replay
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/latticehpc/lattice/model"
+)
 
 // TestLatticeQualityBars holds the default lattice policy to issue 15's bar
 // on the in-repo traces where it meets it, and to where it stands where it
@@ -9,8 +13,8 @@ import "testing"
 //
 // Met: hpc2n Jain ≥ EASY's, max wait ≤ 1.5 × EASY's; lublin bounded
 // slowdown ≤ the best of sjbf and easy++, max wait ≤ 1.5 × EASY's. Not yet
-// met, held where they are: hpc2n bounded slowdown within 2 % of the best
-// baseline's (0.8 % above it), lublin utilization within 0.035 of EASY's
+// met, held where they are: hpc2n bounded slowdown within 3 % of the best
+// baseline's (2.7 % above it), lublin utilization within 0.035 of EASY's
 // (0.903 vs 0.936). The per-job starvation guard (off by default) at 1.25
 // keeps lublin's max wait within 1.1 × EASY's at EASY's utilization within
 // 0.01, and its bsld below EASY's.
@@ -42,10 +46,12 @@ func TestLatticeQualityBars(t *testing.T) {
 		if lat.MaxWait > 1.5*easy.MaxWait {
 			t.Errorf("max wait %.0f > 1.5 × EASY's %.0f", lat.MaxWait, easy.MaxWait)
 		}
-		// 2 %: the baselines may still move towards the traces README's
-		// reference figures (easy++ reqtime 15.61 there, 15.65 here).
-		if b := best(tr, true); lat.AvgBoundedSlowdown > 1.02*b {
-			t.Errorf("bounded slowdown %.2f > 1.02 × the best baseline's %.2f", lat.AvgBoundedSlowdown, b)
+		// 3 %: 2.7 % above it since the fair share of service became the
+		// default (16.04 against easy++ reqtime's 15.61; it was 1.0 %
+		// before): on hpc2n, Jain ≥ EASY's caps what the other users may
+		// gain (docs/solver.md, "Per-user fairness").
+		if b := best(tr, true); lat.AvgBoundedSlowdown > 1.03*b {
+			t.Errorf("bounded slowdown %.2f > 1.03 × the best baseline's %.2f", lat.AvgBoundedSlowdown, b)
 		}
 		if lat.Utilization < easy.Utilization-0.001 {
 			t.Errorf("utilization %.3f < EASY's %.3f", lat.Utilization, easy.Utilization)
@@ -94,7 +100,11 @@ func TestFairShareService(t *testing.T) {
 	tr := loadTrace(t, "hpc2n.swf")
 	run := func(service bool) Metrics {
 		t.Helper()
-		res, err := Run(tr, Config{Policy: PolicyLattice, FairShareService: service})
+		c := Config{Policy: PolicyLattice, FairShare: model.FairShareUsage, ServiceProtect: new(bool)}
+		if service {
+			c.FairShare = model.FairShareService
+		}
+		res, err := Run(tr, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +127,12 @@ func TestServiceOptions(t *testing.T) {
 	run := func(c Config) Metrics {
 		t.Helper()
 		c.Policy, c.WalltimeEnds, c.PredictedStarts = PolicyLattice, true, true
+		if c.FairShare == "" {
+			c.FairShare = model.FairShareUsage
+		}
+		if c.ServiceProtect == nil {
+			c.ServiceProtect = new(bool)
+		}
 		res, err := Run(tr, c)
 		if err != nil {
 			t.Fatal(err)
@@ -124,10 +140,11 @@ func TestServiceOptions(t *testing.T) {
 		return res.Metrics
 	}
 	def := run(Config{})
+	on := true
 	for name, c := range map[string]Config{
-		"job-service":          {FairShareJobService: true},
-		"protect":              {ServiceProtect: true},
-		"job-service, protect": {FairShareJobService: true, ServiceProtect: true},
+		"job-service":          {FairShare: model.FairShareJobService},
+		"protect":              {ServiceProtect: &on},
+		"job-service, protect": {FairShare: model.FairShareJobService, ServiceProtect: &on},
 	} {
 		a, b := run(c), run(c)
 		if a.AvgBoundedSlowdown != b.AvgBoundedSlowdown || a.MaxWait != b.MaxWait || a.JainFairness != b.JainFairness {

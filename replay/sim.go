@@ -80,20 +80,17 @@ type Config struct {
 	// WalltimeEnds: the lattice policy plans running work with walltimes,
 	// not predictions (vcluster.Snapshot.WalltimeEnds).
 	WalltimeEnds bool
-	// FairShareService: the lattice policy's f3 also rewards tenants whose
-	// recent average bounded slowdown is above everyone's
-	// (vcluster.Snapshot.Service): the fair share of service.
-	FairShareService bool
-	// FairShareJobService reads the fair share of service job by job: f3
-	// rises with how far a job's tenant's average bounded slowdown would be
-	// above everyone's if it started now (vcluster.Snapshot.ServicePerJob).
-	// It implies FairShareService's memory.
-	FairShareJobService bool
+	// FairShare is what the lattice policy's f3 ranks tenants by
+	// (model.VCluster.FairShare): usage, service (also a tenant's recent
+	// average bounded slowdown above everyone's) or job-service (job by
+	// job, each job's wait counted in its tenant's average); "" = the
+	// vCluster's default (model.VCluster.EffectiveFairShare).
+	FairShare model.FairShareMode
 	// ServiceProtect: the lattice policy protects the jobs whose slowdown
 	// would leave their tenant above Jain's threshold
-	// (vcluster.Snapshot.ServiceProtect). It implies FairShareService's
-	// memory (and not its f3 term).
-	ServiceProtect bool
+	// (model.VCluster.ServiceProtect); nil = the vCluster's default
+	// (model.VCluster.Protects).
+	ServiceProtect *bool
 	// Predictor is the lattice policy's runtime predictor: "" or "lattice"
 	// (package predict's default model), or PredictorOff (walltimes).
 	Predictor string

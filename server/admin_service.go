@@ -231,6 +231,7 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 		ReclaimGraceMs: v.Grace().Milliseconds(), ReclaimBackoffMs: v.Backoff().Milliseconds(),
 		Preemption: v.Preempts(), PreemptHorizonMs: v.Horizon().Milliseconds(),
 		CheckpointableOnlyOnBorrowed: v.CheckpointableOnlyOnBorrowed,
+		FairShare:                    string(v.EffectiveFairShare()), ServiceProtect: v.Protects(),
 	}
 	if l := a.s.currentLeader(); l != nil {
 		info.Panics = l.panics(v.Name)
@@ -363,6 +364,16 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	}
 	if req.SetCheckpointableOnlyOnBorrowed {
 		vc.CheckpointableOnlyOnBorrowed = req.CheckpointableOnlyOnBorrowed
+	}
+	if req.FairShare != "" {
+		m, err := model.ParseFairShare(req.FairShare)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		vc.FairShare = m
+	}
+	if req.SetServiceProtect {
+		vc.ServiceProtect = &req.ServiceProtect
 	}
 	r, err := a.s.propose(ctx, &quorum.SetVCluster{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: vc})
 	if err != nil {

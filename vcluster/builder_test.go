@@ -25,7 +25,11 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 	vcs := []string{"a", "b", "c"}
 	vc := &model.VCluster{Name: vcs[r.IntN(3)], Type: model.TypeHPCBatch, ReservationDepth: 1,
 		AllowBorrowing: r.IntN(2) == 0, CheckpointableOnlyOnBorrowed: r.IntN(3) == 0,
-		Algorithm: []model.Algorithm{"", model.AlgorithmFIFO, model.AlgorithmBinpack, model.AlgorithmSensitive}[r.IntN(4)]}
+		Algorithm: []model.Algorithm{"", model.AlgorithmFIFO, model.AlgorithmBinpack, model.AlgorithmSensitive}[r.IntN(4)],
+		// The reference predates the fair share of service (on by default
+		// for backfill): TestServiceProtect and TestLoopServiceSettings
+		// cover it.
+		FairShare: model.FairShareUsage, ServiceProtect: new(bool)}
 	s := &Snapshot{Now: t0, VCluster: vc, Lenders: map[string]bool{}, Allocations: map[uint64]*model.Allocation{},
 		Tenants: map[string]*model.Tenant{}, TenantLoad: map[string]TenantLoad{}, Groups: 4,
 		PowerHeadroomWatts: -1, EnergyPrice: -1}

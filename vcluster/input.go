@@ -118,26 +118,44 @@ type Snapshot struct {
 	// snapshot always gives the same input).
 	EasyStarts *EasyStarts
 	// Service is the fair share of service's memory: the tenants' recent
-	// average bounded slowdowns (predict.Service); nil = f3 by usage alone.
+	// average bounded slowdowns over this vCluster's completed jobs
+	// (predict.Service, fed by ObserveCompleted), read when the vCluster's
+	// FairShare is service or job-service, or its ServiceProtect is on
+	// (ServiceSettings). nil = learnt from Completed (LearnService); the
+	// loop keeps its own from one cycle to the next (ServiceMemory), the
+	// replay its own, fed as jobs end.
 	Service *predict.Service
-	// ServiceTerm is how f3 reads Service: by tenant (the default), by
-	// job or not at all.
-	ServiceTerm ServiceTerm
-	// ServiceProtect protects (solver.Job.Protected: a reservation right
-	// after the head's) a pending job whose bounded slowdown, were it to
-	// start now, is above Service's threshold x* (predict.Service.Threshold)
-	// and would take its tenant's average, below x* so far, above it —
-	// the jobs whose waits lower Jain's index over the tenants' slowdowns
-	// most. Its length is its prediction, else predict.UnknownLength of
-	// its walltime. Protected jobs are decided before the head
-	// (solver.Input.ProtectedFirst) unless a starvation guard is on (the
-	// head has waited past its bound): then after it, like the per-job
-	// guard's.
-	ServiceProtect bool
+}
+
+// ServiceSettings is how vc's settings read the fair share of service: the
+// term f3 reads (model.VCluster.FairShare), whether jobs are protected
+// (model.VCluster.ServiceProtect), and whether a Service memory is needed
+// at all.
+func ServiceSettings(vc *model.VCluster) (term ServiceTerm, protect, needed bool) {
+	switch vc.EffectiveFairShare() {
+	case model.FairShareService:
+		term = ServiceByTenant
+	case model.FairShareJobService:
+		term = ServiceByJob
+	default:
+		term = ServiceNoTerm
+	}
+	protect = vc.Protects()
+	return term, protect, term != ServiceNoTerm || protect
 }
 
 // serviceProtects tells whether job j is protected by the fair share of
-// service (Snapshot.ServiceProtect) against the threshold thr.
+// service against the threshold thr. ServiceProtect
+// (model.VCluster.ServiceProtect) protects
+// (solver.Job.Protected: a reservation whatever the depth) a pending job
+// whose bounded slowdown, were it to start now, is above Service's
+// threshold x* (predict.Service.Threshold) and would take its tenant's
+// average, below x* so far, above it — the jobs whose waits lower Jain's
+// index over the tenants' slowdowns most. Its length is its prediction,
+// else predict.UnknownLength of its walltime. Protected jobs are decided
+// before the head (solver.Input.ProtectedFirst) unless a starvation guard
+// is on (the head has waited past its bound): then after it, like the
+// per-job guard's.
 func serviceProtects(s *Snapshot, j *solver.Job, thr float64) bool {
 	elig := j.EligibleTime
 	if elig.IsZero() {
@@ -160,14 +178,15 @@ func serviceProtects(s *Snapshot, j *solver.Job, thr float64) bool {
 
 // serviceAverage is solver.Input.ServiceAverage: everyone's recent average
 // bounded slowdown with the per-job fair share of service, else 0 (off).
-func serviceAverage(s *Snapshot) float64 {
-	if s.ServiceTerm != ServiceByJob {
+func serviceAverage(s *Snapshot, term ServiceTerm) float64 {
+	if term != ServiceByJob {
 		return 0
 	}
 	return s.Service.Average()
 }
 
-// ServiceTerm is how f3 reads the fair share of service (Snapshot.Service).
+// ServiceTerm is how f3 reads the fair share of service (Snapshot.Service),
+// from model.VCluster.FairShare (ServiceSettings).
 type ServiceTerm int
 
 const (
@@ -179,7 +198,8 @@ const (
 	// would be above everyone's if it started now, its wait counted
 	// (solver.Input.ServiceAverage, predict.PendingBehind).
 	ServiceByJob
-	// ServiceNoTerm: f3 by usage alone (Service serves ServiceProtect).
+	// ServiceNoTerm: f3 by usage alone (model.FairShareUsage; Service
+	// serves only ServiceProtect).
 	ServiceNoTerm
 )
 
@@ -292,6 +312,7 @@ type Builder struct {
 	names       []string
 	tenantList  []*model.Tenant
 	decayed     []float64
+	svcWanted   []bool // by tenant index: has a job to place (ServiceByJob)
 }
 
 // Build turns a snapshot into the solver's input; see BuildInput.
@@ -300,6 +321,12 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	pred := s.Predictor
 	if pred == nil && len(s.Completed) > 0 {
 		pred = LearnCompleted(s.Completed)
+	}
+	serviceTerm, serviceProtect, needService := ServiceSettings(vc)
+	if needService && s.Service == nil && len(s.Completed) > 0 {
+		c := *s
+		c.Service = LearnService(s.Completed)
+		s = &c
 	}
 	corrector := s.Corrector
 	if corrector == "" {
@@ -372,8 +399,8 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Algorithm:          vc.EffectiveAlgorithm(),
 		ReservationDepth:   vc.ReservationDepth,
 		PredictedStarts:    predictedStarts,
-		ServiceAverage:     serviceAverage(s),
-		ProtectedFirst:     s.ServiceProtect && !guarded,
+		ServiceAverage:     serviceAverage(s, serviceTerm),
+		ProtectedFirst:     serviceProtect && !guarded,
 		Groups:             s.Groups,
 		PowerHeadroomWatts: s.PowerHeadroomWatts,
 		EnergyPrice:        s.EnergyPrice,
@@ -514,9 +541,18 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// jobs as they are, their per-cycle fields (Hold, Protected) written
 	// below; else the placed ones are copied.
 	var thr float64 // x*, with ServiceProtect
-	if s.ServiceProtect {
+	if serviceProtect {
 		thr = s.Service.Threshold()
 	}
+	// With the per-job fair share of service, the solver reads the
+	// service memory of the tenants with a job to place only: the others'
+	// (a decayed weight each, an exp2) are not worked out.
+	svcWanted := b.svcWanted[:0]
+	if serviceTerm == ServiceByJob {
+		svcWanted = grow(b.svcWanted, len(names))
+		clear(svcWanted)
+	}
+	b.svcWanted = svcWanted
 	if allPlaced {
 		in.Pending = jobs
 	} else {
@@ -545,6 +581,11 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			j.Hold = model.ReasonBeginTime
 		}
 		j.Protected = protected[j.ID] || (thr > 0 && serviceProtects(s, j, thr)) // per cycle: never kept in the reused record
+		if len(svcWanted) > 0 {
+			if ti, ok := b.tenantIndex(j.Tenant); ok {
+				svcWanted[ti] = true
+			}
+		}
 		if r.arrayJob != 0 && r.maxConc > 0 && j.Hold == "" {
 			if activeTasks[r.arrayJob] >= r.maxConc {
 				j.Hold = ReasonArrayTaskLimit
@@ -578,11 +619,13 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		if total > 0 {
 			st.UsageShare = decayed[i] / total
 		}
-		switch s.ServiceTerm {
+		switch serviceTerm {
 		case ServiceByTenant:
 			st.ServiceBehind = s.Service.Behind(name)
 		case ServiceByJob:
-			st.ServiceMean, st.ServiceWeight = s.Service.Tenant(name, s.Now)
+			if svcWanted[i] {
+				st.ServiceMean, st.ServiceWeight = s.Service.Tenant(name, s.Now)
+			}
 		}
 		if t.MaxNodes > 0 || t.MaxRunning > 0 {
 			load := s.TenantLoad[name]

@@ -28,9 +28,10 @@ type StateReader interface {
 
 // CompletedReader is an optional extension of a StateReader: the recently
 // completed allocations of a vCluster (terminal, with their start and end
-// times; a bounded window is enough), from which the loop's runtime
-// predictor learns (Snapshot.Completed). A StateReader without it leaves
-// every job planned with its walltime. With Loop.ImmutableState, a new
+// times; a bounded window is enough, oldest first), from which the loop's
+// runtime predictor learns (Snapshot.Completed) and its fair share of
+// service (Snapshot.Service, ServiceMemory). A StateReader without it leaves
+// every job planned with its walltime and no service memory. With Loop.ImmutableState, a new
 // window must come in a new slice (the loop keeps what it learnt from the
 // last one).
 type CompletedReader interface {
@@ -275,6 +276,10 @@ type Loop struct {
 	// window (with ImmutableState).
 	pred     *predict.History
 	predFrom []*model.Allocation
+	// service is the fair share of service's memory (Snapshot.Service),
+	// kept from one cycle to the next while the vCluster's settings read
+	// it (ServiceSettings).
+	service ServiceMemory
 	// easyStarts is the relative starvation guard's memory
 	// (Snapshot.EasyStarts), kept from one cycle to the next.
 	easyStarts EasyStarts
@@ -462,6 +467,17 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			}
 			s.Predictor = l.pred
 		}
+		snap = &s
+	}
+	if _, _, need := ServiceSettings(snap.VCluster); need && snap.Service == nil {
+		// The fair share of service: the loop's memory observes each
+		// completion once, as the windows show them (ServiceMemory).
+		done := snap.Completed
+		if cr, ok := l.State.(CompletedReader); ok && done == nil {
+			done = cr.Completed(l.Name)
+		}
+		s := *snap
+		s.Service = l.service.Update(done)
 		snap = &s
 	}
 	if snap.EasyStarts == nil {

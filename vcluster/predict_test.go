@@ -159,10 +159,12 @@ func TestWalltimeEnds(t *testing.T) {
 	}
 }
 
-// TestServiceShare: Snapshot.Service gives each tenant its ServiceBehind;
-// without it, none.
+// TestServiceShare: with the vCluster's fair share "service",
+// Snapshot.Service gives each tenant its ServiceBehind; without it, or by
+// usage, none.
 func TestServiceShare(t *testing.T) {
 	s := predictionSnapshot()
+	s.VCluster.FairShare = model.FairShareUsage
 	s.Tenants = map[string]*model.Tenant{
 		"t1": {Name: "t1", FairShareTarget: 0.5},
 		"t2": {Name: "t2", FairShareTarget: 0.5},
@@ -173,6 +175,10 @@ func TestServiceShare(t *testing.T) {
 	s.Service = &predict.Service{HalfLife: DefaultFairShareHalfLife}
 	s.Service.Observe("t1", t0.Add(-time.Hour), 0, time.Hour)           // bsld 1
 	s.Service.Observe("t2", t0.Add(-time.Hour), 2*time.Hour, time.Hour) // bsld 3
+	if got := BuildInput(s).Tenants["t2"].ServiceBehind; got != 0 {
+		t.Fatalf("fair share by usage: ServiceBehind = %v, want 0", got)
+	}
+	s.VCluster.FairShare = model.FairShareService
 	in := BuildInput(s)
 	if got, want := in.Tenants["t2"].ServiceBehind, 1-2.0/3; math.Abs(got-want) > 1e-12 {
 		t.Errorf("t2: ServiceBehind = %v, want %v", got, want)
@@ -184,10 +190,14 @@ func TestServiceShare(t *testing.T) {
 		t.Errorf("per tenant: ServiceAverage = %v, want 0 (the per-job term off)", in.ServiceAverage)
 	}
 
-	// Per job: the tenants' means and weights and everyone's average go
-	// to the solver, and ServiceBehind stays 0.
-	s.ServiceTerm = ServiceByJob
+	// Per job: the means and weights of the tenants with a job to place
+	// and everyone's average go to the solver, and ServiceBehind stays 0.
+	s.VCluster.FairShare = model.FairShareJobService
+	s.Pending[0].Tenant = "t2"
 	in = BuildInput(s)
+	if got := in.Tenants["t1"]; got.ServiceMean != 0 || got.ServiceWeight != 0 {
+		t.Errorf("per job: t1 has no job to place, but %+v", got)
+	}
 	if in.ServiceAverage != 2 {
 		t.Errorf("per job: ServiceAverage = %v, want 2", in.ServiceAverage)
 	}
@@ -212,7 +222,7 @@ func TestServiceProtect(t *testing.T) {
 		starved bool // the absolute guard is on: protected jobs after the head
 		want    bool
 	}{
-		{"off", false, "new", 3 * time.Hour, false, false},
+		{"off", false, "new", 3 * time.Hour, false, false}, // the default is on: see TestLoopServiceSettings
 		{"a newcomer past x*", true, "new", 3 * time.Hour, false, true},
 		{"a newcomer not yet past x*", true, "new", time.Hour, false, false},
 		{"a tenant served well: one job does not take it past x*", true, "t1", 3 * time.Hour, false, false},
@@ -227,7 +237,7 @@ func TestServiceProtect(t *testing.T) {
 			}
 			p := s.Pending[0]
 			p.Tenant, p.SubmitTime, p.EligibleTime = c.tenant, t0.Add(-c.waited), t0.Add(-c.waited)
-			s.Service, s.ServiceProtect, s.ServiceTerm = svc, c.on, ServiceNoTerm
+			s.Service, s.VCluster.ServiceProtect, s.VCluster.FairShare = svc, &c.on, model.FairShareUsage
 			in := BuildInput(s)
 			if got := in.Pending[0].Protected; got != c.want {
 				t.Errorf("Protected = %v, want %v", got, c.want)

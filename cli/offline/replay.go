@@ -23,6 +23,7 @@ import (
 	"golang.org/x/term"
 
 	latticecli "github.com/latticehpc/lattice/cli"
+	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/replay"
 )
 
@@ -210,7 +211,10 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		return cfg, nil, fmt.Errorf("--predictor %q: allowed lattice, off", p)
 	}
 	cfg.PredictedStarts = c.Bool("predicted-starts")
-	cfg.ServiceProtect = c.Bool("service-protect")
+	if c.IsSet("service-protect") {
+		p := c.Bool("service-protect")
+		cfg.ServiceProtect = &p
+	}
 	switch re := strings.ToLower(strings.TrimSpace(c.String("running-ends"))); re {
 	case "predicted":
 	case "walltime":
@@ -218,14 +222,12 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	default:
 		return cfg, nil, fmt.Errorf("--running-ends %q: allowed predicted, walltime", re)
 	}
-	switch fs := strings.ToLower(strings.TrimSpace(c.String("fair-share"))); fs {
-	case "usage":
-	case "service":
-		cfg.FairShareService = true
-	case "job-service":
-		cfg.FairShareJobService = true
-	default:
-		return cfg, nil, fmt.Errorf("--fair-share %q: allowed usage, service, job-service", fs)
+	if fs := c.String("fair-share"); fs != "" {
+		m, err := model.ParseFairShare(fs)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--fair-share %q: allowed usage, service, job-service", fs)
+		}
+		cfg.FairShare = m
 	}
 	if sw := strings.TrimSpace(c.String("starvation-wait")); sw == "none" || sw == "off" {
 		cfg.StarvationWait = -1

@@ -877,8 +877,10 @@ type VClusterInfo struct {
 	Preemption                   bool                   `protobuf:"varint,18,opt,name=preemption,proto3" json:"preemption,omitempty"`
 	PreemptHorizonMs             int64                  `protobuf:"varint,19,opt,name=preempt_horizon_ms,json=preemptHorizonMs,proto3" json:"preempt_horizon_ms,omitempty"`
 	CheckpointableOnlyOnBorrowed bool                   `protobuf:"varint,20,opt,name=checkpointable_only_on_borrowed,json=checkpointableOnlyOnBorrowed,proto3" json:"checkpointable_only_on_borrowed,omitempty"`
-	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"`        // recovered panics of its loop since this member leads
-	Partitions                   []string               `protobuf:"bytes,22,rep,name=partitions,proto3" json:"partitions,omitempty"` // partition names that stand for it (latticectl partition set)
+	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"`                                        // recovered panics of its loop since this member leads
+	Partitions                   []string               `protobuf:"bytes,22,rep,name=partitions,proto3" json:"partitions,omitempty"`                                 // partition names that stand for it (latticectl partition set)
+	FairShare                    string                 `protobuf:"bytes,140,opt,name=fair_share,json=fairShare,proto3" json:"fair_share,omitempty"`                 // what f3 ranks tenants by: usage, service, job-service
+	ServiceProtect               bool                   `protobuf:"varint,141,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"` // reservations for the jobs that would take their tenant above Jain's threshold
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -1067,6 +1069,20 @@ func (x *VClusterInfo) GetPartitions() []string {
 	return nil
 }
 
+func (x *VClusterInfo) GetFairShare() string {
+	if x != nil {
+		return x.FairShare
+	}
+	return ""
+}
+
+func (x *VClusterInfo) GetServiceProtect() bool {
+	if x != nil {
+		return x.ServiceProtect
+	}
+	return false
+}
+
 type ListVClustersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1174,6 +1190,9 @@ type SetVClusterRequest struct {
 	PreemptHorizonMs                int64                  `protobuf:"varint,23,opt,name=preempt_horizon_ms,json=preemptHorizonMs,proto3" json:"preempt_horizon_ms,omitempty"` // 0 = unchanged
 	SetCheckpointableOnlyOnBorrowed bool                   `protobuf:"varint,24,opt,name=set_checkpointable_only_on_borrowed,json=setCheckpointableOnlyOnBorrowed,proto3" json:"set_checkpointable_only_on_borrowed,omitempty"`
 	CheckpointableOnlyOnBorrowed    bool                   `protobuf:"varint,25,opt,name=checkpointable_only_on_borrowed,json=checkpointableOnlyOnBorrowed,proto3" json:"checkpointable_only_on_borrowed,omitempty"`
+	FairShare                       string                 `protobuf:"bytes,140,opt,name=fair_share,json=fairShare,proto3" json:"fair_share,omitempty"` // usage, service, job-service; empty = unchanged
+	SetServiceProtect               bool                   `protobuf:"varint,141,opt,name=set_service_protect,json=setServiceProtect,proto3" json:"set_service_protect,omitempty"`
+	ServiceProtect                  bool                   `protobuf:"varint,142,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"`
 	unknownFields                   protoimpl.UnknownFields
 	sizeCache                       protoimpl.SizeCache
 }
@@ -1379,6 +1398,27 @@ func (x *SetVClusterRequest) GetSetCheckpointableOnlyOnBorrowed() bool {
 func (x *SetVClusterRequest) GetCheckpointableOnlyOnBorrowed() bool {
 	if x != nil {
 		return x.CheckpointableOnlyOnBorrowed
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetFairShare() string {
+	if x != nil {
+		return x.FairShare
+	}
+	return ""
+}
+
+func (x *SetVClusterRequest) GetSetServiceProtect() bool {
+	if x != nil {
+		return x.SetServiceProtect
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetServiceProtect() bool {
+	if x != nil {
+		return x.ServiceProtect
 	}
 	return false
 }
@@ -1972,7 +2012,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\apending\x18\a \x01(\x05R\apending\x12\x18\n" +
 	"\arunning\x18\b \x01(\x05R\arunning\x12\x1f\n" +
 	"\vpower_watts\x18\t \x01(\x03R\n" +
-	"powerWatts\"\xee\x06\n" +
+	"powerWatts\"\xb8\a\n" +
 	"\fVClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12'\n" +
@@ -2000,10 +2040,13 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x06panics\x18\x15 \x01(\x03R\x06panics\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x16 \x03(\tR\n" +
-	"partitions\"\x16\n" +
+	"partitions\x12\x1e\n" +
+	"\n" +
+	"fair_share\x18\x8c\x01 \x01(\tR\tfairShare\x12(\n" +
+	"\x0fservice_protect\x18\x8d\x01 \x01(\bR\x0eserviceProtect\"\x16\n" +
 	"\x14ListVClustersRequest\"O\n" +
 	"\x15ListVClustersResponse\x126\n" +
-	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x92\b\n" +
+	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x8d\t\n" +
 	"\x12SetVClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fweights_profile\x18\x02 \x01(\tR\x0eweightsProfile\x12,\n" +
@@ -2033,7 +2076,11 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"preemption\x12,\n" +
 	"\x12preempt_horizon_ms\x18\x17 \x01(\x03R\x10preemptHorizonMs\x12L\n" +
 	"#set_checkpointable_only_on_borrowed\x18\x18 \x01(\bR\x1fsetCheckpointableOnlyOnBorrowed\x12E\n" +
-	"\x1fcheckpointable_only_on_borrowed\x18\x19 \x01(\bR\x1ccheckpointableOnlyOnBorrowed\"\x11\n" +
+	"\x1fcheckpointable_only_on_borrowed\x18\x19 \x01(\bR\x1ccheckpointableOnlyOnBorrowed\x12\x1e\n" +
+	"\n" +
+	"fair_share\x18\x8c\x01 \x01(\tR\tfairShare\x12/\n" +
+	"\x13set_service_protect\x18\x8d\x01 \x01(\bR\x11setServiceProtect\x12(\n" +
+	"\x0fservice_protect\x18\x8e\x01 \x01(\bR\x0eserviceProtect\"\x11\n" +
 	"\x0fGetPowerRequest\"\xe5\x01\n" +
 	"\bPowerUse\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +
