@@ -40,7 +40,13 @@ const BinaryName = "lattice-job-supervisor"
 // Main runs the supervisor when this process was started as one
 // (StatusEnv set, argv = [name, path, argv0, args...]) and returns its exit
 // code; ok is false when it was not started as one.
+//
+// Started with DaemonEnv set, it runs the supervisor daemon instead
+// (DaemonMain).
 func Main() (code int, ok bool) {
+	if code, ok := DaemonMain(); ok {
+		return code, true
+	}
 	status := os.Getenv(StatusEnv)
 	if status == "" || len(os.Args) < 3 {
 		return 0, false
