@@ -1,0 +1,271 @@
+package agent
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/model"
+)
+
+func TestParseSupervisorMode(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		err      bool
+	}{
+		{"", SupervisorDaemon, false},
+		{"daemon", SupervisorDaemon, false},
+		{"per-job", SupervisorPerJob, false},
+		{"perjob", "", true},
+		{"Daemon", "", true},
+	} {
+		got, err := ParseSupervisorMode(tc.in)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("ParseSupervisorMode(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "daemon or per-job") {
+			t.Errorf("error %q does not name the allowed values", err)
+		}
+	}
+}
+
+// daemonAgent is an agent (KeepJobs) whose runs go through the daemon.
+func daemonAgent(t *testing.T, dir string) *Agent {
+	t.Helper()
+	cfg := restartConfig(dir)
+	cfg.SupervisorMode = SupervisorDaemon
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// daemonPID is the pid of the daemon a is connected to (0: none).
+func daemonPID(a *Agent) int {
+	a.runner.daemonMu.Lock()
+	defer a.runner.daemonMu.Unlock()
+	if a.runner.daemon == nil || a.runner.daemon.isDead() {
+		return 0
+	}
+	return a.runner.daemon.pid
+}
+
+// runPID is the pid (= process group) of a running allocation.
+func runPID(t *testing.T, a *Agent, id uint64) int {
+	t.Helper()
+	a.runner.mu.Lock()
+	defer a.runner.mu.Unlock()
+	p := a.runner.running[id]
+	if p == nil {
+		t.Fatalf("allocation %d does not run", id)
+	}
+	return p.pgid
+}
+
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A run through the daemon: a child of the daemon (not of the agent),
+// leading its own process group, in its work dir, with the job's
+// environment; its real exit code is reported and recorded durably.
+func TestDaemonRunsJobAndRecordsExitCode(t *testing.T) {
+	dir := t.TempDir()
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	out := filepath.Join(dir, "out")
+	a.handle(assignMsg(1, 0, "#!/bin/sh\necho \"$LATTICE_ALLOC_ID $(pwd) $LATTICE_SUPERVISE_STATUS.\" > "+out+"\nsleep 0.5\nexit 3\n"))
+	waitReport(t, a, 1, model.StateRunning)
+	pid := runPID(t, a, 1)
+	d := daemonPID(a)
+	if d == 0 || d == os.Getpid() {
+		t.Fatalf("no supervisor daemon (pid %d)", d)
+	}
+	if got := parentOf(t, pid); got != d {
+		t.Errorf("the job's parent is %d, want the daemon %d", got, d)
+	}
+	if pgid, _ := syscall.Getpgid(pid); pgid != pid {
+		t.Errorf("the job's process group is %d, want its own (%d)", pgid, pid)
+	}
+	r := waitReport(t, a, 1, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 3 || r.Reason != model.ReasonNonZeroExit {
+		t.Errorf("report %v, want FAILED NonZeroExit exit 3", r)
+	}
+	if code, ok := readStatus(a.statusPath(1, 0)); !ok || code != 3 {
+		t.Errorf("status file: %d, %v; want 3", code, ok)
+	}
+	b, _ := os.ReadFile(out)
+	cwd, _ := os.Getwd()
+	if want := "1 " + cwd + " .\n"; string(b) != want {
+		t.Errorf("the job wrote %q, want %q (its id, the agent's working dir, no supervisor variable)", b, want)
+	}
+}
+
+// A cancel reaches the job's own process group: its TERM trap runs
+// (with the grace), and the run ends CANCELLED.
+func TestDaemonCancelSignalsTheJob(t *testing.T) {
+	dir := t.TempDir()
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	mark := filepath.Join(dir, "term")
+	a.handle(assignMsg(2, 0, "#!/bin/sh\ntrap 'echo term > "+mark+"; exit 0' TERM\nwhile :; do sleep 0.1; done\n"))
+	waitReport(t, a, 2, model.StateRunning)
+	time.Sleep(300 * time.Millisecond) // the trap is set
+	a.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Cancel{Cancel: &latticev1.CancelAllocation{AllocationId: 2, GraceSeconds: 5}}})
+	r := waitReport(t, a, 2, model.StateCancelled)
+	if !r.HasExitCode || r.ExitCode != 0 {
+		t.Errorf("report %v, want CANCELLED with the trap's exit 0", r)
+	}
+	if b, err := os.ReadFile(mark); err != nil || string(b) != "term\n" {
+		t.Errorf("the job's TERM trap did not run: %q, %v", b, err)
+	}
+}
+
+// An entrypoint that cannot be executed ends with 127 and its error in its
+// stderr, as under a per-job supervisor.
+func TestDaemonExecFailureIs127(t *testing.T) {
+	dir := t.TempDir()
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(4, 0, "#!/nonexistent/interpreter\nexit 0\n"))
+	r := waitReport(t, a, 4, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 127 {
+		t.Errorf("report %v, want FAILED exit 127", r)
+	}
+	lp, _ := a.runner.Paths(4)
+	if b, _ := os.ReadFile(lp.Stderr); !strings.Contains(string(b), "lattice: start") {
+		t.Errorf("stderr %q does not say why it did not start", b)
+	}
+}
+
+// The daemon outlives the agent: a restarted agent adopts the run from it
+// and reports its real exit code; the daemon ends once it has neither an
+// agent nor a job.
+func TestDaemonRunAdoptedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	a1 := daemonAgent(t, dir)
+	a1.handle(assignMsg(5, 0, "#!/bin/sh\nsleep 1\nexit 7\n"))
+	waitReport(t, a1, 5, model.StateRunning)
+	pid, d := runPID(t, a1, 5), daemonPID(a1)
+	a1.detach()
+
+	a2 := daemonAgent(t, dir)
+	t.Cleanup(func() { a2.runner.Shutdown(time.Second) })
+	if !a2.runner.IsRunning(5) || runPID(t, a2, 5) != pid {
+		t.Fatal("the restarted agent did not adopt the running job")
+	}
+	if got := daemonPID(a2); got != d {
+		t.Errorf("the restarted agent's daemon is %d, want the same %d", got, d)
+	}
+	r := waitReport(t, a2, 5, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 7 || r.Reason != model.ReasonNonZeroExit {
+		t.Errorf("report %v, want FAILED NonZeroExit exit 7", r)
+	}
+	a2.runner.Shutdown(time.Second)
+	waitGone(t, d, "the daemon without agent or job")
+}
+
+// kill -9 of the daemon while a run goes: the run is reported FAILED with
+// a message saying why, its processes are killed, and the next run starts
+// a new daemon.
+func TestDaemonKilledRunsFailAndDaemonRestarts(t *testing.T) {
+	dir := t.TempDir()
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(6, 0, "#!/bin/sh\nsleep 300\n"))
+	waitReport(t, a, 6, model.StateRunning)
+	pid, d := runPID(t, a, 6), daemonPID(a)
+	if err := syscall.Kill(d, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := waitReport(t, a, 6, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 137 || r.Message != lostMessage {
+		t.Errorf("report %v, want FAILED exit 137 with %q", r, lostMessage)
+	}
+	waitGone(t, pid, "the job of the killed daemon")
+
+	a.handle(assignMsg(7, 0, "#!/bin/sh\nexit 0\n"))
+	r = waitReport(t, a, 7, model.StateCompleted)
+	if !r.HasExitCode || r.ExitCode != 0 {
+		t.Errorf("report %v, want COMPLETED exit 0", r)
+	}
+	if nd := daemonPID(a); nd == 0 || nd == d {
+		t.Errorf("daemon after the kill: %d (killed: %d); want a new one", nd, d)
+	}
+}
+
+// kill -9 of the daemon while the agent is down: the restarted agent
+// reports the run FAILED (nobody can know its exit status) and kills it.
+func TestDaemonKilledWhileAgentDown(t *testing.T) {
+	dir := t.TempDir()
+	a1 := daemonAgent(t, dir)
+	a1.handle(assignMsg(8, 0, "#!/bin/sh\nsleep 300\n"))
+	waitReport(t, a1, 8, model.StateRunning)
+	pid, d := runPID(t, a1, 8), daemonPID(a1)
+	a1.detach()
+	if err := syscall.Kill(d, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, d, "the killed daemon")
+
+	a2 := daemonAgent(t, dir)
+	t.Cleanup(func() { a2.runner.Shutdown(time.Second) })
+	r := waitReport(t, a2, 8, model.StateFailed)
+	if r.Reason != model.ReasonNodeFailure || !strings.Contains(r.Message, "recorded no exit status") {
+		t.Errorf("report %v, want FAILED NodeFailure saying its supervisor recorded no exit status", r)
+	}
+	waitGone(t, pid, "the orphaned job")
+}
+
+// Upgrades: a run started under a per-job supervisor is adopted by an
+// agent that uses the daemon, with its real exit code.
+func TestDaemonAgentAdoptsPerJobSupervisorRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := restartConfig(dir)
+	cfg.SupervisorMode = SupervisorPerJob
+	a1, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1.handle(assignMsg(9, 0, "#!/bin/sh\nsleep 1\nexit 4\n"))
+	waitReport(t, a1, 9, model.StateRunning)
+	if daemonPID(a1) != 0 {
+		t.Fatal("a per-job agent connected to a daemon")
+	}
+	a1.detach()
+
+	a2 := daemonAgent(t, dir)
+	t.Cleanup(func() { a2.runner.Shutdown(time.Second) })
+	if !a2.runner.IsRunning(9) {
+		t.Fatal("the daemon agent did not adopt the per-job supervisor's run")
+	}
+	r := waitReport(t, a2, 9, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 4 {
+		t.Errorf("report %v, want FAILED exit 4", r)
+	}
+}
