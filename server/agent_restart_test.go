@@ -258,6 +258,11 @@ func TestAgentRestartKeepsRunningJobs(t *testing.T) {
 // themselves, not on the quorum's view.
 func TestAgentKill9NeverTwoAllocationsOnANode(t *testing.T) {
 	s := startAgentProcStack(t, 2, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log:\n%s", s.agentLog)
+		}
+	})
 	var ids []string
 	for range 6 {
 		ids = append(ids, submitScript(t, s.allocs, 1, "#!/bin/sh\nsleep 2\n"))
