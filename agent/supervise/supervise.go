@@ -10,6 +10,10 @@
 // supervisor cost ~14 ms of CPU per job, the small binary ~2 ms. latticed
 // itself can still act as the supervisor (package agent's init calls Main)
 // when the small binary is not installed.
+//
+// By default an agent starts one supervisor daemon (daemon.go) that starts
+// every job itself, rather than a supervisor per job: the Go start-up of a
+// supervisor per job was ~3.5 ms of CPU per job.
 package supervise
 
 import (
