@@ -269,3 +269,38 @@ func TestDaemonAgentAdoptsPerJobSupervisorRun(t *testing.T) {
 		t.Errorf("report %v, want FAILED exit 4", r)
 	}
 }
+
+// Under a root agent the daemon starts the job as its owner (the same
+// credential a per-job supervisor would take), with output it can write.
+func TestDaemonRunsJobAsItsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching users needs root; this test runs as uid", os.Geteuid())
+	}
+	// Its script must be readable by nobody: not under t.TempDir (0700).
+	dir, err := os.MkdirTemp("", "lattice-daemon-owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	msg := assignMsg(10, 0, "#!/bin/sh\nid -u\nid -g\n")
+	msg.GetAssign().Allocation.Request.User = "nobody"
+	a.handle(msg)
+	r := waitReport(t, a, 10, model.StateCompleted)
+	lp, _ := a.runner.Paths(10)
+	if !r.HasExitCode || r.ExitCode != 0 {
+		e, _ := os.ReadFile(lp.Stderr)
+		t.Fatalf("report %v, want COMPLETED exit 0; stderr %q", r, e)
+	}
+	b, _ := os.ReadFile(lp.Stdout)
+	if string(b) != "65534\n65534\n" {
+		t.Errorf("the job ran as %q, want uid and gid 65534 (nobody)", b)
+	}
+	if daemonPID(a) == 0 {
+		t.Error("the run did not go through the daemon")
+	}
+}
