@@ -87,7 +87,7 @@ func dialDaemon(dir string) (*supDaemon, error) {
 	}
 	if m.Op != supervise.OpHello || m.V != supervise.ProtocolVersion {
 		c.Close()
-		return nil, fmt.Errorf("job supervisor daemon speaks protocol version %d; this agent speaks %d", m.V, supervise.ProtocolVersion)
+		return nil, fmt.Errorf("%w: it speaks protocol version %d; this agent speaks %d", errDaemonVersion, m.V, supervise.ProtocolVersion)
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	d := &supDaemon{conn: c, pid: m.PID, waiters: map[string]chan<- daemonExit{}, replies: map[string]chan *supervise.Msg{}}
@@ -201,6 +201,10 @@ func (d *supDaemon) unwait(key string) {
 	d.mu.Unlock()
 }
 
+// errDaemonVersion means a daemon of another protocol version serves this
+// data dir: no other can start while it runs.
+var errDaemonVersion = errors.New("job supervisor daemon of another version")
+
 // errDaemonLost means the daemon ended while a start was in flight: the job
 // may or may not have started.
 var errDaemonLost = errors.New("the job supervisor daemon ended during the start")
@@ -284,7 +288,7 @@ func (r *Runner) daemonClient(start bool) (*supDaemon, error) {
 		return r.daemon, nil
 	}
 	d, err := dialDaemon(r.dir)
-	if err == nil || !start {
+	if err == nil || !start || errors.Is(err, errDaemonVersion) {
 		if err == nil {
 			r.daemon = d
 			r.log.Info("connected to the job supervisor daemon", "pid", d.pid)

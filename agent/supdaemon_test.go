@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latticehpc/lattice/agent/supervise"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 )
@@ -302,5 +304,46 @@ func TestDaemonRunsJobAsItsOwner(t *testing.T) {
 	}
 	if daemonPID(a) == 0 {
 		t.Error("the run did not go through the daemon")
+	}
+}
+
+// A daemon of another protocol version is refused at once, and the run
+// gets a supervisor of its own.
+func TestDaemonOfAnotherVersionFallsBackToPerJob(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: supervise.SocketName(dir), Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			buf, oob := supervise.RecvBuffers()
+			if _, _, err := supervise.Recv(c, buf, oob); err == nil {
+				_ = supervise.Send(c, &supervise.Msg{Op: supervise.OpHello, V: supervise.ProtocolVersion + 1})
+			}
+			c.Close()
+		}
+	}()
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	start := time.Now()
+	a.handle(assignMsg(11, 0, "#!/bin/sh\nexit 6\n"))
+	r := waitReport(t, a, 11, model.StateFailed)
+	if !r.HasExitCode || r.ExitCode != 6 {
+		t.Errorf("report %v, want FAILED exit 6", r)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the run took %v: the agent waited for a daemon it cannot use", d)
+	}
+	if daemonPID(a) != 0 {
+		t.Error("the agent uses a daemon of another version")
+	}
+	if code, ok := readStatus(a.statusPath(11, 0)); !ok || code != 6 {
+		t.Errorf("status file: %d, %v; want 6 (written by a per-job supervisor)", code, ok)
 	}
 }
