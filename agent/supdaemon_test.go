@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -345,5 +346,55 @@ func TestDaemonOfAnotherVersionFallsBackToPerJob(t *testing.T) {
 	}
 	if code, ok := readStatus(a.statusPath(11, 0)); !ok || code != 6 {
 		t.Errorf("status file: %d, %v; want 6 (written by a per-job supervisor)", code, ok)
+	}
+}
+
+// An agent connected to the daemon that reads nothing (frozen) holds up
+// neither the reaper nor the other agents' exits.
+func TestDaemonNotHeldUpByAnAgentThatDoesNotRead(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	ended := 0
+	r, err := NewRunner(RunnerConfig{Dir: dir, SupervisorMode: SupervisorDaemon, OnExit: func(Exit) {
+		mu.Lock()
+		ended++
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(time.Second) })
+	start := func(id uint64) {
+		t.Helper()
+		if err := r.Start(Launch{AllocID: id, Command: []string{"/bin/true", "x"}, StatusFile: filepath.Join(dir, "runs", strconv.FormatUint(id, 10)+".status")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(1) // starts the daemon
+	// Connected, said hello, reads nothing: the daemon's packets pile up.
+	frozen, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: supervise.SocketName(dir), Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Close()
+	if err := supervise.Send(frozen, &supervise.Msg{Op: supervise.OpHello, V: supervise.ProtocolVersion}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 600 // a unix socket's send buffer holds a few hundred small packets
+	for id := uint64(2); id <= n; id++ {
+		start(id)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		e := ended
+		mu.Unlock()
+		if e == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs ended", e, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

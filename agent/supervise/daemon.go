@@ -181,7 +181,7 @@ type daemon struct {
 
 	mu      sync.Mutex
 	jobs    map[int]string // pid → status file
-	conns   map[*net.UnixConn]bool
+	conns   map[*net.UnixConn]*peer
 	seen    bool          // an agent connected once
 	started chan struct{} // a job started (wakes the reaper)
 }
@@ -223,7 +223,7 @@ func RunDaemon(dir string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err) // another daemon serves dir
 	}
-	d := &daemon{dir: dir, uid: os.Getuid(), ln: ln, jobs: map[int]string{}, conns: map[*net.UnixConn]bool{}, started: make(chan struct{}, 1)}
+	d := &daemon{dir: dir, uid: os.Getuid(), ln: ln, jobs: map[int]string{}, conns: map[*net.UnixConn]*peer{}, started: make(chan struct{}, 1)}
 	_ = os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	go d.reap()
 	time.AfterFunc(30*time.Second, func() {
@@ -243,10 +243,11 @@ func RunDaemon(dir string) error {
 			continue
 		}
 		d.mu.Lock()
-		d.conns[c] = true
+		p := newPeer(c)
+		d.conns[c] = p
 		d.seen = true
 		d.mu.Unlock()
-		go d.serve(c)
+		go d.serve(c, p)
 	}
 }
 
@@ -261,18 +262,17 @@ func (d *daemon) exitIfIdle() {
 	}
 }
 
-func (d *daemon) serve(c *net.UnixConn) {
+func (d *daemon) serve(c *net.UnixConn, p *peer) {
 	buf, oob := RecvBuffers()
 	defer func() {
+		p.close()
 		c.Close()
 		d.mu.Lock()
 		delete(d.conns, c)
 		d.exitIfIdle()
 		d.mu.Unlock()
 	}()
-	// Each Send is one packet, written whole (the reaper sends exits on c
-	// too).
-	send := func(m *Msg) error { return Send(c, m) }
+	send := func(m *Msg) error { p.send(m); return nil }
 	for {
 		m, files, err := Recv(c, buf, oob)
 		if err != nil {
@@ -376,13 +376,73 @@ func (d *daemon) ended(key string, code int) {
 		fmt.Fprintf(os.Stderr, "%s %s: record exit status %d in %s: %v\n", time.Now().Format(time.RFC3339), BinaryName, code, key, err)
 	}
 	d.mu.Lock()
-	conns := make([]*net.UnixConn, 0, len(d.conns))
-	for c := range d.conns {
-		conns = append(conns, c)
+	for _, p := range d.conns {
+		p.send(&Msg{Op: OpExit, Key: key, Code: code})
 	}
 	d.mu.Unlock()
-	for _, c := range conns {
-		_ = Send(c, &Msg{Op: OpExit, Key: key, Code: code})
+}
+
+// peer queues the messages to one agent and writes them in order from its
+// own goroutine: an agent that does not read (frozen, stopped) must not
+// hold up the reaper, nor the other agents' exits.
+type peer struct {
+	c    *net.UnixConn
+	mu   sync.Mutex
+	q    []*Msg
+	done bool
+	wake chan struct{}
+}
+
+func newPeer(c *net.UnixConn) *peer {
+	p := &peer{c: c, wake: make(chan struct{}, 1)}
+	go p.write()
+	return p
+}
+
+func (p *peer) send(m *Msg) {
+	p.mu.Lock()
+	if !p.done {
+		p.q = append(p.q, m)
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *peer) close() {
+	p.mu.Lock()
+	p.done, p.q = true, nil
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *peer) write() {
+	for range p.wake {
+		for {
+			p.mu.Lock()
+			if p.done {
+				p.mu.Unlock()
+				return
+			}
+			if len(p.q) == 0 {
+				p.mu.Unlock()
+				break
+			}
+			m := p.q[0]
+			p.q[0] = nil
+			p.q = p.q[1:]
+			p.mu.Unlock()
+			if err := Send(p.c, m); err != nil {
+				p.c.Close() // its reader ends, and serve drops it
+				p.close()
+				return
+			}
+		}
 	}
 }
 
