@@ -121,7 +121,9 @@ func (d *supDaemon) read(buf, oob []byte) {
 		case supervise.OpList:
 			if d.list != nil {
 				d.list <- m
-				d.list = nil
+				if !m.More {
+					d.list = nil
+				}
 			}
 		}
 		d.mu.Unlock()
@@ -248,7 +250,7 @@ func (d *supDaemon) start(m *supervise.Msg, stdout, stderr *os.File, exit chan<-
 func (d *supDaemon) jobs() (map[string]int, error) {
 	d.listMu.Lock()
 	defer d.listMu.Unlock()
-	ch := make(chan *supervise.Msg, 1)
+	ch := make(chan *supervise.Msg, 16)
 	d.mu.Lock()
 	if d.dead {
 		d.mu.Unlock()
@@ -259,15 +261,19 @@ func (d *supDaemon) jobs() (map[string]int, error) {
 	if err := supervise.Send(d.conn, &supervise.Msg{Op: supervise.OpList}); err != nil {
 		return nil, err
 	}
-	m, ok := <-ch
-	if !ok {
-		return nil, errDaemonLost
+	out := map[string]int{}
+	for {
+		m, ok := <-ch
+		if !ok {
+			return nil, errDaemonLost
+		}
+		for _, j := range m.Jobs {
+			out[j.Key] = j.PID
+		}
+		if !m.More {
+			return out, nil
+		}
 	}
-	out := make(map[string]int, len(m.Jobs))
-	for _, j := range m.Jobs {
-		out[j.Key] = j.PID
-	}
-	return out, nil
 }
 
 // close disconnects without ending any wait: the runs are left to the

@@ -398,3 +398,41 @@ func TestDaemonNotHeldUpByAnAgentThatDoesNotRead(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A list longer than one packet comes in parts (status files with long
+// paths: 80 of them are more than MaxMsg).
+func TestDaemonListsManyJobs(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewRunner(RunnerConfig{Dir: dir, SupervisorMode: SupervisorDaemon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(time.Second) })
+	long := filepath.Join(dir, "runs")
+	for i := range 14 {
+		long = filepath.Join(long, strings.Repeat(string(rune('a'+i)), 200))
+	}
+	const n = 80
+	for id := uint64(1); id <= n; id++ {
+		if err := r.Start(Launch{AllocID: id, Command: []string{"/bin/sleep", "30"}, StatusFile: filepath.Join(long, strconv.FormatUint(id, 10)+".status")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := dialDaemon(dir) // as a restarted agent would
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.close()
+	jobs, err := other.jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != n {
+		t.Fatalf("the daemon listed %d jobs, want %d", len(jobs), n)
+	}
+	for id := uint64(1); id <= n; id++ {
+		if jobs[filepath.Join(long, strconv.FormatUint(id, 10)+".status")] == 0 {
+			t.Fatalf("job %d is not listed", id)
+		}
+	}
+}

@@ -73,6 +73,8 @@ type Msg struct {
 	Code int      `json:"code,omitempty"`
 	Err  string   `json:"err,omitempty"`
 	Jobs []Job    `json:"jobs,omitempty"`
+	// More: another OpList packet follows (a long list comes in parts).
+	More bool `json:"more,omitempty"`
 }
 
 // Job is a job the daemon runs now.
@@ -282,10 +284,17 @@ func (d *daemon) serve(c *net.UnixConn, p *peer) {
 		case OpHello:
 			err = send(&Msg{Op: OpHello, V: ProtocolVersion, PID: os.Getpid()})
 		case OpList:
+			// In parts of at most ~64 KiB: every packet stays under MaxMsg.
 			d.mu.Lock()
-			out := &Msg{Op: OpList}
+			out, size := &Msg{Op: OpList}, 0
 			for pid, key := range d.jobs {
+				if size > 64<<10 {
+					out.More = true
+					_ = send(out)
+					out, size = &Msg{Op: OpList}, 0
+				}
 				out.Jobs = append(out.Jobs, Job{Key: key, PID: pid})
+				size += len(key) + 32
 			}
 			d.mu.Unlock()
 			err = send(out)
