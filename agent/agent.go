@@ -85,6 +85,10 @@ type Config struct {
 	// (default: lattice-job-supervisor next to this executable, else this
 	// executable itself; see supervise.go).
 	Supervisor string
+	// SupervisorMode is how runs are supervised: SupervisorDaemon (""
+	// too), one long-lived supervisor daemon per agent that starts every
+	// run (supdaemon.go), or SupervisorPerJob, a supervisor process per run.
+	SupervisorMode string
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -210,7 +214,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
-		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor})
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor, SupervisorMode: cfg.SupervisorMode})
 	if err != nil {
 		return nil, err
 	}

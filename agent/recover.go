@@ -18,6 +18,8 @@ import (
 type taggedProcess struct {
 	pid, pgid int
 	status    string // its LATTICE_SUPERVISE_STATUS: a job supervisor
+	alloc     uint64 // its LATTICE_ALLOC_ID (0: none)
+	run       int    // its LATTICE_RESTART_COUNT
 }
 
 // scanProcesses lists the processes whose environment carries tag (Linux
@@ -41,11 +43,17 @@ func scanProcesses(tag string) []taggedProcess {
 		}
 		var found bool
 		var status string
+		var alloc uint64
+		var run int
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if bytes.Equal(kv, want) {
 				found = true
 			} else if v, ok := bytes.CutPrefix(kv, []byte(superviseEnv+"=")); ok {
 				status = string(v)
+			} else if v, ok := bytes.CutPrefix(kv, []byte("LATTICE_ALLOC_ID=")); ok {
+				alloc, _ = strconv.ParseUint(string(v), 10, 64)
+			} else if v, ok := bytes.CutPrefix(kv, []byte("LATTICE_RESTART_COUNT=")); ok {
+				run, _ = strconv.Atoi(string(v))
 			}
 		}
 		if !found || !processAlive(pid) {
@@ -55,7 +63,7 @@ func scanProcesses(tag string) []taggedProcess {
 		if err != nil {
 			continue
 		}
-		out = append(out, taggedProcess{pid: pid, pgid: pgid, status: status})
+		out = append(out, taggedProcess{pid: pid, pgid: pgid, status: status, alloc: alloc, run: run})
 	}
 	return out
 }
@@ -94,6 +102,16 @@ func (a *Agent) recoverRuns() error {
 			supervisors[p.status] = p
 		}
 	}
+	// The jobs the supervisor daemon runs, if one outlived the agent.
+	var daemon *supDaemon
+	var daemonJobs map[string]int
+	if d, err := a.runner.daemonClient(false); err == nil {
+		if jobs, err := d.jobs(); err == nil {
+			daemon, daemonJobs = d, jobs
+		} else {
+			a.log.Warn("the job supervisor daemon did not list its jobs", "err", err)
+		}
+	}
 	keep := map[int]bool{}
 	var reports []*latticev1.AllocationReport
 	a.mu.Lock()
@@ -120,9 +138,20 @@ func (a *Agent) recoverRuns() error {
 			keep[p.pgid] = true
 			a.runner.adopt(l, p.pid)
 			a.log.Info("run adopted after an agent restart", "alloc", id, "run", l.RequeueCount, "pid", p.pid)
+		case l.StatusFile != "" && daemonJobs[l.StatusFile] > 0:
+			pid := daemonJobs[l.StatusFile]
+			keep[pid] = true
+			a.runner.adoptDaemon(l, pid, daemon)
+			a.log.Info("run adopted from the job supervisor daemon after an agent restart", "alloc", id, "run", l.RequeueCount, "pid", pid)
 		default:
+			msg := "its processes were gone when the agent restarted"
+			if orphaned(procs, id, l.RequeueCount) {
+				// Its supervisor (a daemon killed, or a per-job supervisor)
+				// ended before it: nobody can learn its exit status.
+				msg = "its job supervisor ended before the job and recorded no exit status; the job was killed when the agent restarted"
+			}
 			r = exitReport(Exit{AllocID: id, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonNodeFailure,
-				Message: "its processes were gone when the agent restarted"})
+				Message: msg})
 		}
 		if r != nil {
 			a.ended(id, rec, r)
@@ -155,6 +184,40 @@ func (a *Agent) recoverRuns() error {
 		a.report(cloneReport(r))
 	}
 	return a.saveState()
+}
+
+// orphaned reports whether a process of run of allocation id is still
+// there (among procs).
+func orphaned(procs []taggedProcess, id uint64, run int) bool {
+	for _, p := range procs {
+		if p.alloc == id && p.run == run {
+			return true
+		}
+	}
+	return false
+}
+
+// adoptDaemon takes over a run that the supervisor daemon d still runs
+// (pid, leader of its process group): its end comes from d.
+func (r *Runner) adoptDaemon(l Launch, pid int, d *supDaemon) {
+	lp, _ := r.Paths(l.AllocID)
+	if l.CheckpointDir == "" {
+		l.CheckpointDir = r.CheckpointDir(l.AllocID)
+	}
+	p := &process{pgid: pid, launch: l, logs: lp, done: make(chan struct{}), exited: make(chan daemonExit, 1)}
+	r.mu.Lock()
+	r.running[l.AllocID] = p
+	r.mu.Unlock()
+	if l.Walltime > 0 {
+		left := max(time.Until(l.Started.Add(l.Walltime)), 0)
+		p.timer = time.AfterFunc(left, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
+	}
+	r.wg.Add(1)
+	d.wait(l.StatusFile, p.exited)
+	go func() {
+		e := <-p.exited
+		r.finish(p, e.code, e.msg)
+	}()
 }
 
 // adopt takes over a run whose supervisor (pid, leader of its process

@@ -124,6 +124,9 @@ type RunnerConfig struct {
 	CAFile string
 	// Supervisor is the job supervisor binary (Config.Supervisor).
 	Supervisor string
+	// SupervisorMode is SupervisorDaemon (default) or SupervisorPerJob
+	// (Config.SupervisorMode).
+	SupervisorMode string
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -144,6 +147,11 @@ type Runner struct {
 	tag          string   // AgentTagEnv of the processes it starts
 	supervisor   string   // supervisor binary; "" = this executable
 	statusDirs   sync.Map // directories of status files made already
+	supMode      string   // SupervisorDaemon or SupervisorPerJob
+	cwd          string   // the working directory of a run that names none
+
+	daemonMu sync.Mutex // connecting to the daemon
+	daemon   *supDaemon // the supervisor daemon (supdaemon.go), once connected
 
 	mu      sync.Mutex
 	running map[uint64]*process
@@ -173,6 +181,9 @@ type process struct {
 	// stopped ends a virtual run (no process: pgid 0) when it is signalled.
 	stopped     chan struct{}
 	stoppedOnce sync.Once
+	// exited delivers the end of a run started through the supervisor
+	// daemon (cmd is nil) or adopted from it.
+	exited chan daemonExit
 }
 
 // signal sends sig to the process group; a virtual run has none, and ends
@@ -221,12 +232,18 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := ParseSupervisorMode(cfg.SupervisorMode)
+	if err != nil {
+		return nil, err
+	}
+	cwd, _ := os.Getwd()
 	r := &Runner{dir: cfg.Dir, ckptRoot: cfg.CheckpointDir, onExit: cfg.OnExit, onCheckpoint: cfg.OnCheckpoint,
 		http: cfg.HTTPClient, log: cfg.Logger, running: map[uint64]*process{}, allowRoot: cfg.AllowRootJobs, runAsSelf: cfg.RunAsSelf,
-		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns, supervisor: sup}
+		shimDir: cfg.ShimDir, servers: cfg.Servers, caFile: cfg.CAFile, tag: tag, virtual: cfg.VirtualRuns, supervisor: sup,
+		supMode: mode, cwd: cwd}
 	r.sayWhoRunsJobs()
 	if !r.virtual {
-		r.log.Info("job supervisor", "binary", cmp.Or(sup, "this executable"))
+		r.log.Info("job supervisor", "binary", cmp.Or(sup, "this executable"), "mode", mode)
 	}
 	return r, nil
 }
@@ -414,6 +431,11 @@ func (r *Runner) Start(l Launch) error {
 	closed := r.closed
 	r.mu.Unlock()
 	go func() {
+		if p.exited != nil {
+			e := <-p.exited
+			r.finish(p, e.code, e.msg)
+			return
+		}
 		if p.cmd == nil {
 			r.finish(p, virtualWait(p), "")
 			return
@@ -521,6 +543,24 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 		if err := r.statusDir(filepath.Dir(l.StatusFile)); err != nil {
 			closeLogs(stdout, stderr)
 			return nil, err
+		}
+		if r.supMode == SupervisorDaemon {
+			cmd.Dir = l.WorkDir
+			if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
+				closeLogs(stdout, stderr)
+				return nil, err
+			}
+			p, ok, err := r.spawnDaemon(cmd, l, cred, stdout, stderr)
+			if ok {
+				closeLogs(stdout, stderr) // the job holds its own descriptors
+				if err != nil {
+					return nil, err
+				}
+				started = true
+				p.logs = lp
+				return p, nil
+			}
+			// The daemon cannot be used: a supervisor of its own.
 		}
 		sup, err := supervisorCommand(r.supervisor, l.StatusFile, cmd.Path, cmd.Args)
 		if err != nil {
@@ -859,6 +899,18 @@ func (r *Runner) Detach() {
 			p.timer.Stop()
 		}
 	}
+	r.closeDaemon()
+}
+
+// closeDaemon disconnects from the supervisor daemon, which ends once it
+// has neither an agent nor a job.
+func (r *Runner) closeDaemon() {
+	r.daemonMu.Lock()
+	defer r.daemonMu.Unlock()
+	if r.daemon != nil {
+		r.daemon.close()
+		r.daemon = nil
+	}
 }
 
 // Shutdown stops everything (SIGTERM, grace, SIGKILL) and waits for it.
@@ -874,6 +926,7 @@ func (r *Runner) Shutdown(grace time.Duration) {
 		r.stop(p, model.ReasonNodeFailure, grace)
 	}
 	r.wg.Wait()
+	r.closeDaemon()
 }
 
 // virtualWait is the life of a virtual run: `sleep SECONDS` lasts that

@@ -40,6 +40,9 @@ type cluster struct {
 	log     func(format string, args ...any)
 	members []*member
 	agents  []*exec.Cmd
+	// agentDirs are the agents' data dirs (their job supervisor daemons'
+	// pid files).
+	agentDirs []string
 	// agentPprof: every agent serves Go profiles on a free loopback port
 	// (--pprof-addr; ps shows it).
 	agentPprof bool
@@ -250,6 +253,7 @@ func (c *cluster) startAgents(nodes, n, groupSize int, split func(k int) string,
 		}
 		go func() { _ = cmd.Wait(); logf.Close() }()
 		c.agents = append(c.agents, cmd)
+		c.agentDirs = append(c.agentDirs, filepath.Join(c.dir, id))
 	}
 	return nil
 }

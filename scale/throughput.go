@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -183,6 +184,19 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (*ThroughputReport, e
 				if ps, err := readProc(a.Process.Pid); err == nil {
 					u.agents += ps.CPU.Seconds()
 					u.jobs += ps.ChildCPU.Seconds()
+				}
+			}
+		}
+		// An agent's job supervisor daemon is not its child once started
+		// (its own session; it outlives the agent): its CPU and its jobs'
+		// count with the jobs. (It starts with the first job, after cpu0,
+		// and ends after cpu1.)
+		for _, dir := range c.agentDirs {
+			if b, err := os.ReadFile(filepath.Join(dir, "supervisor.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					if ps, err := readProc(pid); err == nil {
+						u.jobs += ps.CPU.Seconds() + ps.ChildCPU.Seconds()
+					}
 				}
 			}
 		}

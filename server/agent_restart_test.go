@@ -258,6 +258,11 @@ func TestAgentRestartKeepsRunningJobs(t *testing.T) {
 // themselves, not on the quorum's view.
 func TestAgentKill9NeverTwoAllocationsOnANode(t *testing.T) {
 	s := startAgentProcStack(t, 2, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log:\n%s", s.agentLog)
+		}
+	})
 	var ids []string
 	for range 6 {
 		ids = append(ids, submitScript(t, s.allocs, 1, "#!/bin/sh\nsleep 2\n"))
@@ -322,4 +327,42 @@ func submitScript(t *testing.T, c latticev1.AllocationServiceClient, nodes int, 
 		t.Fatal(err)
 	}
 	return r.DisplayId
+}
+
+// kill -9 of a real agent's job supervisor daemon (latticed re-executed):
+// its running job is killed and reported FAILED with exit 137 (its exit
+// status can no longer be known), the agent stays up, and the next job runs
+// under a new daemon.
+func TestAgentSupervisorDaemonKill9(t *testing.T) {
+	s := startAgentProcStack(t, 1, nil)
+	long := submitScript(t, s.allocs, 1, "#!/bin/sh\nsleep 300\n")
+	waitFor(t, 20*time.Second, "the job running", func() bool { return s.get(t, long).State == string(model.StateRunning) })
+	pidFile := filepath.Join(s.dataDir, "supervisor.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("no daemon pid file: %v; agent log:\n%s", err, s.agentLog)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a := s.waitEnd(t, long, 20*time.Second)
+	if a.State != string(model.StateFailed) || !a.HasExitCode || a.ExitCode != 137 {
+		t.Errorf("job %s %s exit %d, want FAILED exit 137; agent log:\n%s", a.State, a.Reason, a.ExitCode, s.agentLog)
+	}
+	waitFor(t, 10*time.Second, "the killed daemon's job gone", func() bool { return len(taggedProcs(s.dataDir)) == 0 })
+	next := submitScript(t, s.allocs, 1, "#!/bin/sh\nexit 0\n")
+	a = s.waitEnd(t, next, 20*time.Second)
+	if a.State != string(model.StateCompleted) {
+		t.Errorf("the next job %s %s, want COMPLETED; agent log:\n%s", a.State, a.Reason, s.agentLog)
+	}
+	if b, err := os.ReadFile(pidFile); err != nil || strings.TrimSpace(string(b)) == strconv.Itoa(pid) {
+		t.Errorf("daemon pid file after the kill: %q, %v; want a new daemon's", b, err)
+	}
+	if !strings.Contains(s.agentLog.String(), "started the job supervisor daemon") {
+		t.Errorf("the agent did not start a new daemon; log:\n%s", s.agentLog)
+	}
 }

@@ -77,6 +77,13 @@ func (s *Server) mailAfter(before map[uint64]mailBefore) {
 			}
 			for _, ev := range mailEvents(before[id], a) {
 				if mailWants(a.MailType, ev) {
+					if ev == MailBegin && a.State != model.StateRunning {
+						// Began and ended in one commit: its BEGIN says RUNNING, as it was.
+						began := *a
+						began.State, began.Reason, began.ExitCode = model.StateRunning, "", nil
+						s.runMailHook(ev, &began)
+						continue
+					}
 					s.runMailHook(ev, a)
 				}
 			}
@@ -91,6 +98,11 @@ func mailEvents(b mailBefore, a *model.Allocation) []string {
 	case a.State == model.StateRunning && (b.state == model.StateStaging || b.state == model.StatePending):
 		out = append(out, MailBegin)
 	case a.State.Terminal() && !b.state.Terminal():
+		if (b.state == model.StateStaging || b.state == model.StatePending) && !a.StartTime.IsZero() {
+			// It started and ended in one commit (a short job's start and
+			// end reports share a batch): it began too.
+			out = append(out, MailBegin)
+		}
 		out = append(out, MailEnd)
 		if a.State == model.StateFailed {
 			out = append(out, MailFail)

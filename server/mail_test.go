@@ -23,6 +23,8 @@ func TestMailEvents(t *testing.T) {
 		{"begin", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateRunning}, "BEGIN", []string{MailBegin}},
 		{"begin not asked", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateRunning}, "END", nil},
 		{"end", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateCompleted}, "END,FAIL", []string{MailEnd}},
+		{"begin and end in one commit", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateCompleted, StartTime: time.Unix(1, 0)}, "BEGIN,END", []string{MailBegin, MailEnd}},
+		{"launch failed: no begin", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateFailed}, "ALL", []string{MailEnd, MailFail}},
 		{"fail", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateFailed}, "FAIL", []string{MailFail}},
 		{"all of a failure", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateFailed}, "ALL", []string{MailEnd, MailFail}},
 		{"time limit", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateFailed, Reason: model.ReasonWalltimeExceeded}, "TIME_LIMIT", []string{MailTimeLimit}},

@@ -147,6 +147,11 @@ func planStep(allocNodes []string, nodes, tasks, perNode int) ([]nodeTasks, int,
 // stopping them, beyond the kill grace, before recording the step.
 const stepKillWait = 5 * time.Second
 
+// stagingStepWait is how long a step of a STAGING allocation waits for
+// the allocation's RUNNING report (its job may start a step before the
+// report is committed).
+const stagingStepWait = 10 * time.Second
+
 // Launch runs one step and streams its output.
 func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1.StepService_LaunchServer) error {
 	s := ss.s
@@ -163,6 +168,23 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 	}
 	var al *model.Allocation
 	s.view(func(st *quorum.State) { al = st.Allocation(req.AllocationId) })
+	// An agent starts the entrypoint before its RUNNING report is
+	// committed: a step the job starts at once (srun on a batch script's
+	// first line) waits for that report rather than failing (only a caller
+	// allowed to launch steps in it waits).
+	if al != nil && al.State == model.StateStaging {
+		if err := s.canChange(ctx, "launch a step in", allocObject(al)); err != nil {
+			return err
+		}
+	}
+	for deadline := time.Now().Add(stagingStepWait); al != nil && al.State == model.StateStaging && !al.CancelRequested && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		s.view(func(st *quorum.State) { al = st.Allocation(req.AllocationId) })
+	}
 	if al == nil {
 		return status.Errorf(codes.NotFound, "allocation %d does not exist", req.AllocationId)
 	}

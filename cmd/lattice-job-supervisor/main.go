@@ -1,9 +1,10 @@
-// Command lattice-job-supervisor is the small process a Lattice agent
-// starts for every run: it leads the job's process group, starts the
-// entrypoint (as its owner when the agent is root), and records its exit
-// status durably so that a restarted agent still learns it. Agents look for
-// it next to latticed (see package agent/supervise); it is not meant to be
-// run by hand.
+// Command lattice-job-supervisor records the exit status of a Lattice
+// agent's jobs durably, so that a restarted agent still learns it. It runs
+// either as one long-lived daemon per agent (LATTICE_SUPERVISE_DAEMON, the
+// default --job-supervisor-mode) that starts every job, or once per job
+// (per-job mode), leading the job's process group. Agents look for it next
+// to latticed (see package agent/supervise); it is not meant to be run by
+// hand.
 package main
 
 import (

@@ -436,6 +436,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(str("latticectl", "", "latticectl binary behind the srun shim on jobs' PATH (default: next to latticed, else on PATH)")),
 		&cli.StringFlag{Name: "pprof-addr", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on this loopback address (profiling)", EnvVars: env("agent-pprof-addr")},
 		altsrc.NewStringFlag(str("job-supervisor", "", "the small binary started for every job to record its exit status (default: lattice-job-supervisor next to latticed, else latticed itself)")),
+		altsrc.NewStringFlag(str("job-supervisor-mode", agent.SupervisorDaemon, "how jobs are supervised: daemon (one long-lived supervisor per agent starts every job) or per-job (a supervisor process per job)")),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "stop-jobs-on-exit", EnvVars: env("stop-jobs-on-exit"),
 			Usage: "stop running jobs when the agent stops (default: leave them running; the restarted agent adopts them)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "simulate", Usage: "run N simulated nodes from this process (0 = this host is one node)", EnvVars: env("simulate")}),
@@ -556,11 +557,15 @@ func runAgent(c *cli.Context) error {
 			return tlsUsage(err)
 		}
 	}
+	supMode, err := agent.ParseSupervisorMode(c.String("job-supervisor-mode"))
+	if err != nil {
+		return usageError{&model.FieldError{Field: "job-supervisor-mode", Value: c.String("job-supervisor-mode"), Allowed: agent.SupervisorDaemon + ", " + agent.SupervisorPerJob}}
+	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
 		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
-		Latticectl: c.String("latticectl"), Supervisor: c.String("job-supervisor"), KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
+		Latticectl: c.String("latticectl"), Supervisor: c.String("job-supervisor"), SupervisorMode: supMode, KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,
 		TLS: tlsCfg, CAFile: absOrEmpty(c.String("tls-ca")),
 		Machine: machine, FingerprintInputs: inputs, FingerprintCheck: c.Duration("fingerprint-check"), VirtualRuns: c.Bool("virtual-runs")})
 	if err != nil {
