@@ -207,6 +207,19 @@ func (d *supDaemon) unwait(key string) {
 // data dir: no other can start while it runs.
 var errDaemonVersion = errors.New("job supervisor daemon of another version")
 
+// daemonReplyTimeout is how long a start waits for the daemon's answer
+// before the daemon is taken for hung and killed (a var for tests).
+var daemonReplyTimeout = 30 * time.Second
+
+// abandon kills an unresponsive daemon and drops the connection, so that
+// lost ends every wait on it.
+func (d *supDaemon) abandon() {
+	if d.pid > 0 {
+		_ = syscall.Kill(d.pid, syscall.SIGKILL)
+	}
+	_ = d.conn.Close()
+}
+
 // errDaemonLost means the daemon ended while a start was in flight: the job
 // may or may not have started.
 var errDaemonLost = errors.New("the job supervisor daemon ended during the start")
@@ -234,7 +247,17 @@ func (d *supDaemon) start(m *supervise.Msg, stdout, stderr *os.File, exit chan<-
 		}
 		return 0, fmt.Errorf("job supervisor daemon: %w", err)
 	}
-	r, ok := <-reply
+	var r *supervise.Msg
+	var ok bool
+	select {
+	case r, ok = <-reply:
+	case <-time.After(daemonReplyTimeout):
+		// A daemon that does not answer (stopped, hung) would hold every
+		// start of this agent: end it. Its end reports the runs it had, as
+		// a kill -9 does, and the next start runs a new daemon.
+		d.abandon()
+		r, ok = <-reply // closed by lost
+	}
 	if !ok {
 		d.unwait(m.Key)
 		return 0, errDaemonLost

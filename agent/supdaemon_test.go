@@ -436,3 +436,38 @@ func TestDaemonListsManyJobs(t *testing.T) {
 		}
 	}
 }
+
+// A daemon that stops answering (here: stopped) does not hold the agent's
+// starts for ever: the start in flight fails after daemonReplyTimeout, the
+// daemon is killed, and the next start runs under a new one.
+func TestDaemonThatDoesNotAnswerIsReplaced(t *testing.T) {
+	old := daemonReplyTimeout
+	daemonReplyTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { daemonReplyTimeout = old })
+	dir := t.TempDir()
+	a := daemonAgent(t, dir)
+	t.Cleanup(func() { a.runner.Shutdown(time.Second) })
+	a.handle(assignMsg(11, 0, "#!/bin/sh\nexit 0\n"))
+	waitReport(t, a, 11, model.StateCompleted)
+	d := daemonPID(a)
+	if d == 0 {
+		t.Fatal("no supervisor daemon")
+	}
+	if err := syscall.Kill(d, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(d, syscall.SIGKILL) })
+	a.handle(assignMsg(12, 0, "#!/bin/sh\nexit 0\n"))
+	r := waitReport(t, a, 12, model.StateFailed)
+	if r.Reason != model.ReasonLaunchFailed {
+		t.Errorf("report %v, want FAILED LaunchFailed", r)
+	}
+	waitGone(t, d, "the daemon that did not answer")
+	a.handle(assignMsg(13, 0, "#!/bin/sh\nexit 0\n"))
+	if r := waitReport(t, a, 13, model.StateCompleted); !r.HasExitCode || r.ExitCode != 0 {
+		t.Errorf("report %v, want COMPLETED exit 0", r)
+	}
+	if nd := daemonPID(a); nd == 0 || nd == d {
+		t.Errorf("daemon after the hang: %d (stopped one: %d); want a new one", nd, d)
+	}
+}
