@@ -197,14 +197,15 @@ func orphaned(procs []taggedProcess, id uint64, run int) bool {
 	return false
 }
 
-// adoptDaemon takes over a run that the supervisor daemon d still runs
-// (pid, leader of its process group): its end comes from d.
-func (r *Runner) adoptDaemon(l Launch, pid int, d *supDaemon) {
+// adopted registers an adopted run (pid, leader of its process group) as
+// running, with what is left of its walltime; its end is the caller's to
+// watch (exited: the daemon's answer, nil when polled).
+func (r *Runner) adopted(l Launch, pid int, exited chan daemonExit) *process {
 	lp, _ := r.Paths(l.AllocID)
 	if l.CheckpointDir == "" {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
-	p := &process{pgid: pid, launch: l, logs: lp, done: make(chan struct{}), exited: make(chan daemonExit, 1)}
+	p := &process{pgid: pid, launch: l, logs: lp, done: make(chan struct{}), exited: exited}
 	r.mu.Lock()
 	r.running[l.AllocID] = p
 	r.mu.Unlock()
@@ -213,6 +214,13 @@ func (r *Runner) adoptDaemon(l Launch, pid int, d *supDaemon) {
 		p.timer = time.AfterFunc(left, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
 	}
 	r.wg.Add(1)
+	return p
+}
+
+// adoptDaemon takes over a run that the supervisor daemon d still runs
+// (pid, leader of its process group): its end comes from d.
+func (r *Runner) adoptDaemon(l Launch, pid int, d *supDaemon) {
+	p := r.adopted(l, pid, make(chan daemonExit, 1))
 	d.wait(l.StatusFile, p.exited)
 	go func() {
 		e := <-p.exited
@@ -224,19 +232,7 @@ func (r *Runner) adoptDaemon(l Launch, pid int, d *supDaemon) {
 // group) survived an agent restart. It cannot be waited for: its end is
 // polled, and its exit status read from the status file.
 func (r *Runner) adopt(l Launch, pid int) {
-	lp, _ := r.Paths(l.AllocID)
-	if l.CheckpointDir == "" {
-		l.CheckpointDir = r.CheckpointDir(l.AllocID)
-	}
-	p := &process{pgid: pid, launch: l, logs: lp, done: make(chan struct{})}
-	r.mu.Lock()
-	r.running[l.AllocID] = p
-	r.mu.Unlock()
-	if l.Walltime > 0 {
-		left := max(time.Until(l.Started.Add(l.Walltime)), 0)
-		p.timer = time.AfterFunc(left, func() { r.stop(p, model.ReasonWalltimeExceeded, l.Grace) })
-	}
-	r.wg.Add(1)
+	p := r.adopted(l, pid, nil)
 	go func() {
 		for processAlive(pid) {
 			time.Sleep(200 * time.Millisecond)
