@@ -559,7 +559,6 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		n += len(st.Nodes)
 	}
 	names := make([]string, 0, n)
-	var backfilled []bool // items' Backfilled, in order
 	for _, st := range plan.Starts {
 		if by := conflict(st.Nodes, heldBy); by != 0 {
 			// Its nodes go to a job a reclaim is for.
@@ -574,7 +573,9 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		// overwritten by a later cycle.
 		names = append(names, st.Nodes...)
 		items = append(items, Assignment{AllocID: st.JobID, Nodes: names[len(names)-len(st.Nodes) : len(names) : len(names)], Version: version})
-		backfilled = append(backfilled, st.Backfilled)
+		if st.Backfilled && (l.MaxStarts <= 0 || len(items) <= l.MaxStarts) {
+			stats.Backfilled++ // of the starts proposed (MaxStarts below)
+		}
 	}
 	if l.MaxStarts > 0 && len(items) > l.MaxStarts {
 		msg := fmt.Sprintf("starts in a following cycle: this cycle already starts %d allocations, the most one cycle may (latticed --max-starts-per-cycle)", l.MaxStarts)
@@ -586,11 +587,6 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		stats.Deferred = len(items) - l.MaxStarts
 		items = items[:l.MaxStarts:l.MaxStarts]
 		defer l.Wake() // the rest, after the wake gap
-	}
-	for _, b := range backfilled[:len(items)] {
-		if b {
-			stats.Backfilled++
-		}
 	}
 	l.work = time.Since(began) // planning done; what follows waits for commits
 	if len(items) > 0 {
