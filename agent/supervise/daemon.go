@@ -361,10 +361,7 @@ func (d *daemon) reap() {
 		if !ws.Exited() && !ws.Signaled() {
 			continue
 		}
-		code := ws.ExitStatus()
-		if ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
+		code := WaitCode(ws)
 		d.mu.Lock()
 		key, ok := d.jobs[pid]
 		d.mu.Unlock()

@@ -120,6 +120,12 @@ func start(path string, argv []string, cred *syscall.Credential) int {
 			break
 		}
 	}
+	return WaitCode(ws)
+}
+
+// WaitCode is the exit code a wait status says: 128+N when signal N ended
+// the process.
+func WaitCode(ws syscall.WaitStatus) int {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
@@ -133,8 +139,8 @@ func ExitCode(err error) int {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return WaitCode(ws)
 		}
 		return ee.ExitCode()
 	}
