@@ -535,6 +535,10 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 		return nil, errors.New("allocation has neither a command nor a script")
 	}
 	cmd.Env = r.stepEnv(Env(l, BaseEnv()))
+	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
+		closeLogs(stdout, stderr)
+		return nil, err
+	}
 	if l.StatusFile != "" {
 		if err := removeIfExists(l.StatusFile); err != nil {
 			closeLogs(stdout, stderr)
@@ -546,10 +550,6 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 		}
 		if r.supMode == SupervisorDaemon {
 			cmd.Dir = l.WorkDir
-			if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
-				closeLogs(stdout, stderr)
-				return nil, err
-			}
 			p, ok, err := r.spawnDaemon(cmd, l, cred, stdout, stderr)
 			if ok {
 				closeLogs(stdout, stderr) // the job holds its own descriptors
@@ -579,10 +579,6 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 	cmd.Dir = l.WorkDir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: procCred}
-	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
-		closeLogs(stdout, stderr)
-		return nil, err
-	}
 	if err := cmd.Start(); err != nil {
 		closeLogs(stdout, stderr)
 		return nil, fmt.Errorf("start entrypoint: %w", err)
