@@ -32,9 +32,9 @@ func (r *runner) replayCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: ReplayDefaultPolicy, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
-			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes"},
+			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes; default on for backfill vClusters, --predicted-starts=false turns it off"},
 			&cli.BoolFlag{Name: "service-protect", Usage: "lattice: give a reservation to a job whose bounded slowdown would leave its user above Jain's threshold (Σs²/Σs over the users' slowdowns); default on for backfill vClusters, --service-protect=false turns it off"},
-			&cli.StringFlag{Name: "running-ends", Value: "predicted", Usage: "lattice: release times of running work: predicted (start + predicted runtime, corrected at overrun) or walltime (EASY's)"},
+			&cli.StringFlag{Name: "running-ends", Usage: "lattice: release times of running work: predicted (start + predicted runtime, corrected at overrun) or walltime (EASY's); default walltime for backfill vClusters, predicted for the others"},
 			&cli.StringFlag{Name: "fair-share", Usage: "lattice: f3 rewards tenants behind their share of usage (usage), or behind in usage or in service — their recent average bounded slowdown above everyone's (service), or job by job, each job's wait counted in its tenant's average (job-service); default job-service for backfill vClusters, usage for the others"},
 			&cli.StringFlag{Name: "starvation-wait", Value: "72h", Usage: "lattice: past this wait of any pending job, running work is planned with walltimes (a duration, or none)"},
 			&cli.StringFlag{Name: "job-starvation-factor", Value: "none", Usage: "lattice: once any job has waited this factor × the wait conservative backfilling promised it on arrival, it gets a reservation before the others are decided (a number ≥ 1, or none)"},

@@ -82,6 +82,63 @@ type VCluster struct {
 	// docs/solver.md "Protecting the users who set Jain's index");
 	// nil = the default (Protects).
 	ServiceProtect *bool `json:"service_protect,omitempty"`
+	// RunningEnds is when the plan expects running work to end (see
+	// RunningEndsMode); "" = the default (EffectiveRunningEnds).
+	RunningEnds RunningEndsMode `json:"running_ends,omitempty"`
+	// PredictedStarts lets a pending job start in a hole that its
+	// predicted runtime fits, not only its walltime (EASY++'s backfill;
+	// the job keeps its walltime as its limit); nil = the default
+	// (StartsByPrediction).
+	PredictedStarts *bool `json:"predicted_starts,omitempty"`
+}
+
+// RunningEndsMode is when the plan expects running work to end.
+type RunningEndsMode string
+
+// Running-ends modes.
+const (
+	// RunningEndsPredicted: at start + the runtime predicted from the
+	// user's recent runs (corrected once outlived), at most the walltime
+	// (the default of fifo, binpack and sensitive vClusters).
+	RunningEndsPredicted RunningEndsMode = "predicted"
+	// RunningEndsWalltime: at start + walltime, EASY's and Slurm's
+	// reservations (the default of backfill vClusters).
+	RunningEndsWalltime RunningEndsMode = "walltime"
+)
+
+// RunningEndsModes lists the running-ends modes.
+var RunningEndsModes = []RunningEndsMode{RunningEndsPredicted, RunningEndsWalltime}
+
+// ParseRunningEnds accepts a known running-ends mode in any letter case.
+func ParseRunningEnds(s string) (RunningEndsMode, error) {
+	for _, m := range RunningEndsModes {
+		if strings.EqualFold(strings.TrimSpace(s), string(m)) {
+			return m, nil
+		}
+	}
+	return "", fieldErr("running-ends", s, joinStates(RunningEndsModes))
+}
+
+// EffectiveRunningEnds is RunningEnds with its default: walltime for the
+// backfill algorithm (with StartsByPrediction: measured on the published
+// traces, docs/quality.md), predicted for the others.
+func (v *VCluster) EffectiveRunningEnds() RunningEndsMode {
+	switch {
+	case v.RunningEnds != "":
+		return v.RunningEnds
+	case v.EffectiveAlgorithm() == AlgorithmBackfill:
+		return RunningEndsWalltime
+	}
+	return RunningEndsPredicted
+}
+
+// StartsByPrediction is PredictedStarts with its default: on for the
+// backfill algorithm, off for the others.
+func (v *VCluster) StartsByPrediction() bool {
+	if v.PredictedStarts != nil {
+		return *v.PredictedStarts
+	}
+	return v.EffectiveAlgorithm() == AlgorithmBackfill
 }
 
 // FairShareMode is what f3 ranks tenants by.
@@ -287,6 +344,11 @@ func (v *VCluster) Validate() error {
 	if v.FairShare != "" {
 		if m, err := ParseFairShare(string(v.FairShare)); err != nil || m != v.FairShare {
 			return fieldErr("fair-share", string(v.FairShare), joinStates(FairShareModes))
+		}
+	}
+	if v.RunningEnds != "" {
+		if m, err := ParseRunningEnds(string(v.RunningEnds)); err != nil || m != v.RunningEnds {
+			return fieldErr("running-ends", string(v.RunningEnds), joinStates(RunningEndsModes))
 		}
 	}
 	if v.MaxLendFraction < 0 || v.MaxLendFraction > 1 {

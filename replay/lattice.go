@@ -116,6 +116,7 @@ func newLattice(s *sim) (*latticePolicy, error) {
 			return nil, fmt.Errorf("replay: reservation depth %d: allowed N >= 1 or all", vc.ReservationDepth)
 		}
 		vc.FairShare, vc.ServiceProtect = s.cfg.FairShare, s.cfg.ServiceProtect
+		vc.RunningEnds, vc.PredictedStarts = s.cfg.RunningEnds, s.cfg.PredictedStarts
 		if _, _, need := vcluster.ServiceSettings(vc); need {
 			if lp.svc == nil {
 				lp.svc = make([]*predict.Service, len(s.pools))
@@ -216,8 +217,6 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		StarvationFactor:    s.cfg.StarvationFactor,
 		JobStarvationFactor: s.cfg.JobStarvationFactor,
 		EasyStarts:          &lp.easy,
-		PredictedStarts:     s.cfg.PredictedStarts,
-		WalltimeEnds:        s.cfg.WalltimeEnds,
 	}
 	if lp.svc != nil {
 		snap.Service = lp.svc[p]

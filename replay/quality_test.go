@@ -11,11 +11,13 @@ import (
 // does not yet (docs/solver.md has the full table): a change that gives any
 // of it up fails here, not only in the decision digests.
 //
-// Met: hpc2n Jain ≥ EASY's, max wait ≤ 1.5 × EASY's; lublin bounded
-// slowdown ≤ the best of sjbf and easy++, max wait ≤ 1.5 × EASY's. Not yet
-// met, held where they are: hpc2n bounded slowdown within 3 % of the best
-// baseline's (2.7 % above it), lublin utilization within 0.035 of EASY's
-// (0.903 vs 0.936). The per-job starvation guard (off by default) at 1.25
+// Met: hpc2n bounded slowdown ≤ the best of sjbf and easy++ (both
+// correctors), max wait ≤ 1.5 × EASY's; lublin bounded slowdown ≤ the best
+// of sjbf and easy++, max wait ≤ 1.5 × EASY's. Not yet met, held where
+// they are: hpc2n Jain's index within 0.02 of EASY's (0.227 vs 0.244 since
+// backfill vClusters plan with walltime ends and predicted starts; the old
+// default met it and missed the bsld by 2.7 %), lublin utilization within
+// 0.035 of EASY's (0.903 vs 0.936). The per-job starvation guard (off by default) at 1.25
 // keeps lublin's max wait within 1.1 × EASY's at EASY's utilization within
 // 0.01, and its bsld below EASY's.
 func TestLatticeQualityBars(t *testing.T) {
@@ -40,18 +42,18 @@ func TestLatticeQualityBars(t *testing.T) {
 	t.Run("hpc2n", func(t *testing.T) {
 		tr := loadTrace(t, "hpc2n.swf")
 		lat, easy := run(tr, Config{Policy: PolicyLattice}), run(tr, Config{Policy: PolicyEASY})
-		if lat.JainFairness < easy.JainFairness {
-			t.Errorf("Jain's index %.3f < EASY's %.3f", lat.JainFairness, easy.JainFairness)
+		// Within 0.02: on hpc2n, Jain ≥ EASY's caps what the other users
+		// may gain (docs/solver.md, "Per-user fairness"): predicted starts
+		// bring u9 (63 jobs) from 74 to 44, below x*, which lowers the
+		// index (docs/quality.md).
+		if lat.JainFairness < easy.JainFairness-0.02 {
+			t.Errorf("Jain's index %.3f < EASY's %.3f − 0.02", lat.JainFairness, easy.JainFairness)
 		}
 		if lat.MaxWait > 1.5*easy.MaxWait {
 			t.Errorf("max wait %.0f > 1.5 × EASY's %.0f", lat.MaxWait, easy.MaxWait)
 		}
-		// 3 %: 2.7 % above it since the fair share of service became the
-		// default (16.04 against easy++ reqtime's 15.61; it was 1.0 %
-		// before): on hpc2n, Jain ≥ EASY's caps what the other users may
-		// gain (docs/solver.md, "Per-user fairness").
-		if b := best(tr, true); lat.AvgBoundedSlowdown > 1.03*b {
-			t.Errorf("bounded slowdown %.2f > 1.03 × the best baseline's %.2f", lat.AvgBoundedSlowdown, b)
+		if b := best(tr, true); lat.AvgBoundedSlowdown > b {
+			t.Errorf("bounded slowdown %.2f > the best baseline's %.2f", lat.AvgBoundedSlowdown, b)
 		}
 		if lat.Utilization < easy.Utilization-0.001 {
 			t.Errorf("utilization %.3f < EASY's %.3f", lat.Utilization, easy.Utilization)
@@ -126,7 +128,8 @@ func TestServiceOptions(t *testing.T) {
 	tr := loadTrace(t, "hpc2n.swf")
 	run := func(c Config) Metrics {
 		t.Helper()
-		c.Policy, c.WalltimeEnds, c.PredictedStarts = PolicyLattice, true, true
+		on := true
+		c.Policy, c.RunningEnds, c.PredictedStarts = PolicyLattice, model.RunningEndsWalltime, &on
 		if c.FairShare == "" {
 			c.FairShare = model.FairShareUsage
 		}

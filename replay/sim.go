@@ -75,11 +75,13 @@ type Config struct {
 	// (vcluster.Snapshot.JobStarvationFactor): 0 = off (the default).
 	JobStarvationFactor float64
 	// PredictedStarts: the lattice policy fits starts into holes by
-	// predicted runtimes (vcluster.Snapshot.PredictedStarts).
-	PredictedStarts bool
-	// WalltimeEnds: the lattice policy plans running work with walltimes,
-	// not predictions (vcluster.Snapshot.WalltimeEnds).
-	WalltimeEnds bool
+	// predicted runtimes (model.VCluster.PredictedStarts); nil = the
+	// vCluster's default (model.VCluster.StartsByPrediction).
+	PredictedStarts *bool
+	// RunningEnds is when the lattice policy expects running work to end
+	// (model.VCluster.RunningEnds): predicted or walltime; "" = the
+	// vCluster's default (model.VCluster.EffectiveRunningEnds).
+	RunningEnds model.RunningEndsMode
 	// FairShare is what the lattice policy's f3 ranks tenants by
 	// (model.VCluster.FairShare): usage, service (also a tenant's recent
 	// average bounded slowdown above everyone's) or job-service (job by

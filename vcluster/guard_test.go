@@ -35,7 +35,8 @@ func TestRelativeStarvationGuard(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var b Builder
 			s := predictionSnapshot(history...)
-			s.StarvationWait, s.StarvationFactor, s.PredictedStarts = -1, tt.factor, true
+			on := true
+			s.StarvationWait, s.StarvationFactor, s.VCluster.PredictedStarts = -1, tt.factor, &on
 			s.EasyStarts = &EasyStarts{}
 			s.Corrector = predict.CorrectTsafrir
 			if in := b.Build(s); !in.PredictedStarts {

@@ -83,17 +83,6 @@ type Snapshot struct {
 	// is planned from then on: predict.CorrectTsafrir (step by step) or
 	// predict.CorrectReqtime (its walltime); "" = DefaultCorrector.
 	Corrector string
-	// PredictedStarts lets jobs start in holes they fit by their predicted
-	// runtimes (solver.Input.PredictedStarts), not only by their walltimes;
-	// off while the starvation guard is on. Off by default: a backfilled job
-	// that outlives its prediction delays the reservation it was fitted
-	// before.
-	PredictedStarts bool
-	// WalltimeEnds plans running work with its walltimes, not its
-	// predictions (EASY's release times), while the prediction still orders
-	// the queue (f2) and, with PredictedStarts, fits the candidates' starts:
-	// an ablation of the two uses of prediction (replay --running-ends).
-	WalltimeEnds bool
 	// StarvationWait: while a pending job has waited longer, running work
 	// is planned with its walltimes, not its predictions (the starvation
 	// guard). 0 = DefaultStarvationWait, < 0 = never.
@@ -382,11 +371,15 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 			guarded = true
 		}
 	}
+	// How prediction plans (model.VCluster.RunningEnds, PredictedStarts):
+	// running work's release times, and the candidates' starts; either way
+	// the prediction orders the queue (f2). A starvation guard turns both
+	// off.
 	runPred := pred
-	if guarded || s.WalltimeEnds {
+	if guarded || vc.EffectiveRunningEnds() == model.RunningEndsWalltime {
 		runPred = nil
 	}
-	predictedStarts := pred != nil && !guarded && s.PredictedStarts
+	predictedStarts := pred != nil && !guarded && vc.StartsByPrediction()
 	if b.tenants == nil {
 		b.tenants = make(map[string]solver.Tenant, len(s.Tenants))
 	}

@@ -20,9 +20,11 @@ func done(id uint64, run time.Duration, end time.Time) *model.Allocation {
 }
 
 // predictionSnapshot: one running allocation (started 30 min ago, walltime
-// 4 h) on n1, one pending 2-node job, and the tenant's history.
+// 4 h) on n1, one pending 2-node job, and the tenant's history. Its
+// vCluster plans running work with predicted ends (RunningEndsPredicted,
+// not a backfill vCluster's default), which these tests are about.
 func predictionSnapshot(history ...*model.Allocation) *Snapshot {
-	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, ReservationDepth: 1}
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, ReservationDepth: 1, RunningEnds: model.RunningEndsPredicted}
 	vc.Weights, _ = solver.Profile(solver.DefaultProfile)
 	running := alloc(5, "batch", model.StateRunning)
 	running.Walltime = 4 * time.Hour
@@ -113,34 +115,42 @@ func TestLoopLearnsFromCompleted(t *testing.T) {
 	}
 }
 
-// TestWalltimeEnds: the two uses of prediction in planning are separate —
-// running work's release times (off with WalltimeEnds) and the candidates'
-// starts (PredictedStarts) — while the prediction keeps ordering the queue;
-// a starvation guard turns both off.
+// TestWalltimeEnds: the two uses of prediction in planning are separate
+// vCluster settings — running work's release times
+// (model.VCluster.RunningEnds) and the candidates' starts (PredictedStarts)
+// — while the prediction keeps ordering the queue; a starvation guard turns
+// both off. A backfill vCluster's default is walltime ends with predicted
+// starts.
 func TestWalltimeEnds(t *testing.T) {
 	history := []*model.Allocation{
 		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
 		done(3, 40*time.Minute, t0.Add(-3*time.Hour)),
 	}
+	off, on := false, true
 	tests := []struct {
 		name            string
-		walltimeEnds    bool
-		predictedStarts bool
+		ends            model.RunningEndsMode
+		predictedStarts *bool
 		guard           time.Duration
 		freeAt          time.Duration // after the running job's start
 		wantStarts      bool
 	}{
-		{"default: predicted ends", false, false, -1, 40 * time.Minute, false},
-		{"walltime ends", true, false, -1, 4 * time.Hour, false},
-		{"walltime ends, predicted starts", true, true, -1, 4 * time.Hour, true},
-		{"predicted ends and starts", false, true, -1, 40 * time.Minute, true},
-		{"walltime ends, predicted starts, guard fired", true, true, 30 * time.Minute, 4 * time.Hour, false},
-		{"predicted ends and starts, guard fired", false, true, 30 * time.Minute, 4 * time.Hour, false},
+		{"backfill default: walltime ends, predicted starts", "", nil, -1, 4 * time.Hour, true},
+		{"predicted ends", model.RunningEndsPredicted, &off, -1, 40 * time.Minute, false},
+		{"walltime ends", model.RunningEndsWalltime, &off, -1, 4 * time.Hour, false},
+		{"walltime ends, predicted starts", model.RunningEndsWalltime, &on, -1, 4 * time.Hour, true},
+		{"predicted ends and starts", model.RunningEndsPredicted, &on, -1, 40 * time.Minute, true},
+		{"walltime ends, predicted starts, guard fired", model.RunningEndsWalltime, &on, 30 * time.Minute, 4 * time.Hour, false},
+		{"predicted ends and starts, guard fired", model.RunningEndsPredicted, &on, 30 * time.Minute, 4 * time.Hour, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := predictionSnapshot(history...)
-			s.StarvationWait, s.WalltimeEnds, s.PredictedStarts = tt.guard, tt.walltimeEnds, tt.predictedStarts
+			if s.VCluster.EffectiveAlgorithm() != model.AlgorithmBackfill {
+				t.Fatalf("the snapshot's vCluster is %s, want backfill", s.VCluster.EffectiveAlgorithm())
+			}
+			s.StarvationWait = tt.guard
+			s.VCluster.RunningEnds, s.VCluster.PredictedStarts = tt.ends, tt.predictedStarts
 			in := BuildInput(s)
 			start := t0.Add(-30 * time.Minute)
 			if got := in.Nodes[0].FreeAt; got != start.Add(tt.freeAt) {

@@ -210,17 +210,20 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	default:
 		return cfg, nil, fmt.Errorf("--predictor %q: allowed lattice, off", p)
 	}
-	cfg.PredictedStarts = c.Bool("predicted-starts")
+	if c.IsSet("predicted-starts") {
+		p := c.Bool("predicted-starts")
+		cfg.PredictedStarts = &p
+	}
 	if c.IsSet("service-protect") {
 		p := c.Bool("service-protect")
 		cfg.ServiceProtect = &p
 	}
-	switch re := strings.ToLower(strings.TrimSpace(c.String("running-ends"))); re {
-	case "predicted":
-	case "walltime":
-		cfg.WalltimeEnds = true
-	default:
-		return cfg, nil, fmt.Errorf("--running-ends %q: allowed predicted, walltime", re)
+	if re := c.String("running-ends"); re != "" {
+		m, err := model.ParseRunningEnds(re)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--running-ends %q: allowed predicted, walltime", re)
+		}
+		cfg.RunningEnds = m
 	}
 	if fs := c.String("fair-share"); fs != "" {
 		m, err := model.ParseFairShare(fs)
