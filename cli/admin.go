@@ -41,7 +41,7 @@ func (r *runner) vclusterCommand() *cli.Command {
 			{
 				Name:      "set",
 				Usage:     "change a vCluster's scheduling policy",
-				ArgsUsage: "NAME [--weights-profile P] [--weight f3=0.3 ...] [--reservation-depth N|all] [--cycle 10s] [--allow-lending BOOL] [--allow-borrowing BOOL] [--power-cap-kw X] [--algorithm A] [--max-lend-fraction F] [--reclaim-grace D] [--reclaim-backoff D] [--preemption BOOL] [--preempt-horizon D] [--checkpointable-only-on-borrowed BOOL] [--fair-share M] [--service-protect BOOL]",
+				ArgsUsage: "NAME [--weights-profile P] [--weight f3=0.3 ...] [--reservation-depth N|all] [--cycle 10s] [--allow-lending BOOL] [--allow-borrowing BOOL] [--power-cap-kw X] [--algorithm A] [--max-lend-fraction F] [--reclaim-grace D] [--reclaim-backoff D] [--preemption BOOL] [--preempt-horizon D] [--checkpointable-only-on-borrowed BOOL] [--fair-share M] [--service-protect BOOL] [--running-ends M] [--predicted-starts BOOL]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "weights-profile", Usage: "weights profile to start from"},
 					&cli.StringSliceFlag{Name: "weight", Usage: "override one weight, FACTOR=W with FACTOR f1..f9 and 0 <= W <= 1 (repeatable, or comma-separated)"},
@@ -59,6 +59,8 @@ func (r *runner) vclusterCommand() *cli.Command {
 					&cli.StringFlag{Name: "checkpointable-only-on-borrowed", Usage: "run only checkpointable work on borrowed nodes: true or false"},
 					&cli.StringFlag{Name: "fair-share", Usage: "what the fair-share factor f3 ranks tenants by: usage (decayed node-seconds), service (also a tenant's recent average bounded slowdown above everyone's) or job-service (also each job's wait, counted in its tenant's average)"},
 					&cli.StringFlag{Name: "service-protect", Usage: "give a reservation to a job whose wait would take its tenant's recent slowdown above Jain's threshold: true or false"},
+					&cli.StringFlag{Name: "running-ends", Usage: "when the plan expects running work to end: walltime (start + walltime, like EASY and Slurm) or predicted (start + the runtime predicted from the user's recent runs)"},
+					&cli.StringFlag{Name: "predicted-starts", Usage: "let a pending job start in a hole its predicted runtime fits, not only its walltime: true or false"},
 					&cli.BoolFlag{Name: "create", Usage: "create the vCluster if it does not exist"},
 					&cli.StringFlag{Name: "type", Usage: "type of a new vCluster: hpc-batch, ml-training, interactive, service, sensitive"},
 				},
@@ -150,6 +152,8 @@ func (r *runner) printVCluster(format string, info *latticev1.VClusterInfo) erro
 		kv(w, "Checkpointable only on borrowed", yesNo(v.CheckpointableOnlyOnBorrowed))
 		kv(w, "Fair share", v.FairShare)
 		kv(w, "Service protection", yesNo(v.ServiceProtect))
+		kv(w, "Running work ends", v.RunningEnds)
+		kv(w, "Predicted starts", yesNo(v.PredictedStarts))
 		if p := info.GetPartitions(); len(p) > 0 {
 			kv(w, "Partitions", strings.Join(p, ", "))
 		}
@@ -310,6 +314,20 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		}
 		req.SetServiceProtect, req.ServiceProtect, changed = true, b, true
 	}
+	if v, ok := flag("running-ends"); ok {
+		m, err := model.ParseRunningEnds(v)
+		if err != nil {
+			return nil, err
+		}
+		req.RunningEnds, changed = string(m), true
+	}
+	if v, ok := flag("predicted-starts"); ok {
+		b, err := parseBool("predicted-starts", v)
+		if err != nil {
+			return nil, err
+		}
+		req.SetPredictedStarts, req.PredictedStarts, changed = true, b, true
+	}
 	if v, ok := flag("type"); ok {
 		t, err := model.ParseVClusterType(v)
 		if err != nil {
@@ -318,7 +336,7 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		req.Type = string(t)
 	}
 	if !changed {
-		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing, --power-cap-kw, --algorithm, --max-lend-fraction, --reclaim-grace, --reclaim-backoff, --preemption, --preempt-horizon, --checkpointable-only-on-borrowed, --fair-share or --service-protect")
+		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing, --power-cap-kw, --algorithm, --max-lend-fraction, --reclaim-grace, --reclaim-backoff, --preemption, --preempt-horizon, --checkpointable-only-on-borrowed, --fair-share, --service-protect, --running-ends or --predicted-starts")
 	}
 	return req, nil
 }

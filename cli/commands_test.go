@@ -463,13 +463,18 @@ func TestVCluster(t *testing.T) {
 	if req := f.setVC[2]; req.GetFairShare() != "job-service" || !req.GetSetServiceProtect() || !req.GetServiceProtect() {
 		t.Errorf("fair share and service protection: %v", req)
 	}
-	if req := f.setVC[1]; req.GetFairShare() != "" || req.GetSetServiceProtect() {
+	if req := f.setVC[1]; req.GetFairShare() != "" || req.GetSetServiceProtect() || req.GetRunningEnds() != "" || req.GetSetPredictedStarts() {
 		t.Errorf("only --cycle was given: %v", req)
+	}
+	r = run(t, env, "vcluster", "set", "hpc-batch", "--running-ends", "Predicted", "--predicted-starts", "false")
+	mustCode(t, r, 0)
+	if req := f.setVC[3]; req.GetRunningEnds() != "predicted" || !req.GetSetPredictedStarts() || req.GetPredictedStarts() {
+		t.Errorf("running ends and predicted starts: %v", req)
 	}
 	for _, bad := range [][]string{
 		{"--weight", "f10=0.1"}, {"--weight", "f3=2"}, {"--weight", "f3"}, {"--reservation-depth", "-2"},
 		{"--cycle", "fast"}, {"--allow-lending", "maybe"}, {"--power-cap-kw", "-1"}, {"--type", "gpu"}, {},
-		{"--fair-share", "slowdown"}, {"--service-protect", "maybe"},
+		{"--fair-share", "slowdown"}, {"--service-protect", "maybe"}, {"--running-ends", "estimate"}, {"--predicted-starts", "maybe"},
 	} {
 		r := run(t, env, append([]string{"vcluster", "set", "hpc-batch"}, bad...)...)
 		if r.code != ExitUsage {
@@ -479,6 +484,10 @@ func TestVCluster(t *testing.T) {
 	r = run(t, env, "vcluster", "set", "hpc-batch", "--fair-share", "slowdown")
 	if !strings.Contains(r.stderr, `invalid fair-share "slowdown": allowed usage, service, job-service`) {
 		t.Errorf("--fair-share slowdown: stderr %q does not name the field and the allowed values", r.stderr)
+	}
+	r = run(t, env, "vcluster", "set", "hpc-batch", "--running-ends", "estimate")
+	if !strings.Contains(r.stderr, `invalid running-ends "estimate": allowed predicted, walltime`) {
+		t.Errorf("--running-ends estimate: stderr %q does not name the field and the allowed values", r.stderr)
 	}
 }
 

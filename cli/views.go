@@ -384,6 +384,11 @@ type vclusterView struct {
 	// Jain's threshold get a reservation.
 	FairShare      string `json:"fair_share"`
 	ServiceProtect bool   `json:"service_protect"`
+	// RunningEnds is when the plan expects running work to end (predicted,
+	// walltime); PredictedStarts, whether pending jobs start in holes their
+	// predicted runtimes fit.
+	RunningEnds     string `json:"running_ends"`
+	PredictedStarts bool   `json:"predicted_starts"`
 	// Partitions are the partition names (-p) that resolve to it.
 	Partitions []string `json:"partitions"`
 }
@@ -427,9 +432,13 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
 		Partitions: append([]string{}, v.GetPartitions()...),
 		FairShare:  v.GetFairShare(), ServiceProtect: v.GetServiceProtect(),
+		RunningEnds: v.GetRunningEnds(), PredictedStarts: v.GetPredictedStarts(),
 	}
 	if out.FairShare == "" { // a server from before the setting
 		out.FairShare = string(model.FairShareUsage)
+	}
+	if out.RunningEnds == "" { // a server from before the setting
+		out.RunningEnds = string(model.RunningEndsPredicted)
 	}
 	for _, w := range v.GetWeights() {
 		out.Weights[w.GetFactor()] = w.GetValue()

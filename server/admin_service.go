@@ -232,6 +232,7 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 		Preemption: v.Preempts(), PreemptHorizonMs: v.Horizon().Milliseconds(),
 		CheckpointableOnlyOnBorrowed: v.CheckpointableOnlyOnBorrowed,
 		FairShare:                    string(v.EffectiveFairShare()), ServiceProtect: v.Protects(),
+		RunningEnds: string(v.EffectiveRunningEnds()), PredictedStarts: v.StartsByPrediction(),
 	}
 	if l := a.s.currentLeader(); l != nil {
 		info.Panics = l.panics(v.Name)
@@ -374,6 +375,16 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	}
 	if req.SetServiceProtect {
 		vc.ServiceProtect = &req.ServiceProtect
+	}
+	if req.RunningEnds != "" {
+		m, err := model.ParseRunningEnds(req.RunningEnds)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		vc.RunningEnds = m
+	}
+	if req.SetPredictedStarts {
+		vc.PredictedStarts = &req.PredictedStarts
 	}
 	r, err := a.s.propose(ctx, &quorum.SetVCluster{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: vc})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// TestVClusterServiceSettings: the fair share of service and the service
-// protection are vCluster settings (SetVCluster, VClusterInfo, the
+// TestVClusterServiceSettings: the fair share of service, the service
+// protection, running ends and predicted starts are vCluster settings (SetVCluster, VClusterInfo, the
 // committed vCluster), kept when other settings change; a bad mode is
 // InvalidArgument naming the field and the allowed values; and the live
 // loop schedules with them on, learning from the jobs that complete.
@@ -22,6 +22,30 @@ func TestVClusterServiceSettings(t *testing.T) {
 	d := startDevWith(t, t.TempDir(), 2, []string{"hpc-batch"}, nil)
 	admin := latticev1.NewAdminServiceClient(d.conn)
 	ctx := context.Background()
+	// A backfill vCluster's planning defaults: walltime ends, predicted
+	// starts; set back to the old policy, kept, then the default again.
+	list, err := admin.ListVClusters(ctx, &latticev1.ListVClustersRequest{})
+	if err != nil || len(list.GetVclusters()) != 1 {
+		t.Fatalf("list: %v, %v", list, err)
+	}
+	first := list.GetVclusters()[0]
+	if first.GetRunningEnds() != "walltime" || !first.GetPredictedStarts() {
+		t.Fatalf("defaults: running ends %q, predicted starts %v", first.GetRunningEnds(), first.GetPredictedStarts())
+	}
+	if info, err := admin.SetVCluster(ctx, &latticev1.SetVClusterRequest{Name: "hpc-batch", RunningEnds: "Predicted", SetPredictedStarts: true}); err != nil {
+		t.Fatal(err)
+	} else if info.GetRunningEnds() != "predicted" || info.GetPredictedStarts() {
+		t.Fatalf("set: running ends %q, predicted starts %v", info.GetRunningEnds(), info.GetPredictedStarts())
+	}
+	_, err = admin.SetVCluster(ctx, &latticev1.SetVClusterRequest{Name: "hpc-batch", RunningEnds: "estimate"})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `invalid running-ends "estimate": allowed predicted, walltime`) {
+		t.Fatalf("bad running ends: %v", err)
+	}
+	if info, err := admin.SetVCluster(ctx, &latticev1.SetVClusterRequest{Name: "hpc-batch", RunningEnds: "walltime", SetPredictedStarts: true, PredictedStarts: true}); err != nil {
+		t.Fatal(err)
+	} else if info.GetRunningEnds() != "walltime" || !info.GetPredictedStarts() {
+		t.Fatalf("set back: running ends %q, predicted starts %v", info.GetRunningEnds(), info.GetPredictedStarts())
+	}
 	info, err := admin.SetVCluster(ctx, &latticev1.SetVClusterRequest{Name: "hpc-batch", FairShare: "Job-Service", SetServiceProtect: true, ServiceProtect: true})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +80,7 @@ func TestVClusterServiceSettings(t *testing.T) {
 	}
 	var vc model.VCluster
 	d.srv.view(func(st *quorum.State) { vc = *st.VCluster("hpc-batch") })
-	if vc.FairShare != model.FairShareJobService || !vc.Protects() {
+	if vc.FairShare != model.FairShareJobService || !vc.Protects() || vc.RunningEnds != model.RunningEndsWalltime || !vc.StartsByPrediction() {
 		t.Errorf("committed: %+v", vc)
 	}
 }

@@ -877,10 +877,12 @@ type VClusterInfo struct {
 	Preemption                   bool                   `protobuf:"varint,18,opt,name=preemption,proto3" json:"preemption,omitempty"`
 	PreemptHorizonMs             int64                  `protobuf:"varint,19,opt,name=preempt_horizon_ms,json=preemptHorizonMs,proto3" json:"preempt_horizon_ms,omitempty"`
 	CheckpointableOnlyOnBorrowed bool                   `protobuf:"varint,20,opt,name=checkpointable_only_on_borrowed,json=checkpointableOnlyOnBorrowed,proto3" json:"checkpointable_only_on_borrowed,omitempty"`
-	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"`                                        // recovered panics of its loop since this member leads
-	Partitions                   []string               `protobuf:"bytes,22,rep,name=partitions,proto3" json:"partitions,omitempty"`                                 // partition names that stand for it (latticectl partition set)
-	FairShare                    string                 `protobuf:"bytes,140,opt,name=fair_share,json=fairShare,proto3" json:"fair_share,omitempty"`                 // what f3 ranks tenants by: usage, service, job-service
-	ServiceProtect               bool                   `protobuf:"varint,141,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"` // reservations for the jobs that would take their tenant above Jain's threshold
+	Panics                       int64                  `protobuf:"varint,21,opt,name=panics,proto3" json:"panics,omitempty"`                                           // recovered panics of its loop since this member leads
+	Partitions                   []string               `protobuf:"bytes,22,rep,name=partitions,proto3" json:"partitions,omitempty"`                                    // partition names that stand for it (latticectl partition set)
+	FairShare                    string                 `protobuf:"bytes,140,opt,name=fair_share,json=fairShare,proto3" json:"fair_share,omitempty"`                    // what f3 ranks tenants by: usage, service, job-service
+	ServiceProtect               bool                   `protobuf:"varint,141,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"`    // reservations for the jobs that would take their tenant above Jain's threshold
+	RunningEnds                  string                 `protobuf:"bytes,142,opt,name=running_ends,json=runningEnds,proto3" json:"running_ends,omitempty"`              // when the plan expects running work to end: predicted, walltime
+	PredictedStarts              bool                   `protobuf:"varint,143,opt,name=predicted_starts,json=predictedStarts,proto3" json:"predicted_starts,omitempty"` // pending jobs start in holes their predicted runtimes fit
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -1083,6 +1085,20 @@ func (x *VClusterInfo) GetServiceProtect() bool {
 	return false
 }
 
+func (x *VClusterInfo) GetRunningEnds() string {
+	if x != nil {
+		return x.RunningEnds
+	}
+	return ""
+}
+
+func (x *VClusterInfo) GetPredictedStarts() bool {
+	if x != nil {
+		return x.PredictedStarts
+	}
+	return false
+}
+
 type ListVClustersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1193,6 +1209,9 @@ type SetVClusterRequest struct {
 	FairShare                       string                 `protobuf:"bytes,140,opt,name=fair_share,json=fairShare,proto3" json:"fair_share,omitempty"` // usage, service, job-service; empty = unchanged
 	SetServiceProtect               bool                   `protobuf:"varint,141,opt,name=set_service_protect,json=setServiceProtect,proto3" json:"set_service_protect,omitempty"`
 	ServiceProtect                  bool                   `protobuf:"varint,142,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"`
+	RunningEnds                     string                 `protobuf:"bytes,143,opt,name=running_ends,json=runningEnds,proto3" json:"running_ends,omitempty"` // predicted, walltime; empty = unchanged
+	SetPredictedStarts              bool                   `protobuf:"varint,144,opt,name=set_predicted_starts,json=setPredictedStarts,proto3" json:"set_predicted_starts,omitempty"`
+	PredictedStarts                 bool                   `protobuf:"varint,145,opt,name=predicted_starts,json=predictedStarts,proto3" json:"predicted_starts,omitempty"`
 	unknownFields                   protoimpl.UnknownFields
 	sizeCache                       protoimpl.SizeCache
 }
@@ -1419,6 +1438,27 @@ func (x *SetVClusterRequest) GetSetServiceProtect() bool {
 func (x *SetVClusterRequest) GetServiceProtect() bool {
 	if x != nil {
 		return x.ServiceProtect
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetRunningEnds() string {
+	if x != nil {
+		return x.RunningEnds
+	}
+	return ""
+}
+
+func (x *SetVClusterRequest) GetSetPredictedStarts() bool {
+	if x != nil {
+		return x.SetPredictedStarts
+	}
+	return false
+}
+
+func (x *SetVClusterRequest) GetPredictedStarts() bool {
+	if x != nil {
+		return x.PredictedStarts
 	}
 	return false
 }
@@ -2012,7 +2052,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\apending\x18\a \x01(\x05R\apending\x12\x18\n" +
 	"\arunning\x18\b \x01(\x05R\arunning\x12\x1f\n" +
 	"\vpower_watts\x18\t \x01(\x03R\n" +
-	"powerWatts\"\xb8\a\n" +
+	"powerWatts\"\x88\b\n" +
 	"\fVClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12'\n" +
@@ -2043,10 +2083,13 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"partitions\x12\x1e\n" +
 	"\n" +
 	"fair_share\x18\x8c\x01 \x01(\tR\tfairShare\x12(\n" +
-	"\x0fservice_protect\x18\x8d\x01 \x01(\bR\x0eserviceProtect\"\x16\n" +
+	"\x0fservice_protect\x18\x8d\x01 \x01(\bR\x0eserviceProtect\x12\"\n" +
+	"\frunning_ends\x18\x8e\x01 \x01(\tR\vrunningEnds\x12*\n" +
+	"\x10predicted_starts\x18\x8f\x01 \x01(\bR\x0fpredictedStarts\"\x16\n" +
 	"\x14ListVClustersRequest\"O\n" +
 	"\x15ListVClustersResponse\x126\n" +
-	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x8d\t\n" +
+	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x90\n" +
+	"\n" +
 	"\x12SetVClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fweights_profile\x18\x02 \x01(\tR\x0eweightsProfile\x12,\n" +
@@ -2080,7 +2123,10 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"fair_share\x18\x8c\x01 \x01(\tR\tfairShare\x12/\n" +
 	"\x13set_service_protect\x18\x8d\x01 \x01(\bR\x11setServiceProtect\x12(\n" +
-	"\x0fservice_protect\x18\x8e\x01 \x01(\bR\x0eserviceProtect\"\x11\n" +
+	"\x0fservice_protect\x18\x8e\x01 \x01(\bR\x0eserviceProtect\x12\"\n" +
+	"\frunning_ends\x18\x8f\x01 \x01(\tR\vrunningEnds\x121\n" +
+	"\x14set_predicted_starts\x18\x90\x01 \x01(\bR\x12setPredictedStarts\x12*\n" +
+	"\x10predicted_starts\x18\x91\x01 \x01(\bR\x0fpredictedStarts\"\x11\n" +
 	"\x0fGetPowerRequest\"\xe5\x01\n" +
 	"\bPowerUse\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +
