@@ -3,49 +3,124 @@ package replay
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// publishedTraces are the SC'15 logs in testdata/traces (README there).
-var publishedTraces = []string{"kth_sp2", "ctc_sp2", "sdsc_sp2", "sdsc_blue"}
+// publishedTraces are the SC'15 logs in testdata/traces (README there);
+// barTraces adds the shared development traces: issue 15's bar is
+// measured on all six.
+var (
+	publishedTraces = []string{"kth_sp2", "ctc_sp2", "sdsc_sp2", "sdsc_blue"}
+	barTraces       = append([]string{"hpc2n", "lublin_256"}, publishedTraces...)
+)
 
-// TestPublishedBars is issue 15's bar on the published traces: the default
-// lattice policy's average bounded slowdown at most the best of sjbf and
-// easy++ (both correctors), Jain's index at least EASY's, max wait at most
-// 1.5 × EASY's, the same utilization (within 0.5 %). It prints every
-// policy's figures as docs/quality.md's table. Minutes of CPU (SDSC-BLUE's
-// 232,542 jobs alone take the lattice policy about 50 s), so it runs only
-// with LATTICE_REPLAY_PUBLISHED=1 (all four) or a comma-separated list of
-// traces (kth_sp2,ctc_sp2,sdsc_sp2,sdsc_blue).
+// barFile is a bar trace's file in testdata/traces.
+func barFile(name string) string {
+	if slices.Contains(publishedTraces, name) {
+		return name + ".swf.gz"
+	}
+	return name + ".swf"
+}
+
+// barPart is one part of issue 15's bar: its name and whether m meets it
+// against EASY's figures and the best baseline's bounded slowdown.
+type barPart struct {
+	name string
+	met  func(m, easy Metrics, best float64) bool
+	show func(m, easy Metrics, best float64) string
+}
+
+var barParts = []barPart{
+	{"bounded slowdown ≤ the best baseline's",
+		func(m, _ Metrics, best float64) bool { return m.AvgBoundedSlowdown <= best },
+		func(m, _ Metrics, best float64) string {
+			return fmt.Sprintf("%.2f (%.3f × the best baseline's %.2f)", m.AvgBoundedSlowdown, m.AvgBoundedSlowdown/best, best)
+		}},
+	{"Jain's index ≥ EASY's",
+		func(m, easy Metrics, _ float64) bool { return m.JainFairness >= easy.JainFairness },
+		func(m, easy Metrics, _ float64) string {
+			return fmt.Sprintf("%.3f (EASY %.3f)", m.JainFairness, easy.JainFairness)
+		}},
+	{"max wait ≤ 1.5 × EASY's",
+		func(m, easy Metrics, _ float64) bool { return m.MaxWait <= 1.5*easy.MaxWait },
+		func(m, easy Metrics, _ float64) string { return fmt.Sprintf("%.2f ×", m.MaxWait/easy.MaxWait) }},
+	{"utilization ≥ 0.995 × EASY's",
+		func(m, easy Metrics, _ float64) bool { return m.Utilization >= 0.995*easy.Utilization },
+		func(m, easy Metrics, _ float64) string {
+			return fmt.Sprintf("%.4f (EASY %.4f)", m.Utilization, easy.Utilization)
+		}},
+}
+
+// TestPublishedBars is issue 15's bar: the default lattice policy's
+// average bounded slowdown at most the best of sjbf and easy++ (both
+// correctors), Jain's index at least EASY's, max wait at most 1.5 × EASY's,
+// the same utilization (within 0.5 %). It prints every policy's figures as
+// docs/quality.md's tables. Minutes of CPU (SDSC-BLUE's 232,542 jobs alone
+// take the lattice policy about 40 s), so it runs only with
+// LATTICE_REPLAY_PUBLISHED set: 1 (the four published logs), all (those
+// and the shared traces hpc2n and lublin_256), or a comma-separated list.
+//
+// LATTICE_REPLAY_GROUPS=8,16,32,64,128 replays the lattice policy at each
+// dragonfly group size (the baselines count free nodes, so they do not
+// depend on it) and fails a part only when it is missed at most of the
+// sizes: at one size a part is partly noise (docs/quality.md, "How much of
+// the bar is noise").
 func TestPublishedBars(t *testing.T) {
 	env := os.Getenv("LATTICE_REPLAY_PUBLISHED")
 	if env == "" {
-		t.Skip("long: set LATTICE_REPLAY_PUBLISHED=1 (or a list of traces) to run")
+		t.Skip("long: set LATTICE_REPLAY_PUBLISHED=1, all, or a list of traces to run")
 	}
 	names := publishedTraces
-	if env != "1" {
+	switch env {
+	case "1":
+	case "all":
+		names = barTraces
+	default:
 		names = strings.Split(env, ",")
 		for _, n := range names {
-			if !slices.Contains(publishedTraces, n) {
-				t.Fatalf("LATTICE_REPLAY_PUBLISHED: trace %q: allowed 1 or a list of %s", n, strings.Join(publishedTraces, ", "))
+			if !slices.Contains(barTraces, n) {
+				t.Fatalf("LATTICE_REPLAY_PUBLISHED: trace %q: allowed 1, all or a list of %s", n, strings.Join(barTraces, ", "))
 			}
 		}
 	}
-	policies := []string{PolicyEASY, PolicySJBF, PolicyEASYPP + ":tsafrir", PolicyEASYPP + ":reqtime", PolicyLattice}
+	sizes := []int{DefaultGroupSize}
+	if g := os.Getenv("LATTICE_REPLAY_GROUPS"); g != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(g, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				t.Fatalf("LATTICE_REPLAY_GROUPS: %q: allowed a list of group sizes >= 1, e.g. 8,16,32,64,128", f)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	baselines := []string{PolicyEASY, PolicySJBF, PolicyEASYPP + ":tsafrir", PolicyEASYPP + ":reqtime"}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			tr := loadTrace(t, name+".swf.gz")
-			ms := make([]Metrics, len(policies))
-			errs := make([]error, len(policies))
+			tr := loadTrace(t, barFile(name))
+			cfgs := make([]Config, 0, len(baselines)+len(sizes))
+			for _, p := range baselines {
+				cfgs = append(cfgs, Config{Policy: p})
+			}
+			for _, g := range sizes {
+				cfgs = append(cfgs, Config{Policy: PolicyLattice, GroupSize: g})
+			}
+			ms := make([]Metrics, len(cfgs))
+			errs := make([]error, len(cfgs))
 			var wg sync.WaitGroup
-			for i, p := range policies {
+			sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+			for i, c := range cfgs {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res, err := Run(tr, Config{Policy: p})
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					res, err := Run(tr, c)
 					if err == nil {
 						ms[i] = res.Metrics
 					}
@@ -59,30 +134,36 @@ func TestPublishedBars(t *testing.T) {
 				}
 			}
 			var b strings.Builder
-			for _, m := range ms {
-				fmt.Fprintf(&b, "| %s | %s | %.2f | %.0f | %.0f | %.0f | %.3f | %.3f |\n", name, m.Policy,
+			for i, m := range ms {
+				policy := m.Policy
+				if i >= len(baselines) {
+					policy = fmt.Sprintf("%s (group size %d)", m.Policy, cfgs[i].GroupSize)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %.2f | %.0f | %.0f | %.0f | %.3f | %.3f |\n", name, policy,
 					m.AvgBoundedSlowdown, m.AvgWait, m.P99Wait, m.MaxWait, m.JainFairness, m.Utilization)
 			}
 			t.Logf("policy | avg bounded slowdown | avg wait | p99 wait | max wait | Jain | utilization\n%s", b.String())
-			easy, lat := ms[0], ms[len(ms)-1]
-			best := ms[1]
-			for _, m := range ms[1 : len(ms)-1] {
+			easy, best := ms[0], ms[1]
+			for _, m := range ms[1:len(baselines)] {
 				if m.AvgBoundedSlowdown < best.AvgBoundedSlowdown {
 					best = m
 				}
 			}
-			if lat.AvgBoundedSlowdown > best.AvgBoundedSlowdown {
-				t.Errorf("bounded slowdown %.2f > %s's %.2f (%.3f ×)", lat.AvgBoundedSlowdown, best.Policy,
-					best.AvgBoundedSlowdown, lat.AvgBoundedSlowdown/best.AvgBoundedSlowdown)
-			}
-			if lat.JainFairness < easy.JainFairness {
-				t.Errorf("Jain's index %.3f < EASY's %.3f", lat.JainFairness, easy.JainFairness)
-			}
-			if lat.MaxWait > 1.5*easy.MaxWait {
-				t.Errorf("max wait %.0f > 1.5 × EASY's %.0f", lat.MaxWait, easy.MaxWait)
-			}
-			if lat.Utilization < 0.995*easy.Utilization {
-				t.Errorf("utilization %.4f < EASY's %.4f", lat.Utilization, easy.Utilization)
+			for _, part := range barParts {
+				missed := 0
+				var at []string
+				for i, m := range ms[len(baselines):] {
+					ok := part.met(m, easy, best.AvgBoundedSlowdown)
+					if !ok {
+						missed++
+					}
+					at = append(at, fmt.Sprintf("%d: %s%s", sizes[i], part.show(m, easy, best.AvgBoundedSlowdown), map[bool]string{true: "", false: " ✗"}[ok]))
+				}
+				if 2*missed > len(sizes) {
+					t.Errorf("%s missed at %d of %d group sizes: %s", part.name, missed, len(sizes), strings.Join(at, "; "))
+				} else {
+					t.Logf("%s: met at %d of %d group sizes: %s", part.name, len(sizes)-missed, len(sizes), strings.Join(at, "; "))
+				}
 			}
 		})
 	}
