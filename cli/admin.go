@@ -239,33 +239,12 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		}
 		req.CycleMs, changed = d.Milliseconds(), true
 	}
-	if v, ok := flag("allow-lending"); ok {
-		b, err := parseBool("allow-lending", v)
-		if err != nil {
-			return nil, err
-		}
-		req.SetLending, req.AllowLending, changed = true, b, true
-	}
-	if v, ok := flag("allow-borrowing"); ok {
-		b, err := parseBool("allow-borrowing", v)
-		if err != nil {
-			return nil, err
-		}
-		req.SetBorrowing, req.AllowBorrowing, changed = true, b, true
-	}
 	if v, ok := flag("power-cap-kw"); ok {
 		w, err := model.ParseKilowatts("power-cap-kw", v)
 		if err != nil {
 			return nil, err
 		}
 		req.SetPowerCap, req.PowerCapWatts, changed = true, w, true
-	}
-	if v, ok := flag("algorithm"); ok {
-		a, err := model.ParseAlgorithm(v)
-		if err != nil {
-			return nil, err
-		}
-		req.Algorithm, changed = string(a), true
 	}
 	if v, ok := flag("max-lend-fraction"); ok {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -286,47 +265,43 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 			*d.dst, changed = dur.Milliseconds(), true
 		}
 	}
-	if v, ok := flag("preemption"); ok {
-		b, err := parseBool("preemption", v)
-		if err != nil {
-			return nil, err
+	// Switches: true or false, each with the flag that says it was given.
+	for _, b := range []struct {
+		name     string
+		set, dst *bool
+	}{
+		{"allow-lending", &req.SetLending, &req.AllowLending},
+		{"allow-borrowing", &req.SetBorrowing, &req.AllowBorrowing},
+		{"preemption", &req.SetPreemption, &req.Preemption},
+		{"checkpointable-only-on-borrowed", &req.SetCheckpointableOnlyOnBorrowed, &req.CheckpointableOnlyOnBorrowed},
+		{"service-protect", &req.SetServiceProtect, &req.ServiceProtect},
+		{"predicted-starts", &req.SetPredictedStarts, &req.PredictedStarts},
+	} {
+		if v, ok := flag(b.name); ok {
+			x, err := parseBool(b.name, v)
+			if err != nil {
+				return nil, err
+			}
+			*b.set, *b.dst, changed = true, x, true
 		}
-		req.SetPreemption, req.Preemption, changed = true, b, true
 	}
-	if v, ok := flag("checkpointable-only-on-borrowed"); ok {
-		b, err := parseBool("checkpointable-only-on-borrowed", v)
-		if err != nil {
-			return nil, err
+	// Modes: one of a list of names (empty in the request = unchanged).
+	for _, m := range []struct {
+		name  string
+		parse func(string) (string, error)
+		dst   *string
+	}{
+		{"algorithm", modeParser(model.ParseAlgorithm), &req.Algorithm},
+		{"fair-share", modeParser(model.ParseFairShare), &req.FairShare},
+		{"running-ends", modeParser(model.ParseRunningEnds), &req.RunningEnds},
+	} {
+		if v, ok := flag(m.name); ok {
+			x, err := m.parse(v)
+			if err != nil {
+				return nil, err
+			}
+			*m.dst, changed = x, true
 		}
-		req.SetCheckpointableOnlyOnBorrowed, req.CheckpointableOnlyOnBorrowed, changed = true, b, true
-	}
-	if v, ok := flag("fair-share"); ok {
-		m, err := model.ParseFairShare(v)
-		if err != nil {
-			return nil, err
-		}
-		req.FairShare, changed = string(m), true
-	}
-	if v, ok := flag("service-protect"); ok {
-		b, err := parseBool("service-protect", v)
-		if err != nil {
-			return nil, err
-		}
-		req.SetServiceProtect, req.ServiceProtect, changed = true, b, true
-	}
-	if v, ok := flag("running-ends"); ok {
-		m, err := model.ParseRunningEnds(v)
-		if err != nil {
-			return nil, err
-		}
-		req.RunningEnds, changed = string(m), true
-	}
-	if v, ok := flag("predicted-starts"); ok {
-		b, err := parseBool("predicted-starts", v)
-		if err != nil {
-			return nil, err
-		}
-		req.SetPredictedStarts, req.PredictedStarts, changed = true, b, true
 	}
 	if v, ok := flag("type"); ok {
 		t, err := model.ParseVClusterType(v)
@@ -339,6 +314,14 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing, --power-cap-kw, --algorithm, --max-lend-fraction, --reclaim-grace, --reclaim-backoff, --preemption, --preempt-horizon, --checkpointable-only-on-borrowed, --fair-share, --service-protect, --running-ends or --predicted-starts")
 	}
 	return req, nil
+}
+
+// modeParser turns a model parser of a named mode into one of strings.
+func modeParser[S ~string](parse func(string) (S, error)) func(string) (string, error) {
+	return func(v string) (string, error) {
+		m, err := parse(v)
+		return string(m), err
+	}
 }
 
 // parseWeights reads FACTOR=W[,FACTOR=W...] with FACTOR f1..f9.

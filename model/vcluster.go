@@ -111,25 +111,17 @@ var RunningEndsModes = []RunningEndsMode{RunningEndsPredicted, RunningEndsWallti
 
 // ParseRunningEnds accepts a known running-ends mode in any letter case.
 func ParseRunningEnds(s string) (RunningEndsMode, error) {
-	for _, m := range RunningEndsModes {
-		if strings.EqualFold(strings.TrimSpace(s), string(m)) {
-			return m, nil
-		}
-	}
-	return "", fieldErr("running-ends", s, joinStates(RunningEndsModes))
+	return parseMode("running-ends", s, RunningEndsModes)
 }
 
 // EffectiveRunningEnds is RunningEnds with its default: walltime for the
 // backfill algorithm (with StartsByPrediction: measured on the published
 // traces, docs/quality.md), predicted for the others.
 func (v *VCluster) EffectiveRunningEnds() RunningEndsMode {
-	switch {
-	case v.RunningEnds != "":
+	if v.RunningEnds != "" {
 		return v.RunningEnds
-	case v.EffectiveAlgorithm() == AlgorithmBackfill:
-		return RunningEndsWalltime
 	}
-	return RunningEndsPredicted
+	return forBackfill(v, RunningEndsWalltime, RunningEndsPredicted)
 }
 
 // StartsByPrediction is PredictedStarts with its default: on for the
@@ -138,7 +130,16 @@ func (v *VCluster) StartsByPrediction() bool {
 	if v.PredictedStarts != nil {
 		return *v.PredictedStarts
 	}
-	return v.EffectiveAlgorithm() == AlgorithmBackfill
+	return forBackfill(v, true, false)
+}
+
+// forBackfill is a setting's default: backfill for the backfill
+// algorithm, other for the others.
+func forBackfill[T any](v *VCluster, backfill, other T) T {
+	if v.EffectiveAlgorithm() == AlgorithmBackfill {
+		return backfill
+	}
+	return other
 }
 
 // FairShareMode is what f3 ranks tenants by.
@@ -163,25 +164,17 @@ var FairShareModes = []FairShareMode{FairShareUsage, FairShareService, FairShare
 
 // ParseFairShare accepts a known fair-share mode in any letter case.
 func ParseFairShare(s string) (FairShareMode, error) {
-	for _, m := range FairShareModes {
-		if strings.EqualFold(strings.TrimSpace(s), string(m)) {
-			return m, nil
-		}
-	}
-	return "", fieldErr("fair-share", s, joinStates(FairShareModes))
+	return parseMode("fair-share", s, FairShareModes)
 }
 
 // EffectiveFairShare is FairShare with its default: job-service for the
 // backfill algorithm (measured on the published traces, docs/quality.md),
 // usage for the others.
 func (v *VCluster) EffectiveFairShare() FairShareMode {
-	switch {
-	case v.FairShare != "":
+	if v.FairShare != "" {
 		return v.FairShare
-	case v.EffectiveAlgorithm() == AlgorithmBackfill:
-		return FairShareJobService
 	}
-	return FairShareUsage
+	return forBackfill(v, FairShareJobService, FairShareUsage)
 }
 
 // Protects is ServiceProtect with its default: on for the backfill
@@ -190,7 +183,7 @@ func (v *VCluster) Protects() bool {
 	if v.ServiceProtect != nil {
 		return *v.ServiceProtect
 	}
-	return v.EffectiveAlgorithm() == AlgorithmBackfill
+	return forBackfill(v, true, false)
 }
 
 // Algorithm is a vCluster's placement behaviour.
@@ -217,12 +210,19 @@ var Algorithms = []Algorithm{AlgorithmBackfill, AlgorithmFIFO, AlgorithmBinpack,
 
 // ParseAlgorithm accepts a known algorithm name in any letter case.
 func ParseAlgorithm(s string) (Algorithm, error) {
-	for _, a := range Algorithms {
-		if strings.EqualFold(strings.TrimSpace(s), string(a)) {
-			return a, nil
+	return parseMode("algorithm", s, Algorithms)
+}
+
+// parseMode accepts one of modes in any letter case, with the spaces
+// around it trimmed; otherwise the error names field and the allowed
+// values.
+func parseMode[S ~string](field, s string, modes []S) (S, error) {
+	for _, m := range modes {
+		if strings.EqualFold(strings.TrimSpace(s), string(m)) {
+			return m, nil
 		}
 	}
-	return "", fieldErr("algorithm", s, joinStates(Algorithms))
+	return "", fieldErr(field, s, joinStates(modes))
 }
 
 // AlgorithmFor is a type's default algorithm.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -342,13 +343,6 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	if req.SetPowerCap {
 		vc.PowerCapWatts = req.PowerCapWatts
 	}
-	if req.Algorithm != "" {
-		alg, err := model.ParseAlgorithm(req.Algorithm)
-		if err != nil {
-			return nil, rpcError(err)
-		}
-		vc.Algorithm = alg
-	}
 	if req.SetMaxLendFraction {
 		vc.MaxLendFraction = req.MaxLendFraction
 	}
@@ -366,22 +360,13 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	if req.SetCheckpointableOnlyOnBorrowed {
 		vc.CheckpointableOnlyOnBorrowed = req.CheckpointableOnlyOnBorrowed
 	}
-	if req.FairShare != "" {
-		m, err := model.ParseFairShare(req.FairShare)
-		if err != nil {
-			return nil, rpcError(err)
-		}
-		vc.FairShare = m
+	if err := cmp.Or(setMode(req.Algorithm, model.ParseAlgorithm, &vc.Algorithm),
+		setMode(req.FairShare, model.ParseFairShare, &vc.FairShare),
+		setMode(req.RunningEnds, model.ParseRunningEnds, &vc.RunningEnds)); err != nil {
+		return nil, rpcError(err)
 	}
 	if req.SetServiceProtect {
 		vc.ServiceProtect = &req.ServiceProtect
-	}
-	if req.RunningEnds != "" {
-		m, err := model.ParseRunningEnds(req.RunningEnds)
-		if err != nil {
-			return nil, rpcError(err)
-		}
-		vc.RunningEnds = m
 	}
 	if req.SetPredictedStarts {
 		vc.PredictedStarts = &req.PredictedStarts
@@ -513,4 +498,18 @@ func (a *adminService) InjectFault(_ context.Context, req *latticev1.InjectFault
 	}
 	a.s.log.Warn("fault injection: raft links cut", "members", req.BlockMemberIds)
 	return &latticev1.InjectFaultResponse{}, nil
+}
+
+// setMode parses raw (a mode of a SetVClusterRequest; empty = unchanged)
+// into *dst.
+func setMode[S ~string](raw string, parse func(string) (S, error), dst *S) error {
+	if raw == "" {
+		return nil
+	}
+	m, err := parse(raw)
+	if err != nil {
+		return err
+	}
+	*dst = m
+	return nil
 }
