@@ -224,6 +224,25 @@ type Run struct {
 // (ties by ID), whatever their order in the slice — the vCluster loop's
 // way from the committed state's completed allocations to predictions.
 func Learn(model string, done []Run) *History {
+	h, _ := LearnScored(model, done)
+	return h
+}
+
+// Accuracy is how a predictor did on completed runs, each predicted from
+// the runs that ended before it.
+type Accuracy struct {
+	// Runs counts the runs with a known walltime; the rest are means over
+	// them.
+	Runs int
+	// Prediction and Walltime are the mean accuracy, min(p, r)/max(p, r),
+	// of the prediction and of the walltime; Underpredicted is the share of
+	// runs that outlived their prediction.
+	Prediction, Walltime, Underpredicted float64
+}
+
+// LearnScored is Learn, and how its predictions did on done: each run with
+// a known walltime is predicted just before the History learns it.
+func LearnScored(model string, done []Run) (*History, Accuracy) {
 	done = slices.Clone(done)
 	slices.SortFunc(done, func(a, b Run) int {
 		if c := a.End.Compare(b.End); c != 0 {
@@ -238,8 +257,21 @@ func Learn(model string, done []Run) *History {
 		return 0
 	})
 	h := NewHistory(model)
+	var acc Accuracy
 	for _, r := range done {
+		if r.Requested > 0 {
+			p := h.Predict(r.User, r.Name, r.Requested)
+			acc.Runs++
+			acc.Prediction += accuracy(p, r.Runtime)
+			acc.Walltime += accuracy(r.Requested, r.Runtime)
+			if r.Runtime > p {
+				acc.Underpredicted++
+			}
+		}
 		h.Observe(r.User, r.Name, r.Runtime, r.Requested)
 	}
-	return h
+	if n := float64(acc.Runs); n > 0 {
+		acc.Prediction, acc.Walltime, acc.Underpredicted = acc.Prediction/n, acc.Walltime/n, acc.Underpredicted/n
+	}
+	return h, acc
 }

@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -98,5 +99,32 @@ func TestLearnOrder(t *testing.T) {
 	b := Learn(ModelTsafrir, []Run{runs[1], runs[2], runs[0]}).Predict("u", "", hour)
 	if a != b || a != 25*min_ {
 		t.Errorf("predictions %v and %v, want 25m both", a, b)
+	}
+}
+
+// TestLearnScored: each run with a known walltime is predicted from the runs
+// that ended before it (Tsafrir's model: the mean of the user's last two,
+// the walltime before that); runs without a walltime are learnt but not
+// scored; the History is Learn's.
+func TestLearnScored(t *testing.T) {
+	m := time.Minute
+	at := func(i int) time.Time { return time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC) }
+	done := []Run{
+		{User: "a", End: at(4), ID: 4, Runtime: 20 * m, Requested: 60 * m}, // predicted 10 m: outlived
+		{User: "a", End: at(1), ID: 1, Runtime: 10 * m, Requested: 60 * m}, // the walltime, 60 m
+		{User: "a", End: at(2), ID: 2, Runtime: 10 * m, Requested: 0},      // not scored
+		{User: "a", End: at(3), ID: 3, Runtime: 10 * m, Requested: 60 * m}, // the mean of 10 and 10
+	}
+	h, acc := LearnScored(ModelTsafrir, done)
+	want := Accuracy{Runs: 3, Prediction: (1.0/6 + 1 + 0.5) / 3, Walltime: (1.0/6 + 1.0/6 + 1.0/3) / 3, Underpredicted: 1.0 / 3}
+	if acc.Runs != want.Runs || math.Abs(acc.Prediction-want.Prediction) > 1e-12 ||
+		math.Abs(acc.Walltime-want.Walltime) > 1e-12 || math.Abs(acc.Underpredicted-want.Underpredicted) > 1e-12 {
+		t.Errorf("accuracy %+v, want %+v", acc, want)
+	}
+	if got, ref := h.Predict("a", "", 60*m), Learn(ModelTsafrir, done).Predict("a", "", 60*m); got != ref || got != 15*m {
+		t.Errorf("LearnScored's History predicts %v, Learn's %v, want 15m", got, ref)
+	}
+	if _, acc := LearnScored(ModelLattice, nil); acc != (Accuracy{}) {
+		t.Errorf("no runs: %+v", acc)
 	}
 }

@@ -30,6 +30,9 @@ type metrics struct {
 	started        *prometheus.CounterVec
 	backfilled     *prometheus.CounterVec
 	deferred       *prometheus.CounterVec
+	predAccuracy   *prometheus.GaugeVec
+	predWalltime   *prometheus.GaugeVec
+	predUnder      *prometheus.GaugeVec
 	rpcSeconds     *prometheus.HistogramVec
 	reclaims       *prometheus.CounterVec
 	preemptions    *prometheus.CounterVec
@@ -63,6 +66,9 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.started = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_allocations_started_total", Help: "Assignments committed, by vCluster."}, []string{"vcluster"})
 	m.backfilled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_allocations_backfilled_total", Help: "Assignments proposed as backfill, by vCluster."}, []string{"vcluster"})
 	m.deferred = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_starts_deferred_total", Help: "Planned starts left to a following cycle by --max-starts-per-cycle, by vCluster."}, []string{"vcluster"})
+	m.predAccuracy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lattice_scheduler_prediction_accuracy", Help: "Mean accuracy, min(p, r)/max(p, r), of the runtime predictor on the vCluster's recent completions, each predicted from those that ended before it."}, []string{"vcluster"})
+	m.predWalltime = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lattice_scheduler_walltime_accuracy", Help: "Mean accuracy, min(w, r)/max(w, r), of the requested walltimes on the same completions (what the predictor has to beat)."}, []string{"vcluster"})
+	m.predUnder = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lattice_scheduler_prediction_underpredicted_ratio", Help: "Share of the same completions that outlived their prediction."}, []string{"vcluster"})
 	m.rpcSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lattice_api_request_duration_seconds", Help: "API calls by method and status code.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)}, []string{"method", "code"})
 	m.reclaims = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lattice_scheduler_reclaims_total",
@@ -78,7 +84,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		f(c)
 	}
 	for _, c := range []prometheus.Collector{m.isLeader, m.applied, m.proposeSeconds, m.assignRejected, m.submitted, m.dispatched, m.agents,
-		m.cycleSeconds, m.solveSeconds, m.started, m.backfilled, m.deferred, m.rpcSeconds,
+		m.cycleSeconds, m.solveSeconds, m.started, m.backfilled, m.deferred, m.predAccuracy, m.predWalltime, m.predUnder, m.rpcSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -92,12 +98,25 @@ func (m *metrics) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 	return resp, err
 }
 
+// clearPrediction drops the prediction gauges when this member stops
+// leading: only the leader's loops learn the predictor.
+func (m *metrics) clearPrediction() {
+	m.predAccuracy.Reset()
+	m.predWalltime.Reset()
+	m.predUnder.Reset()
+}
+
 func (m *metrics) observeCycle(c vcluster.CycleStats) {
 	m.cycleSeconds.WithLabelValues(c.VCluster).Observe(c.Total.Seconds())
 	m.solveSeconds.WithLabelValues(c.VCluster).Observe(c.Duration.Seconds())
 	m.started.WithLabelValues(c.VCluster).Add(float64(c.Committed))
 	m.backfilled.WithLabelValues(c.VCluster).Add(float64(c.Backfilled))
 	m.deferred.WithLabelValues(c.VCluster).Add(float64(c.Deferred))
+	if p := c.Prediction; p.Runs > 0 {
+		m.predAccuracy.WithLabelValues(c.VCluster).Set(p.Prediction)
+		m.predWalltime.WithLabelValues(c.VCluster).Set(p.Walltime)
+		m.predUnder.WithLabelValues(c.VCluster).Set(p.Underpredicted)
+	}
 	m.mu.Lock()
 	m.cycles[c.VCluster] = lastCycle{at: time.Now(), secs: c.Total.Seconds()}
 	m.mu.Unlock()

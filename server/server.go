@@ -482,6 +482,7 @@ func (s *Server) leadershipChanged(ctx context.Context, isLeader bool) {
 		s.log.Info("leadership lost")
 		s.stopLeading()
 		s.contract.clearWaiting()
+		s.metrics.clearPrediction()
 		return
 	}
 	s.log.Info("leadership gained; waiting for the log barrier")

@@ -209,6 +209,13 @@ const DefaultCorrector = predict.CorrectReqtime
 // LearnCompleted returns a predictor learnt from the completed allocations
 // (nil when none completed with a known start and end).
 func LearnCompleted(done []*model.Allocation) *predict.History {
+	h, _ := LearnCompletedScored(done)
+	return h
+}
+
+// LearnCompletedScored is LearnCompleted, and how the predictor did on
+// those allocations as it learnt them (predict.LearnScored).
+func LearnCompletedScored(done []*model.Allocation) (*predict.History, predict.Accuracy) {
 	var runs []predict.Run
 	for _, a := range done {
 		if a == nil || a.State != model.StateCompleted || a.StartTime.IsZero() || a.EndTime.Before(a.StartTime) {
@@ -217,9 +224,9 @@ func LearnCompleted(done []*model.Allocation) *predict.History {
 		runs = append(runs, predict.Run{User: predictUser(a), Name: a.Name, End: a.EndTime, ID: a.ID, Runtime: a.EndTime.Sub(a.StartTime), Requested: a.Walltime})
 	}
 	if len(runs) == 0 {
-		return nil
+		return nil, predict.Accuracy{}
 	}
-	return predict.Learn(predict.ModelLattice, runs)
+	return predict.LearnScored(predict.ModelLattice, runs)
 }
 
 // predicted is what the plan assumes allocation a runs: its prediction

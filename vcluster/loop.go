@@ -213,6 +213,10 @@ type CycleStats struct {
 	Deferred int
 	Duration time.Duration // solver time
 	Total    time.Duration // whole cycle
+	// Prediction is how the runtime predictor did on the completed window
+	// it learnt from, each run predicted from the runs that ended before it
+	// (loops with ImmutableState, as the leader's; Runs 0 = none).
+	Prediction predict.Accuracy
 	// StartScores are the scores of the planned starts (placement score
 	// histograms); Waiting counts the pending allocations left waiting, by
 	// pending reason.
@@ -276,6 +280,7 @@ type Loop struct {
 	// window (with ImmutableState).
 	pred     *predict.History
 	predFrom []*model.Allocation
+	predAcc  predict.Accuracy
 	// service is the fair share of service's memory (Snapshot.Service),
 	// kept from one cycle to the next while the vCluster's settings read
 	// it (ServiceSettings).
@@ -463,9 +468,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			// from 5,000 runs every cycle is work, and a new predictor
 			// makes the Builder predict every pending job again).
 			if done := s.Completed; len(done) != len(l.predFrom) || len(done) > 0 && &done[0] != &l.predFrom[0] {
-				l.pred, l.predFrom = LearnCompleted(done), done
+				l.pred, l.predAcc = LearnCompletedScored(done)
+				l.predFrom = done
 			}
 			s.Predictor = l.pred
+			stats.Prediction = l.predAcc
 		}
 		snap = &s
 	}

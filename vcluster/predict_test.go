@@ -263,3 +263,40 @@ func TestServiceProtect(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopReportsPrediction: a loop with ImmutableState reports, with each
+// cycle's stats, how the predictor did on the completed window it learnt
+// from. The first three runs are predicted with the walltime (4 h): two
+// runs are too few, and the third is the first that tells whether their
+// mean beats the walltime. The fourth is predicted exactly.
+func TestLoopReportsPrediction(t *testing.T) {
+	history := []*model.Allocation{
+		done(1, 40*time.Minute, t0.Add(-5*time.Hour)), done(2, 40*time.Minute, t0.Add(-4*time.Hour)),
+		done(3, 40*time.Minute, t0.Add(-3*time.Hour)), done(4, 40*time.Minute, t0.Add(-2*time.Hour)),
+	}
+	var got []CycleStats
+	l := &Loop{Name: "batch", State: &completedState{fakeState{predictionSnapshot()}, history}, Proposer: &fakeProposer{},
+		Planner: solver.Solve, Clock: func() time.Time { return t0 }, ImmutableState: true,
+		OnCycle: func(st CycleStats) { got = append(got, st) }}
+	if err := l.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d cycle stats, want 1", len(got))
+	}
+	p, wall := got[0].Prediction, 40.0/240
+	if p.Runs != 4 || math.Abs(p.Walltime-wall) > 1e-9 || math.Abs(p.Prediction-(3*wall+1)/4) > 1e-9 || p.Underpredicted != 0 {
+		t.Errorf("prediction %+v, want 4 runs, walltime accuracy %.4f, prediction accuracy %.4f, none underpredicted",
+			p, wall, (3*wall+1)/4)
+	}
+	// Without ImmutableState the loop does not learn the predictor itself.
+	got = nil
+	l = &Loop{Name: "batch", State: &completedState{fakeState{predictionSnapshot()}, history}, Proposer: &fakeProposer{},
+		Planner: solver.Solve, Clock: func() time.Time { return t0 }, OnCycle: func(st CycleStats) { got = append(got, st) }}
+	if err := l.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Prediction.Runs != 0 {
+		t.Errorf("without ImmutableState: %+v", got)
+	}
+}
