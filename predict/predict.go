@@ -240,6 +240,40 @@ type Accuracy struct {
 	Prediction, Walltime, Underpredicted float64
 }
 
+// Scores accumulates an Accuracy, run by run. The measure is Tsafrir's,
+// min(p, r)/max(p, r), with runs and predictions under τ counted as τ (the
+// replay's prediction metrics use it too).
+type Scores struct {
+	runs              int
+	pred, wall, under float64
+}
+
+// Add scores one run of runtime that was predicted predicted and requested
+// walltime.
+func (s *Scores) Add(predicted, walltime, runtime time.Duration) {
+	s.runs++
+	s.pred += score(predicted, runtime)
+	s.wall += score(walltime, runtime)
+	if runtime > predicted {
+		s.under++
+	}
+}
+
+// Accuracy is the means over the runs added (zero without any).
+func (s *Scores) Accuracy() Accuracy {
+	if s.runs == 0 {
+		return Accuracy{}
+	}
+	n := float64(s.runs)
+	return Accuracy{Runs: s.runs, Prediction: s.pred / n, Walltime: s.wall / n, Underpredicted: s.under / n}
+}
+
+// score is min(p, r)/max(p, r), both at least τ.
+func score(p, r time.Duration) float64 {
+	p, r = max(p, BoundedSlowdownTau), max(r, BoundedSlowdownTau)
+	return min(p, r).Seconds() / max(p, r).Seconds()
+}
+
 // LearnScored is Learn, and how its predictions did on done: each run with
 // a known walltime is predicted just before the History learns it.
 func LearnScored(model string, done []Run) (*History, Accuracy) {
@@ -257,21 +291,12 @@ func LearnScored(model string, done []Run) (*History, Accuracy) {
 		return 0
 	})
 	h := NewHistory(model)
-	var acc Accuracy
+	var sc Scores
 	for _, r := range done {
 		if r.Requested > 0 {
-			p := h.Predict(r.User, r.Name, r.Requested)
-			acc.Runs++
-			acc.Prediction += accuracy(p, r.Runtime)
-			acc.Walltime += accuracy(r.Requested, r.Runtime)
-			if r.Runtime > p {
-				acc.Underpredicted++
-			}
+			sc.Add(h.Predict(r.User, r.Name, r.Requested), r.Requested, r.Runtime)
 		}
 		h.Observe(r.User, r.Name, r.Runtime, r.Requested)
 	}
-	if n := float64(acc.Runs); n > 0 {
-		acc.Prediction, acc.Walltime, acc.Underpredicted = acc.Prediction/n, acc.Walltime/n, acc.Underpredicted/n
-	}
-	return h, acc
+	return h, sc.Accuracy()
 }

@@ -57,7 +57,8 @@ type PredictionMetrics struct {
 	// Jobs counts the jobs started with a prediction.
 	Jobs int `json:"jobs"`
 	// Accuracy is the mean of min(predicted, run) / max(predicted, run)
-	// (1 = exact; Tsafrir's measure); runs under τ count as τ.
+	// (1 = exact; Tsafrir's measure); runs under τ count as τ
+	// (predict.Scores, which the live loop's prediction gauges use too).
 	Accuracy float64 `json:"accuracy"`
 	// Under is the share of jobs that ran longer than predicted (their
 	// reservations were corrected while they ran).
@@ -129,8 +130,7 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 		sum, wait, maxWait float64
 		n                  int
 	}
-	var pred PredictionMetrics
-	var predAcc, wallAcc, under float64
+	var pred predict.Scores
 	tenants := map[string]*acc{}
 	var order []string
 	multi, spread := 0, 0
@@ -151,12 +151,7 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 		a.maxWait = max(a.maxWait, wait)
 		a.n++
 		if j.Predicted > 0 {
-			pred.Jobs++
-			predAcc += accuracy(j.Predicted, j.Runtime)
-			wallAcc += accuracy(j.Estimate, j.Runtime)
-			if j.Runtime > j.Predicted {
-				under++
-			}
+			pred.Add(j.Predicted, j.Estimate, j.Runtime)
 		}
 		work += float64(j.Size) * j.Runtime.Seconds()
 		lastEnd = max(lastEnd, j.Start+j.Runtime)
@@ -196,21 +191,13 @@ func Compute(jobs []Outcome, capacity int, first time.Duration) Metrics {
 		}
 		return strings.Compare(x.Tenant, y.Tenant)
 	})
-	if pred.Jobs > 0 {
-		n := float64(pred.Jobs)
-		pred.Accuracy, pred.WalltimeAccuracy, pred.Under = predAcc/n, wallAcc/n, under/n
-		m.Prediction = &pred
+	if a := pred.Accuracy(); a.Runs > 0 {
+		m.Prediction = &PredictionMetrics{Jobs: a.Runs, Accuracy: a.Prediction, Under: a.Underpredicted, WalltimeAccuracy: a.Walltime}
 	}
 	if multi > 0 {
 		m.MultiGroupJobs = float64(spread) / float64(multi)
 	}
 	return m
-}
-
-// accuracy is min(p, r) / max(p, r) with both at least τ.
-func accuracy(p, r time.Duration) float64 {
-	p, r = max(p, BoundedSlowdownTau), max(r, BoundedSlowdownTau)
-	return min(p, r).Seconds() / max(p, r).Seconds()
 }
 
 // BoundedSlowdown is max(1, (wait+run)/max(run, τ)).
