@@ -1,8 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -213,6 +215,15 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 	return parseMode("algorithm", s, Algorithms)
 }
 
+// exactMode checks a stored mode: empty (the default) or one of modes,
+// spelt as it is.
+func exactMode[S ~string](field string, v S, modes []S) error {
+	if v != "" && !slices.Contains(modes, v) {
+		return fieldErr(field, string(v), joinStates(modes))
+	}
+	return nil
+}
+
 // parseMode accepts one of modes in any letter case, with the spaces
 // around it trimmed; otherwise the error names field and the allowed
 // values.
@@ -341,15 +352,9 @@ func (v *VCluster) Validate() error {
 			return err
 		}
 	}
-	if v.FairShare != "" {
-		if m, err := ParseFairShare(string(v.FairShare)); err != nil || m != v.FairShare {
-			return fieldErr("fair-share", string(v.FairShare), joinStates(FairShareModes))
-		}
-	}
-	if v.RunningEnds != "" {
-		if m, err := ParseRunningEnds(string(v.RunningEnds)); err != nil || m != v.RunningEnds {
-			return fieldErr("running-ends", string(v.RunningEnds), joinStates(RunningEndsModes))
-		}
+	if err := cmp.Or(exactMode("fair-share", v.FairShare, FairShareModes),
+		exactMode("running-ends", v.RunningEnds, RunningEndsModes)); err != nil {
+		return err
 	}
 	if v.MaxLendFraction < 0 || v.MaxLendFraction > 1 {
 		return fieldErr("max-lend-fraction", fmt.Sprint(v.MaxLendFraction), "a fraction between 0 and 1")
