@@ -32,6 +32,9 @@ type Metrics struct {
 	Utilization float64 `json:"utilization"`
 	// Makespan is last end − first submit, in seconds.
 	Makespan float64 `json:"makespan_s"`
+	// Idle splits 1 − Utilization by why the nodes were idle (a replay's
+	// metrics only; Compute leaves it zero).
+	Idle IdleMetrics `json:"idle"`
 	// JainFairness is Jain's index over the tenants' average bounded
 	// slowdowns: (Σx)² / (n·Σx²); 1 = all tenants fare alike.
 	JainFairness float64 `json:"jain_fairness"`
@@ -110,6 +113,7 @@ func (s *sim) metrics() Metrics {
 	}
 	m := Compute(out, s.tr.Capacity, first)
 	m.Policy = s.label
+	m.Idle = s.idleMetrics(m.Makespan)
 	if s.energy != nil {
 		m.Energy = s.energy.metrics()
 	}

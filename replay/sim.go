@@ -192,6 +192,10 @@ type sim struct {
 	done       int
 	nextArr    int
 	energy     *energyState // nil without a power model
+	// idle integrates the idle nodes by class (IdleMetrics); idleUsers
+	// lists the pools that may start work on each pool's nodes.
+	idle      idleAcc
+	idleUsers [][]int32
 }
 
 // Run replays the trace under one policy and returns its metrics.
@@ -268,6 +272,7 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 			}
 		}
 	}
+	s.setIdleUsers()
 	s.jobs = make([]jobRun, len(tr.Jobs))
 	byID := make(map[uint64]int32, len(tr.Jobs))
 	for i, j := range tr.Jobs {
@@ -336,6 +341,7 @@ func (s *sim) run() error {
 	nextTick := time.Duration(-1)
 	wake := time.Duration(-1) // the energy rule's next chance to start held work
 	s.now = origin
+	s.idle.at = origin
 	for s.done < len(jobs) {
 		t := time.Duration(-1)
 		if s.nextArr < len(jobs) {
@@ -357,6 +363,7 @@ func (s *sim) run() error {
 			s.energy.advance(s.now, t, s.tr.Capacity, s.busy)
 		}
 		s.now = t
+		s.idle.advance(t)
 		for len(s.completion) > 0 && s.completion[0].end == t {
 			s.finish(int(s.completion.pop().job))
 		}
@@ -621,8 +628,10 @@ func (s *sim) queued() int {
 	return q
 }
 
-// sample records the state after an event for the plots.
+// sample records the state after an event: the idle nodes' classes and,
+// when asked, the plots' series.
 func (s *sim) sample() {
+	s.classifyIdle()
 	if s.series == nil {
 		return
 	}

@@ -345,6 +345,9 @@ var replayRows = []struct {
 	{"avg bounded slowdown", func(m replay.Metrics) string { return fmtF(m.AvgBoundedSlowdown, 2) }},
 	{"utilization", func(m replay.Metrics) string { return fmtF(m.Utilization, 3) }},
 	{"makespan (s)", func(m replay.Metrics) string { return fmtF(m.Makespan, 0) }},
+	{"idle: nothing fits", func(m replay.Metrics) string { return fmtF(m.Idle.NoFit, 3) }},
+	{"idle: held back", func(m replay.Metrics) string { return fmtF(m.Idle.Held, 3) }},
+	{"idle: queue empty", func(m replay.Metrics) string { return fmtF(m.Idle.Empty, 3) }},
 	{"jain fairness", func(m replay.Metrics) string { return fmtF(m.JainFairness, 3) }},
 	{"multi-group jobs", func(m replay.Metrics) string { return fmtF(m.MultiGroupJobs, 3) }},
 	{"prediction accuracy", func(m replay.Metrics) string {

@@ -92,7 +92,7 @@ func TestReplayJSONShape(t *testing.T) {
 		t.Fatalf("not a JSON array: %v\n%s", err, out)
 	}
 	keys := []string{"policy", "jobs", "capacity", "avg_wait_s", "p50_wait_s", "p95_wait_s", "p99_wait_s", "max_wait_s", "users",
-		"avg_bounded_slowdown", "utilization", "makespan_s", "jain_fairness", "multi_group_jobs", "wall_seconds"}
+		"avg_bounded_slowdown", "utilization", "makespan_s", "idle", "jain_fairness", "multi_group_jobs", "wall_seconds"}
 	if len(got) != 2 || got[0]["policy"] != "fcfs" || got[1]["policy"] != "easy" {
 		t.Fatalf("got %v", got)
 	}
@@ -103,6 +103,12 @@ func TestReplayJSONShape(t *testing.T) {
 	}
 	if len(got[0]) != len(keys) {
 		t.Errorf("%d keys, want %d: %v", len(got[0]), len(keys), got[0])
+	}
+	idle, _ := got[0]["idle"].(map[string]any)
+	for _, k := range []string{"no_fit", "held", "empty"} {
+		if _, ok := idle[k].(float64); !ok {
+			t.Errorf("idle.%s missing: %v", k, got[0]["idle"])
+		}
 	}
 	// The schedules of replay's baseline test: fcfs starts 0,10,20,30; easy 0,10,33,3.
 	if got[0]["avg_wait_s"].(float64) != (0+9+18+27)/4.0 || got[1]["avg_wait_s"].(float64) != (0+9+31+0)/4.0 {
