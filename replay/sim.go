@@ -196,6 +196,10 @@ type sim struct {
 	// lists the pools that may start work on each pool's nodes.
 	idle      idleAcc
 	idleUsers [][]int32
+	// groupMark[g] == markGen: group g holds a node of the job starting
+	// (start counts the groups a job spans).
+	groupMark []uint32
+	markGen   uint32
 }
 
 // Run replays the trace under one policy and returns its metrics.
@@ -239,6 +243,7 @@ func newSim(tr *Trace, cfg Config) (*sim, error) {
 	s := &sim{tr: tr, cfg: cfg, groupSize: cfg.GroupSize, label: label}
 	var err error
 	s.groups = (tr.Capacity + cfg.GroupSize - 1) / cfg.GroupSize
+	s.groupMark = make([]uint32, s.groups)
 	specs := tr.VClusters
 	if len(specs) == 0 {
 		specs = []VClusterSpec{{Name: "replay", Nodes: tr.Capacity, Type: model.TypeHPCBatch}}
@@ -506,8 +511,14 @@ func (s *sim) start(j int, nodes []int32) {
 	if pr, ok := s.policy.(predictor); ok {
 		r.predicted = pr.predicted(s, j)
 	}
+	// Distinct groups, counted with a mark per group (this start's
+	// generation): linear in the job's size, however many groups it spans.
+	s.markGen++
+	if s.markGen == 0 {
+		clear(s.groupMark)
+		s.markGen = 1
+	}
 	lastGroup, groups := -1, 0
-	seen := uint64(0)
 	for _, n := range nodes {
 		s.nodeJob[n] = int32(j)
 		s.freeBits[n/64] &^= 1 << (n % 64)
@@ -516,13 +527,8 @@ func (s *sim) start(j int, nodes []int32) {
 		g := int(n) / s.groupSize
 		home.groupFree[g]--
 		if g != lastGroup {
-			// Nodes mostly come sorted; count distinct groups exactly.
-			if g < 64 {
-				if seen&(1<<g) == 0 {
-					seen |= 1 << g
-					groups++
-				}
-			} else if !s.groupSeenBefore(nodes, n) {
+			if s.groupMark[g] != s.markGen {
+				s.groupMark[g] = s.markGen
 				groups++
 			}
 			lastGroup = g
@@ -537,20 +543,6 @@ func (s *sim) start(j int, nodes []int32) {
 	pl.running = append(pl.running, int32(j))
 	pl.startedInPass++
 	s.completion.push(jobEnd{end: r.end, job: int32(j)})
-}
-
-// groupSeenBefore reports whether a node of n's group precedes n in nodes.
-func (s *sim) groupSeenBefore(nodes []int32, n int32) bool {
-	g := int(n) / s.groupSize
-	for _, m := range nodes {
-		if m == n {
-			return false
-		}
-		if int(m)/s.groupSize == g {
-			return true
-		}
-	}
-	return false
 }
 
 // lowestFree picks the k lowest-numbered free home nodes of pl.
