@@ -46,6 +46,7 @@ func (r *runner) replayCommand() *cli.Command {
 			&cli.GenericFlag{Name: "weight", Value: &repeated{}, Usage: "lattice: override one weight, `fN=W` (repeatable)"},
 			&cli.StringFlag{Name: "reservation-depth", Value: "1", Usage: "lattice: protected reservations: N, all or none"},
 			&cli.StringFlag{Name: "cycle", Value: "0", Usage: "schedule every `S` seconds (or a duration like 30s) instead of at every arrival and completion"},
+			&cli.BoolFlag{Name: "per-event", Usage: "decide after every single arrival and completion, arrivals first at equal times (the order of the SC'15 authors' simulator), instead of once per distinct time; not with --cycle"},
 			&cli.BoolFlag{Name: "lenient", Usage: "skip malformed trace lines (counted) instead of failing"},
 			&cli.StringFlag{Name: "plot", Usage: "write PNG charts (queue, utilization, waits over time) into `DIR`"},
 			&cli.GenericFlag{Name: "sweep", Value: &repeated{}, Usage: "lattice: replay a grid, e.g. w3=0:0.5:0.1, profile=a,b, reservation-depth=1,2,all (repeat for a product)"},

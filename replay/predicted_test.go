@@ -68,3 +68,38 @@ func TestEASYPPPredictions(t *testing.T) {
 		}
 	}
 }
+
+// TestPerEventArrivalsFirst: deciding per event, a job arriving when two
+// runs of its user end is predicted before they count (arrivals first, as
+// the SC'15 authors' simulator orders them): the requested time, where one
+// decision per distinct time, after the completions, predicts their mean.
+func TestPerEventArrivalsFirst(t *testing.T) {
+	tr := tinyTrace(4,
+		tj{id: 1, submit: 0, run: 10, est: 100, size: 1, tenant: "u"},
+		tj{id: 2, submit: 0, run: 20, est: 100, size: 1, tenant: "u"},
+		tj{id: 3, submit: 10, run: 30, est: 100, size: 1, tenant: "u"},
+		tj{id: 4, submit: 20, run: 30, est: 100, size: 1, tenant: "u"})
+	for _, tt := range []struct {
+		perEvent bool
+		want     time.Duration // job 4's prediction
+	}{{false, 15 * time.Second}, {true, 100 * time.Second}} {
+		s, err := newSim(tr, Config{Policy: PolicyEASYPP, PerEvent: tt.perEvent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.run(); err != nil {
+			t.Fatal(err)
+		}
+		// Job 3 arrives with job 1 ending: one run by then per distinct
+		// time, none per event; either way the requested time.
+		if got := s.jobs[2].predicted; got != 100*time.Second {
+			t.Errorf("per event %v: job 3 predicted %v, want 100s", tt.perEvent, got)
+		}
+		if got := s.jobs[3].predicted; got != tt.want {
+			t.Errorf("per event %v: job 4 predicted %v, want %v", tt.perEvent, got, tt.want)
+		}
+	}
+	if _, err := Run(tr, Config{Policy: PolicyEASY, PerEvent: true, Cycle: time.Minute}); err == nil {
+		t.Error("per event with a cycle: no error")
+	}
+}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -145,11 +146,14 @@ func TestPublishedEASY(t *testing.T) {
 		trace          string
 		jobs, capacity int
 		bsld           float64
+		// perEventTol bounds the per-event replay's gap (0 = not checked:
+		// SDSC-BLUE's is 3.0 %, against 2.4 % deciding per distinct time).
+		perEventTol float64
 	}{
-		{"kth_sp2.swf.gz", 28481, 100, 92.58},
-		{"sdsc_sp2.swf.gz", 54006, 128, 87.87},
-		{"ctc_sp2.swf.gz", 77199, 338, 49.57},
-		{"sdsc_blue.swf.gz", 232542, 1152, 36.52},
+		{"kth_sp2.swf.gz", 28481, 100, 92.58, 0.001},
+		{"sdsc_sp2.swf.gz", 54006, 128, 87.87, 0.001},
+		{"ctc_sp2.swf.gz", 77199, 338, 49.57, 0.005},
+		{"sdsc_blue.swf.gz", 232542, 1152, 36.52, 0},
 	}
 	const tol = 0.03
 	for _, ref := range refs {
@@ -170,6 +174,18 @@ func TestPublishedEASY(t *testing.T) {
 			if math.Abs(m.AvgBoundedSlowdown-ref.bsld) > tol*ref.bsld {
 				t.Errorf("avg bounded slowdown %.2f, want %.2f ± %.0f%%", m.AvgBoundedSlowdown, ref.bsld, tol*100)
 			}
+			if ref.perEventTol == 0 {
+				return
+			}
+			// Deciding after every single event, as their simulator does.
+			pe, err := Run(tr, Config{Policy: PolicyEASY, PerEvent: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("per event: bsld %.2f", pe.AvgBoundedSlowdown)
+			if math.Abs(pe.AvgBoundedSlowdown-ref.bsld) > ref.perEventTol*ref.bsld {
+				t.Errorf("per event: avg bounded slowdown %.2f, want %.2f ± %g%%", pe.AvgBoundedSlowdown, ref.bsld, ref.perEventTol*100)
+			}
 		})
 	}
 }
@@ -177,23 +193,32 @@ func TestPublishedEASY(t *testing.T) {
 // TestPublishedEASYPP compares easy++ (tsafrir) on KTH-SP2 with the EASY++
 // schedule of the SC'15 authors' simulator (pyss, in the repository the
 // trace comes from; testdata/traces/README.md): avg wait 6235.9 s, avg
-// bounded slowdown 63.50, max wait 528201 s, within 3 %. Their simulator
-// decides after every single event, submissions before completions at equal
-// times, so the figures are close, not equal (docs/quality.md).
+// bounded slowdown 63.50, max wait 528201 s. Their simulator decides after
+// every single event, submissions before completions at equal times: with
+// Config.PerEvent, which does the same, the figures agree within 0.1 %; with
+// one decision per distinct time (the default) they are close, within 3 %
+// (docs/quality.md).
 func TestPublishedEASYPP(t *testing.T) {
 	tr := loadTrace(t, "kth_sp2.swf.gz")
-	res, err := Run(tr, Config{Policy: PolicyEASYPP + ":" + predict.CorrectTsafrir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := res.Metrics
-	t.Logf("wait %.1f bsld %.2f max wait %.0f (pyss 6235.9 63.50 528201)", m.AvgWait, m.AvgBoundedSlowdown, m.MaxWait)
-	for _, c := range []struct {
-		name      string
-		got, want float64
-	}{{"avg wait", m.AvgWait, 6235.9}, {"avg bounded slowdown", m.AvgBoundedSlowdown, 63.50}, {"max wait", m.MaxWait, 528201}} {
-		if math.Abs(c.got-c.want) > 0.03*c.want {
-			t.Errorf("%s = %.4g, want %.4g ± 3%%", c.name, c.got, c.want)
-		}
+	for _, mode := range []struct {
+		perEvent bool
+		tol      float64
+	}{{false, 0.03}, {true, 0.001}} {
+		t.Run(fmt.Sprintf("per-event=%v", mode.perEvent), func(t *testing.T) {
+			res, err := Run(tr, Config{Policy: PolicyEASYPP + ":" + predict.CorrectTsafrir, PerEvent: mode.perEvent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Metrics
+			t.Logf("wait %.1f bsld %.2f max wait %.0f (pyss 6235.9 63.50 528201)", m.AvgWait, m.AvgBoundedSlowdown, m.MaxWait)
+			for _, c := range []struct {
+				name      string
+				got, want float64
+			}{{"avg wait", m.AvgWait, 6235.9}, {"avg bounded slowdown", m.AvgBoundedSlowdown, 63.50}, {"max wait", m.MaxWait, 528201}} {
+				if math.Abs(c.got-c.want) > mode.tol*c.want {
+					t.Errorf("%s = %.6g, want %.6g ± %g%%", c.name, c.got, c.want, mode.tol*100)
+				}
+			}
+		})
 	}
 }

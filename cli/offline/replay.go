@@ -198,6 +198,9 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 	if cfg.Cycle, err = replay.ParseCycle(c.String("cycle")); err != nil {
 		return cfg, nil, err
 	}
+	if cfg.PerEvent = c.Bool("per-event"); cfg.PerEvent && cfg.Cycle > 0 {
+		return cfg, nil, fmt.Errorf("--per-event: not with --cycle %s (a cycle decides on its ticks only)", c.String("cycle"))
+	}
 	if cr := strings.ToLower(strings.TrimSpace(c.String("corrector"))); cr != "" {
 		if !slices.Contains(replay.Correctors, cr) {
 			return cfg, nil, fmt.Errorf("--corrector %q: allowed %s", cr, strings.Join(replay.Correctors, ", "))

@@ -158,6 +158,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--weights-profile", "nope", trace},
 		{"replay", "--sweep", "w3=1:0:0.1", trace},
 		{"replay", "--cycle", "soon", trace},
+		{"replay", "--per-event", "--cycle", "30s", trace},
 		{"replay", "--policy", "easy++:foo", trace},
 		{"replay", "--policy", "sjbf:reqtime", trace},
 		{"replay", "--corrector", "bad", trace},
