@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -206,15 +207,24 @@ type sim struct {
 	// (start counts the groups a job spans).
 	groupMark []uint32
 	markGen   uint32
+	// ctx stops the replay when done (nil: never).
+	ctx context.Context
 }
 
 // Run replays the trace under one policy and returns its metrics.
 func Run(tr *Trace, cfg Config) (*Result, error) {
+	return RunContext(context.Background(), tr, cfg)
+}
+
+// RunContext is Run, stopped with ctx's error when ctx is done (checked
+// every few thousand events).
+func RunContext(ctx context.Context, tr *Trace, cfg Config) (*Result, error) {
 	started := time.Now()
 	s, err := newSim(tr, cfg)
 	if err != nil {
 		return nil, err
 	}
+	s.ctx = ctx
 	if err := s.run(); err != nil {
 		return nil, err
 	}
@@ -357,7 +367,12 @@ func (s *sim) run() error {
 	wake := time.Duration(-1) // the energy rule's next chance to start held work
 	s.now = origin
 	s.idle.at = origin
-	for s.done < len(jobs) {
+	for events := 0; s.done < len(jobs); events++ {
+		if events&4095 == 0 && s.ctx != nil {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		t := time.Duration(-1)
 		if s.nextArr < len(jobs) {
 			t = jobs[s.nextArr].Submit

@@ -4,6 +4,7 @@
 package offline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func Replay(c *cli.Context) error {
 		// affected, and GOGC still wins when set.
 		debug.SetGCPercent(400)
 	}
-	results, err := replayAll(tr, runs, progressWriter(c, stderr))
+	results, err := replayAll(c.Context, tr, runs, progressWriter(c, stderr))
 	if err != nil {
 		return err
 	}
@@ -285,8 +286,12 @@ func progressWriter(c *cli.Context, stderr io.Writer) io.Writer {
 	return nil
 }
 
-// replayAll runs the replays on up to GOMAXPROCS cores, in order of runs.
-func replayAll(tr *replay.Trace, runs []replayRun, progress io.Writer) ([]*replay.Result, error) {
+// replayAll runs the replays on up to GOMAXPROCS cores, in order of runs;
+// an interrupt (ctx done) stops them all.
+func replayAll(ctx context.Context, tr *replay.Trace, runs []replayRun, progress io.Writer) ([]*replay.Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var bar *progressbar.ProgressBar
 	if progress != nil {
 		bar = progressbar.NewOptions64(int64(len(tr.Jobs))*int64(len(runs)),
@@ -313,7 +318,7 @@ func replayAll(tr *replay.Trace, runs []replayRun, progress io.Writer) ([]*repla
 						last = done
 					}
 				}
-				results[i], errs[i] = replay.Run(tr, cfg)
+				results[i], errs[i] = replay.RunContext(ctx, tr, cfg)
 			}
 		})
 	}
