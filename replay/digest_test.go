@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -283,3 +284,23 @@ func TestLatticeDecisionDigests(t *testing.T) {
 }
 
 var runtimeArch = runtime.GOARCH
+
+// TestReplayOmitsReservationNodes: the replay leaves the reservations'
+// node names out of its plans (solver.Input.OmitReservationNodes) except
+// under the digests' observer; the replays come out the same either way.
+func TestReplayOmitsReservationNodes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tr   *Trace
+	}{{"hpc2n", loadTrace(t, "hpc2n.swf")}, {"mixed", mixedTrace(t, 2000)}} {
+		_, _, named := replayDigest(t, c.tr, Config{})
+		res, err := Run(c.tr, Config{Policy: PolicyLattice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.WallSeconds = 0
+		if !reflect.DeepEqual(res.Metrics, named) {
+			t.Errorf("%s: without names\n%+v\nwith names\n%+v", c.name, res.Metrics, named)
+		}
+	}
+}

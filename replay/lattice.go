@@ -52,6 +52,7 @@ type latticePolicy struct {
 }
 
 // observeDecision, when set (by tests), sees every decision's solver input
+// (with the reservations' nodes named, which the replay otherwise omits)
 // and plan.
 var observeDecision func(*solver.Input, *solver.Plan)
 
@@ -199,24 +200,27 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 	}
 	now := Epoch.Add(s.now)
 	snap := vcluster.Snapshot{
-		Now:                 now,
-		VCluster:            vc,
-		Lenders:             lp.lenders,
-		Nodes:               lp.nodes,
-		Allocations:         lp.allocs,
-		Pending:             lp.pending,
-		Tenants:             lp.tenants,
-		TenantLoad:          lp.load,
-		TenantsByName:       lp.byName,
-		Groups:              lp.groups,
-		PowerHeadroomWatts:  -1,
-		EnergyPrice:         -1,
-		Predictor:           lp.hist,
-		Corrector:           s.cfg.Corrector,
-		StarvationWait:      s.cfg.StarvationWait,
-		StarvationFactor:    s.cfg.StarvationFactor,
-		JobStarvationFactor: s.cfg.JobStarvationFactor,
-		EasyStarts:          &lp.easy,
+		Now:                now,
+		VCluster:           vc,
+		Lenders:            lp.lenders,
+		Nodes:              lp.nodes,
+		Allocations:        lp.allocs,
+		Pending:            lp.pending,
+		Tenants:            lp.tenants,
+		TenantLoad:         lp.load,
+		TenantsByName:      lp.byName,
+		Groups:             lp.groups,
+		PowerHeadroomWatts: -1,
+		EnergyPrice:        -1,
+		Predictor:          lp.hist,
+		Corrector:          s.cfg.Corrector,
+		// Only the starts are read; a test observing whole plans
+		// (observeDecision: the decision digests) gets them named.
+		OmitReservationNodes: observeDecision == nil,
+		StarvationWait:       s.cfg.StarvationWait,
+		StarvationFactor:     s.cfg.StarvationFactor,
+		JobStarvationFactor:  s.cfg.JobStarvationFactor,
+		EasyStarts:           &lp.easy,
 	}
 	if lp.svc != nil {
 		snap.Service = lp.svc[p]

@@ -1374,7 +1374,10 @@ func (s *state) decide(rank int) {
 		s.reserved++
 	}
 	s.reserve(tl, key, jb.min, e)
-	r := Reservation{JobID: j.ID, Start: ex.ExpectedStart, Nodes: s.nameList(s.chosen)}
+	r := Reservation{JobID: j.ID, Start: ex.ExpectedStart}
+	if !in.OmitReservationNodes {
+		r.Nodes = s.nameList(s.chosen)
+	}
 	s.out.Reservations = append(s.out.Reservations, r)
 	ex.Nodes = r.Nodes
 }

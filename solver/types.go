@@ -134,6 +134,12 @@ type Input struct {
 	// instead of the walltime: a job may start in a hole it fits by its
 	// prediction. Off, predictions only order the queue (f2).
 	PredictedStarts bool
+	// OmitReservationNodes leaves the reservations' (and their
+	// explanations') node lists out of the plan, for callers that read
+	// only the starts (the replay): with a reservation often over most of
+	// a large machine, naming its nodes every cycle costs more than the
+	// rest of the reservation.
+	OmitReservationNodes bool
 	// ServiceAverage (> 0) turns on the per-job fair share of service: f3
 	// of a job of a tenant with a fair-share target is at least
 	// predict.PendingBehind — how far its tenant's average bounded slowdown

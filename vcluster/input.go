@@ -83,6 +83,9 @@ type Snapshot struct {
 	// is planned from then on: predict.CorrectTsafrir (step by step) or
 	// predict.CorrectReqtime (its walltime); "" = DefaultCorrector.
 	Corrector string
+	// OmitReservationNodes is solver.Input's: the plan's reservations
+	// name no nodes (the replay, which reads only the starts).
+	OmitReservationNodes bool
 	// StarvationWait: while a pending job has waited longer, running work
 	// is planned with its walltimes, not its predictions (the starvation
 	// guard). 0 = DefaultStarvationWait, < 0 = never.
@@ -392,23 +395,24 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	}
 	clear(b.tenants)
 	in := solver.Input{
-		Now:                s.Now,
-		VCluster:           vc.Name,
-		Type:               vc.Type,
-		Weights:            vc.Weights,
-		Algorithm:          vc.EffectiveAlgorithm(),
-		ReservationDepth:   vc.ReservationDepth,
-		PredictedStarts:    predictedStarts,
-		ServiceAverage:     serviceAverage(s, serviceTerm),
-		ProtectedFirst:     serviceProtect && !guarded,
-		Groups:             s.Groups,
-		PowerHeadroomWatts: s.PowerHeadroomWatts,
-		EnergyPrice:        s.EnergyPrice,
-		Energy:             s.Energy,
-		Nodes:              slices.Grow(b.nodes[:0], len(s.Nodes)),
-		Running:            b.running[:0],
-		Pending:            b.pending[:0],
-		Tenants:            b.tenants,
+		Now:                  s.Now,
+		VCluster:             vc.Name,
+		Type:                 vc.Type,
+		Weights:              vc.Weights,
+		Algorithm:            vc.EffectiveAlgorithm(),
+		ReservationDepth:     vc.ReservationDepth,
+		PredictedStarts:      predictedStarts,
+		OmitReservationNodes: s.OmitReservationNodes,
+		ServiceAverage:       serviceAverage(s, serviceTerm),
+		ProtectedFirst:       serviceProtect && !guarded,
+		Groups:               s.Groups,
+		PowerHeadroomWatts:   s.PowerHeadroomWatts,
+		EnergyPrice:          s.EnergyPrice,
+		Energy:               s.Energy,
+		Nodes:                slices.Grow(b.nodes[:0], len(s.Nodes)),
+		Running:              b.running[:0],
+		Pending:              b.pending[:0],
+		Tenants:              b.tenants,
 	}
 	if b.seenRunning == nil {
 		b.seenRunning = make(map[uint64]bool)
