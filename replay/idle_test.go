@@ -80,22 +80,3 @@ func TestIdleAddsUp(t *testing.T) {
 	t.Run("lattice every minute", func(t *testing.T) { check(t, tr, Config{Policy: PolicyLattice, Cycle: 60e9}) })
 	t.Run("mixed", func(t *testing.T) { check(t, mixedTrace(t, 1500), Config{Policy: PolicyLattice}) })
 }
-
-// TestGroupsSpanned: a start counts the distinct dragonfly groups of its
-// nodes, beyond 64 groups too (group size 1: one group per node).
-func TestGroupsSpanned(t *testing.T) {
-	tr := tinyTrace(200, tj{id: 1, submit: 0, run: 10, est: 10, size: 150}, tj{id: 2, submit: 0, run: 10, est: 10, size: 1},
-		tj{id: 3, submit: 0, run: 10, est: 10, size: 49})
-	s, err := newSim(tr, Config{Policy: PolicyEASY, GroupSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.run(); err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []int16{150, 1, 49} {
-		if got := s.jobs[i].groups; got != want {
-			t.Errorf("job %d spans %d groups, want %d", tr.Jobs[i].ID, got, want)
-		}
-	}
-}

@@ -289,9 +289,6 @@ func progressWriter(c *cli.Context, stderr io.Writer) io.Writer {
 // replayAll runs the replays on up to GOMAXPROCS cores, in order of runs;
 // an interrupt (ctx done) stops them all.
 func replayAll(ctx context.Context, tr *replay.Trace, runs []replayRun, progress io.Writer) ([]*replay.Result, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var bar *progressbar.ProgressBar
 	if progress != nil {
 		bar = progressbar.NewOptions64(int64(len(tr.Jobs))*int64(len(runs)),
