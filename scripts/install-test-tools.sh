@@ -1,7 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages that some tests need, when their commands are
 # missing: prometheus (prometheus, promtool), docker-compose (a Compose file
-# parser; no container engine is needed), systemd (systemd-analyze).
+# parser; no container engine is needed), systemd (systemd-analyze),
+# openmpi (openmpi-bin + libopenmpi-dev: mpirun, mpicc), mpich (mpich +
+# libmpich-dev: mpichversion), munge (munged, libmunge), slurm (slurm-wlm:
+# the Slurm 22.05 the Slurm-compatibility tests compare against), chromium
+# (headless browser tests), snakemake, protoc (protobuf-compiler).
 # Needs root and apt-get; otherwise it says so and exits 1, and the tests
 # that need the tool skip with that message.
 #   scripts/install-test-tools.sh prometheus docker-compose systemd
@@ -9,12 +13,19 @@ set -eu
 need=""
 for pkg in "$@"; do
 	case "$pkg" in
-	prometheus) cmd=promtool ;;
-	docker-compose) cmd=docker-compose ;;
-	systemd) cmd=systemd-analyze ;;
-	*) echo "install-test-tools: unknown package $pkg (allowed: prometheus, docker-compose, systemd)" >&2; exit 2 ;;
+	prometheus) cmd=promtool; debs=prometheus ;;
+	docker-compose) cmd=docker-compose; debs=docker-compose ;;
+	systemd) cmd=systemd-analyze; debs=systemd ;;
+	openmpi) cmd=ompi_info; debs="openmpi-bin libopenmpi-dev" ;;
+	mpich) cmd=mpichversion; debs="mpich libmpich-dev" ;;
+	munge) cmd=munged; debs="munge libmunge-dev" ;;
+	slurm) cmd=slurmctld; debs="slurm-wlm" ;;
+	chromium) cmd=chromium; debs=chromium ;;
+	snakemake) cmd=snakemake; debs=snakemake ;;
+	protoc) cmd=protoc; debs=protobuf-compiler ;;
+	*) echo "install-test-tools: unknown package $pkg (allowed: prometheus, docker-compose, systemd, openmpi, mpich, munge, slurm, chromium, snakemake, protoc)" >&2; exit 2 ;;
 	esac
-	command -v "$cmd" >/dev/null 2>&1 || need="$need $pkg"
+	command -v "$cmd" >/dev/null 2>&1 || need="$need $debs"
 done
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
