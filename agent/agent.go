@@ -93,9 +93,10 @@ type Config struct {
 
 // Agent runs the allocations the quorum assigns to its nodes.
 type Agent struct {
-	cfg    Config
-	runner *Runner
-	log    *slog.Logger
+	cfg      Config
+	runner   *Runner
+	log      *slog.Logger
+	instance string // AgentHello.instance (instance.go)
 
 	mu      sync.Mutex
 	seq     uint64
@@ -213,6 +214,9 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.instance, err = loadInstance(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
 		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor, SupervisorMode: cfg.SupervisorMode})
 	if err != nil {
@@ -316,7 +320,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	hello := &latticev1.AgentHello{AgentId: a.cfg.ID}
+	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, Instance: a.instance}
 	a.mu.Lock() // fingerprints change with drift
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
@@ -336,6 +340,8 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	if err != nil {
 		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition {
 			a.log.Debug("not the leader, trying the next server", "server", addr, "msg", s.Message())
+		} else if ok && (s.Code() == codes.AlreadyExists || s.Code() == codes.PermissionDenied || s.Code() == codes.Unauthenticated) {
+			a.log.Warn("the leader refused this agent", "server", addr, "code", s.Code().String(), "msg", s.Message())
 		}
 		return err
 	}

@@ -17,7 +17,7 @@ func (e *FieldError) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("invalid %s: allowed %s", e.Field, e.Allowed)
 	}
-	return fmt.Sprintf("invalid %s %q: allowed %s", e.Field, e.Value, e.Allowed)
+	return fmt.Sprintf("invalid %s %s: allowed %s", e.Field, Quote(e.Value), e.Allowed)
 }
 
 // IsFieldError reports whether err (or anything it wraps) is a *FieldError.

@@ -44,6 +44,19 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 		nodes[i] = agent.NodeFromProto(n)
 		names[i] = n.Name
 	}
+	conn := &agentConn{
+		id: hello.AgentId, out: make(chan *latticev1.ServerMessage, 4096), done: make(chan struct{}), nodes: names,
+		holder: holderOf(stream.Context(), hello.AgentId, hello.Instance),
+		sent:   map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{}, unsettled: map[uint64]bool{},
+		logWaiters: map[uint64]chan *latticev1.LogData{},
+	}
+	// Nodes a different connected agent holds are refused before anything
+	// is proposed (agent_claim.go): no job of theirs fails, nothing reaches
+	// this stream.
+	if err := l.disp.claims.claim(conn); err != nil {
+		return s.refuseClaim(conn.holder, "connect", err)
+	}
+	defer l.disp.detach(conn)
 	ctx, cancel := context.WithTimeout(stream.Context(), 10*time.Second)
 	r, err := s.propose(ctx, &quorum.RegisterNodes{Agent: hello.AgentId, Nodes: nodes})
 	cancel()
@@ -52,11 +65,6 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	}
 	if r.Rejection != nil {
 		return rejectionError(r.Rejection)
-	}
-	conn := &agentConn{
-		id: hello.AgentId, out: make(chan *latticev1.ServerMessage, 4096), done: make(chan struct{}), nodes: names,
-		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{}, unsettled: map[uint64]bool{},
-		logWaiters: map[uint64]chan *latticev1.LogData{},
 	}
 	// What the agent still runs counts as delivered — as the run it says
 	// it has: the dispatcher will stop what the quorum no longer wants
@@ -86,7 +94,6 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	}
 	s.confirmCleanup(stream.Context(), names, running)
 	l.disp.attach(conn)
-	defer l.disp.detach(conn)
 	s.metrics.agents.Inc()
 	defer s.metrics.agents.Dec()
 	s.log.Info("agent attached", "agent", hello.AgentId, "nodes", len(names))

@@ -20,6 +20,8 @@ type agentConn struct {
 	out   chan *latticev1.ServerMessage
 	done  chan struct{}
 	nodes []string
+	// holder: who this connection is (agent_claim.go).
+	holder claimHolder
 
 	mu sync.Mutex
 	// sent and cancelSent map an allocation to the run (its requeue count)
@@ -52,6 +54,12 @@ func (c *agentConn) send(m *latticev1.ServerMessage) bool {
 	}
 }
 
+func (c *agentConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 func (c *agentConn) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -77,6 +85,7 @@ type dispatcher struct {
 	reports chan reportIn
 	logSeq  uint64
 	kick    chan struct{}
+	claims  nodeClaims // which connected agent holds each node
 }
 
 func newDispatcher(l *leaderState) *dispatcher {
@@ -104,6 +113,7 @@ func (d *dispatcher) attach(c *agentConn) {
 
 func (d *dispatcher) detach(c *agentConn) {
 	c.close()
+	d.claims.release(c)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.conns[c.id] == c {

@@ -28,6 +28,12 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 	if err := n.s.agentOwns(ctx, "register", names); err != nil {
 		return nil, err
 	}
+	if l := n.s.currentLeader(); l != nil {
+		who := holderOf(ctx, req.AgentId, req.Instance)
+		if err := l.disp.claims.check(who, names); err != nil {
+			return nil, n.s.refuseClaim(who, "register", err)
+		}
+	}
 	cmd := &quorum.RegisterNodes{Agent: req.AgentId}
 	resp := &latticev1.RegisterNodesResponse{}
 	for _, p := range req.Nodes {

@@ -295,8 +295,8 @@ func New(cfg Config) (*Server, error) {
 	s.health = newHealthState(s)
 	s.registerContractCollector()
 	s.fwd = newForwarder(s)
-	unary := []grpc.UnaryServerInterceptor{s.contract.unary, s.metrics.unaryInterceptor}
-	stream := []grpc.StreamServerInterceptor{s.contract.stream}
+	unary := []grpc.UnaryServerInterceptor{clipErrorsUnary, s.contract.unary, s.metrics.unaryInterceptor}
+	stream := []grpc.StreamServerInterceptor{clipErrorsStream, s.contract.stream}
 	if cfg.TokensFile != "" {
 		if s.auth, err = newAuthenticator(cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
 			q.Shutdown()

@@ -173,7 +173,12 @@ type AgentHello struct {
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	Nodes   []*Node                `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// allocations the agent is still running (after a reconnect): id and node.
-	Running       []*RunningOnAgent `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"`
+	Running []*RunningOnAgent `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"`
+	// instance identifies this agent process (random, kept in its data dir
+	// across restarts). The leader refuses a hello for nodes a connected
+	// agent holds unless it comes from the same agent id, credential and
+	// instance: a reconnection, which replaces the old stream.
+	Instance      string `protobuf:"bytes,220,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -227,6 +232,13 @@ func (x *AgentHello) GetRunning() []*RunningOnAgent {
 		return x.Running
 	}
 	return nil
+}
+
+func (x *AgentHello) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 type RunningOnAgent struct {
@@ -1416,12 +1428,13 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"step_event\x18\x05 \x01(\v2\x15.lattice.v1.StepEventH\x00R\tstepEvent\x126\n" +
 	"\n" +
 	"node_facts\x18\x06 \x01(\v2\x15.lattice.v1.NodeFactsH\x00R\tnodeFactsB\x05\n" +
-	"\x03msg\"\x85\x01\n" +
+	"\x03msg\"\xa2\x01\n" +
 	"\n" +
 	"AgentHello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x124\n" +
-	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\"[\n" +
+	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\x12\x1b\n" +
+	"\binstance\x18\xdc\x01 \x01(\tR\binstance\"[\n" +
 	"\x0eRunningOnAgent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +

@@ -291,9 +291,12 @@ func (x *Node) GetMeasuredAtUnixMs() int64 {
 }
 
 type RegisterNodesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Nodes         []*Node                `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Nodes   []*Node                `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// instance: as AgentHello.instance (nodes held by a connected agent are
+	// refused to any other).
+	Instance      string `protobuf:"bytes,220,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -340,6 +343,13 @@ func (x *RegisterNodesRequest) GetNodes() []*Node {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *RegisterNodesRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 type RegisterNodesResponse struct {
@@ -827,10 +837,11 @@ const file_lattice_v1_node_proto_rawDesc = "" +
 	"\tmemory_mb\x18\x19 \x01(\x03R\bmemoryMb\x12-\n" +
 	"\x12cleanup_allocation\x18\x1a \x01(\x04R\x11cleanupAllocation\x12%\n" +
 	"\x0emeasured_watts\x18\x1b \x01(\x05R\rmeasuredWatts\x12-\n" +
-	"\x13measured_at_unix_ms\x18\x1c \x01(\x03R\x10measuredAtUnixMs\"Y\n" +
+	"\x13measured_at_unix_ms\x18\x1c \x01(\x03R\x10measuredAtUnixMs\"v\n" +
 	"\x14RegisterNodesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
-	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\"7\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x12\x1b\n" +
+	"\binstance\x18\xdc\x01 \x01(\tR\binstance\"7\n" +
 	"\x15RegisterNodesResponse\x12\x1e\n" +
 	"\n" +
 	"registered\x18\x01 \x03(\tR\n" +
