@@ -753,7 +753,8 @@ func parseGPUsPerNode(s string) (typ string, n int, err error) {
 // parseExport reads --export with sbatch's meaning: ALL (the default: the
 // submitting environment), NONE, or a list of NAME (taken from the current
 // environment) and NAME=VALUE, which passes only those unless ALL starts
-// the list. The result is sorted KEY=VALUE with one entry per key.
+// the list. The result is sorted KEY=VALUE with one entry per key, without
+// latticectl's own credentials (ownCredentials).
 func parseExport(s string, environ []string) ([]string, error) {
 	v := strings.TrimSpace(s)
 	if v == "" {
@@ -789,7 +790,9 @@ func parseExport(s string, environ []string) ([]string, error) {
 	}
 	out := make([]string, 0, len(env))
 	for k, val := range env {
-		out = append(out, k+"="+val)
+		if !ownCredentials[k] { // export_secrets.go
+			out = append(out, k+"="+val)
+		}
 	}
 	slices.Sort(out)
 	return out, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +73,10 @@ type Config struct {
 	// TLS, when set, carries Raft traffic over TLS with this configuration
 	// (pki.Peer: member certificates required at both ends).
 	TLS *tls.Config
+	// ClusterSecret, when set, must be proven by every Raft connection
+	// (secret.go); without it and without TLS the Raft address must be
+	// loopback.
+	ClusterSecret string
 }
 
 func (c *Config) defaults() {
@@ -180,18 +183,8 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	if cfg.InMemTransport {
 		addr, tr := raft.NewInmemTransport(raft.ServerAddress("inmem:" + cfg.ID))
 		q.transport, advertise = tr, addr
-	} else if cfg.TLS != nil {
-		tr, terr := newTLSTransport(cfg.RaftAddr, cfg.TLS)
-		if terr != nil {
-			return fail(fmt.Errorf("listen for raft on %s: %w", cfg.RaftAddr, terr))
-		}
-		q.transport, advertise = tr, tr.LocalAddr()
 	} else {
-		tcpAddr, rerr := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
-		if rerr != nil {
-			return fail(fmt.Errorf("invalid raft address %q: %w", cfg.RaftAddr, rerr))
-		}
-		tr, terr := raft.NewTCPTransport(cfg.RaftAddr, tcpAddr, 5, 10*time.Second, io.Discard)
+		tr, terr := newRaftTransport(&cfg, q.log)
 		if terr != nil {
 			return fail(fmt.Errorf("listen for raft on %s: %w", cfg.RaftAddr, terr))
 		}

@@ -3,8 +3,6 @@ package quorum
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -20,27 +18,6 @@ type tlsStreamLayer struct {
 	net.Listener
 	cfg       *tls.Config
 	advertise net.Addr
-}
-
-// newTLSTransport listens on addr and returns a Raft transport over TLS.
-func newTLSTransport(addr string, cfg *tls.Config) (*raft.NetworkTransport, error) {
-	adv, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("invalid raft address %q: %w", addr, err)
-	}
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if adv.IP == nil || adv.IP.IsUnspecified() {
-		lis.Close()
-		return nil, fmt.Errorf("raft address %q: give an address other members can reach, not an unspecified one", addr)
-	}
-	if adv.Port == 0 {
-		adv = lis.Addr().(*net.TCPAddr)
-	}
-	layer := &tlsStreamLayer{Listener: lis, cfg: cfg, advertise: adv}
-	return raft.NewNetworkTransport(layer, 5, 10*time.Second, io.Discard), nil
 }
 
 // handshakeTimeout bounds the TLS handshake of an accepted connection, so

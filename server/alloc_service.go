@@ -55,6 +55,7 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 		return model.Request{}, model.Request{}, err
 	}
 	r := requestFromProto(req.Request)
+	r.Env = a.s.dropSecretEnv(r.Env)
 	if err := a.s.resolveSite(&r); err != nil {
 		return model.Request{}, model.Request{}, err
 	}

@@ -44,6 +44,7 @@ func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequ
 			return nil, err
 		}
 		ss := dag.SpecStage{Name: st.Name, Request: requestFromProto(st.Request)}
+		ss.Request.Env = d.s.dropSecretEnv(ss.Request.Env)
 		if err := checkLimits(&ss.Request); err != nil {
 			return nil, err
 		}

@@ -148,6 +148,14 @@ type Config struct {
 	// required at both ends, and calls to other members present the
 	// member certificate. Empty = plaintext.
 	TLS pki.Files
+	// NeverStoreEnv names environment variables (or path.Match patterns)
+	// dropped from every job environment before it is proposed or sent
+	// (secret_env.go); LATTICE_TOKEN always is.
+	NeverStoreEnv []string
+	// ClusterSecret must be proven by every Raft connection (the same on
+	// every member; quorum/secret.go). Without it and without TLS the Raft
+	// address must be loopback.
+	ClusterSecret string
 }
 
 func (c *Config) defaults() error {
@@ -195,6 +203,9 @@ func (c *Config) defaults() error {
 	}
 	if c.PruneInterval <= 0 {
 		c.PruneInterval = 10 * time.Minute
+	}
+	if err := checkNeverStoreEnv(c.NeverStoreEnv); err != nil {
+		return err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -284,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
 		HeartbeatTimeout: cfg.RaftHeartbeatTimeout, ElectionTimeout: cfg.RaftHeartbeatTimeout, LeaderLeaseTimeout: cfg.RaftHeartbeatTimeout / 2,
-		FaultInjection: cfg.FaultInjection, TLS: peerTLS,
+		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()

@@ -244,7 +244,7 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 	)
 	for i, p := range plan {
 		m := &latticev1.StepLaunch{AllocationId: al.ID, StepId: stepID, Node: p.node, NodeIndex: int32(p.index), Tasks: p.tasks,
-			Ntasks: int32(ntasks), Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, StepNodes: stepNodes, User: al.User}
+			Ntasks: int32(ntasks), Command: req.Command, Env: s.dropSecretEnv(req.Env), WorkDir: req.WorkDir, StepNodes: stepNodes, User: al.User}
 		if !conns[i].send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
 			killedFor, message = "agent", fmt.Sprintf("could not reach the agent of node %s", p.node)
 			for _, t := range p.tasks {

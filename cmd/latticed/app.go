@@ -179,7 +179,7 @@ func runDev(c *cli.Context) error {
 		TLS:         devFiles,
 		TokensFile:  filepath.Join(dataDir, tokensFileName),
 		Tenants:     append([]string{localUser(), "demo", model.DefaultTenant}, splitList(c.String("tenants"))...),
-		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
+		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: agentNodeNames(nodes), MaxPriority: -1}},
 		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
 		InMemRaft: true, RaftLogLevel: "error", LoopProcs: true, VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
@@ -298,6 +298,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
 		tlsFlags("the member")[0], tlsFlags("the member")[1], tlsFlags("the member")[2],
+		secretFlags()[0], secretFlags()[1],
 		&cli.BoolFlag{Name: "pprof", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on the metrics address", EnvVars: env("pprof")},
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
@@ -384,7 +385,7 @@ func runServer(c *cli.Context) error {
 	if !tlsFiles(c).Enabled() {
 		for _, flag := range []string{"api-addr", "raft-addr"} {
 			if loopbackOnly(flag, c.String(flag)) != nil {
-				slog.Warn("TLS is off: tokens and job environments cross the network in clear text (latticed ca init, then --tls-ca, --tls-cert, --tls-key)", "flag", flag, "addr", c.String(flag))
+				slog.Warn("TLS is off: tokens and job environments cross the network in clear text (latticed ca init, then --tls-ca, --tls-cert, --tls-key); Raft beyond loopback needs --cluster-secret", "flag", flag, "addr", c.String(flag))
 			}
 		}
 	}
@@ -399,7 +400,7 @@ func runServer(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
-		MailHook: c.String("mail-hook"),
+		MailHook: c.String("mail-hook"), ClusterSecret: c.String("cluster-secret"), NeverStoreEnv: splitList(c.String("never-store-env")),
 	})
 	if err != nil {
 		return tlsUsage(err)
