@@ -103,6 +103,8 @@ func (s *State) dispatch(c Command) *Result {
 		return s.applyNodePower(c)
 	case *Prune:
 		return s.applyPrune(c)
+	case *ArchiveEnded:
+		return s.applyArchiveEnded(c)
 	case *SetMember:
 		s.members[c.Member.ID] = c.Member
 		s.touch()

@@ -397,6 +397,8 @@ func Decode(data []byte) (Command, error) {
 		c = &Reclaim{}
 	case CmdPrune:
 		c = &Prune{}
+	case CmdArchiveEnded:
+		c = &ArchiveEnded{}
 	case CmdSetMember:
 		c = &SetMember{}
 	case CmdRemoveMember:

@@ -262,8 +262,16 @@ func (g *commandLog) next() Command {
 		return &SetPowerBudget{Header: h, Watts: int64(g.pick(3)) * 10000}
 	case r < 98:
 		return &SetTenant{Header: h, Tenant: model.Tenant{Name: fmt.Sprintf("t%d", g.pick(4)), MaxNodes: g.pick(12), MaxRunning: g.pick(5), FairShareTarget: 0.25}}
-	case r < 99:
+	case r < 99 && g.pick(2) == 0:
 		return &Prune{Header: h, Before: g.now.Add(-time.Duration(g.pick(60)) * time.Second)}
+	case r < 99: // into the history of ended jobs (ended or not: Apply skips what has not ended)
+		c := &ArchiveEnded{Header: h, DropBefore: g.now.Add(-time.Duration(g.pick(600)) * time.Second)}
+		for _, id := range s.allocIDs() {
+			if g.pick(3) == 0 {
+				c.IDs = append(c.IDs, id)
+			}
+		}
+		return c
 	default:
 		return &SetMember{Header: h, Member: Member{ID: fmt.Sprintf("m%d", g.pick(3)), RaftAddr: "r", APIAddr: "a"}}
 	}

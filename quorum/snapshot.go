@@ -16,7 +16,8 @@ import (
 
 // Snapshots (and backups) are a stream of typed JSON records, one per line,
 // in a fixed order — header, meta, vclusters, tenants, members, nodes,
-// shared scripts, allocations, DAGs, remembered requests — ending with a SHA-256 checksum of every
+// shared scripts, allocations, DAGs, remembered requests, the history of
+// ended jobs ("ended", in end order: history.go) — ending with a SHA-256 checksum of every
 // byte before it. The same state always gives the same bytes.
 //
 // An array's tasks share one request: its script and environment are
@@ -38,6 +39,7 @@ type record struct {
 	DAG        *model.DAG        `json:"dag,omitempty"`
 	RequestID  string            `json:"request_id,omitempty"`
 	Result     *Result           `json:"result,omitempty"`
+	Ended      *HistoryRecord    `json:"ended,omitempty"`
 	Records    int               `json:"records,omitempty"`
 	// Shared is the array id whose "script" record holds this
 	// allocation's script and environment; ScriptOf keys a script record.
@@ -75,6 +77,9 @@ type image struct {
 	dags     []*model.DAG
 	requests []string
 	results  []*Result
+	// ended is the history (history.go), in end order: records and the
+	// slice's elements are never written once added.
+	ended []*HistoryRecord
 }
 
 func (s *State) image() *image {
@@ -89,6 +94,7 @@ func (s *State) image() *image {
 		views:     s.allocViews(),
 		dags:      s.DAGs(),
 		requests:  slices.Clone(s.requestOrder),
+		ended:     slices.Clip(s.hist.recs),
 	}
 	if im.views == nil {
 		im.allocs = s.Allocations()
@@ -242,6 +248,11 @@ func (im *image) write(w io.Writer) error {
 	}
 	for i, id := range im.requests {
 		if err := put(record{Kind: "request", RequestID: id, Result: im.results[i]}); err != nil {
+			return err
+		}
+	}
+	for _, r := range im.ended {
+		if err := put(record{Kind: "ended", Ended: r}); err != nil {
 			return err
 		}
 	}
@@ -424,6 +435,17 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 		}
 		s.requests[rec.RequestID] = rec.Result
 		s.requestOrder = append(s.requestOrder, rec.RequestID)
+	case "ended":
+		if rec.Ended == nil {
+			return missing()
+		}
+		if n := len(s.hist.recs); n > 0 && !s.hist.recs[n-1].before(rec.Ended) {
+			return fmt.Errorf("%w: line %d: ended job %d out of order", ErrCorrupt, line, rec.Ended.ID)
+		}
+		if _, live := s.allocs[rec.Ended.ID]; live {
+			return fmt.Errorf("%w: line %d: job %d both live and ended", ErrCorrupt, line, rec.Ended.ID)
+		}
+		s.hist.recs = append(s.hist.recs, rec.Ended)
 	default:
 		return fmt.Errorf("%w: line %d: unknown record kind %q", ErrCorrupt, line, rec.Kind)
 	}
@@ -441,7 +463,7 @@ func VerifySnapshot(r io.Reader) (Summary, error) {
 		return Summary{}, fmt.Errorf("%w: %d invariant violations, first: %s", ErrCorrupt, len(v), v[0])
 	}
 	return Summary{Version: s.Version, Nodes: len(s.nodes), Allocations: len(s.allocs),
-		VClusters: len(s.vclusters), Tenants: len(s.tenants)}, nil
+		VClusters: len(s.vclusters), Tenants: len(s.tenants), Ended: len(s.hist.recs)}, nil
 }
 
 // Summary describes a snapshot's contents.
@@ -451,4 +473,6 @@ type Summary struct {
 	Allocations int    `json:"allocations"`
 	VClusters   int    `json:"vclusters"`
 	Tenants     int    `json:"tenants"`
+	// Ended is how many ended jobs the history holds.
+	Ended int `json:"ended,omitempty"`
 }

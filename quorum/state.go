@@ -48,6 +48,8 @@ type State struct {
 	// wake lists what the current command changed that waiting allocations
 	// depend on; it is empty between commands (dependencies.go).
 	wake wakeQueue
+	// hist is the history of ended jobs (history.go).
+	hist history
 }
 
 // MaxRememberedRequests bounds the idempotency table.
@@ -377,6 +379,7 @@ func (s *State) ownNodeList() {
 // rebuildIndexes recomputes every index from the objects (after a restore).
 func (s *State) rebuildIndexes() {
 	s.idx = newIndexes()
+	s.hist.reindex()
 	s.nodeList = make([]*model.Node, len(s.nodeNames))
 	for i, name := range s.nodeNames {
 		s.nodeList[i] = s.nodes[name]
