@@ -221,10 +221,12 @@ func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequ
 		}
 	})
 	if status.Code(err) == codes.NotFound {
-		// Pruned by retention: the archive still has it.
-		if old, aerr := a.s.archive.lookup(strings.TrimSpace(req.Id)); aerr == nil && len(old) > 0 {
-			al, err = old[0], nil
-		}
+		// Past retention: the history of ended jobs has it (history.go).
+		a.s.view(func(st *quorum.State) {
+			if old := endedLookup(st, req.Id); len(old) > 0 {
+				al, err = old[0], nil
+			}
+		})
 	}
 	if err != nil {
 		return nil, err
@@ -253,19 +255,21 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 	if req.TerminalWindowSeconds > 0 {
 		cutoff = a.s.cfg.Clock().Add(-time.Duration(req.TerminalWindowSeconds) * time.Second)
 	}
+	after, err := parsePageToken(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
 	var list []*model.Allocation
-	var missing []string // ids not in the state: perhaps archived
-	var err error
+	var ended []*quorum.HistoryRecord // past retention (history.go), in id order
 	a.s.view(func(st *quorum.State) {
 		if len(req.Ids) > 0 {
 			seen := map[uint64]bool{}
 			for _, id := range req.Ids {
 				found, ferr := resolveIDs(st, id, true)
+				if status.Code(ferr) == codes.NotFound {
+					found, ferr = endedLookup(st, id), nil
+				}
 				if ferr != nil {
-					if status.Code(ferr) == codes.NotFound {
-						missing = append(missing, id)
-						continue
-					}
 					err = ferr
 					return
 				}
@@ -282,22 +286,22 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 			slices.SortFunc(list, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
 		} else {
 			list = st.Allocations()
+			if q := endedQuery(states, req.Vcluster, req.Tenant, req.Users, cutoff, after); q != nil {
+				ended = st.History(*q)
+			}
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	if list, err = a.withArchived(ctx, req, list, missing, states, cutoff); err != nil {
-		return nil, err
-	}
-	after, err := parsePageToken(req.PageToken)
-	if err != nil {
-		return nil, err
-	}
+	ended = byID(ended)
 	resp := &latticev1.ListAllocationsResponse{}
 	size := 0
-	for _, al := range list {
+	for al := range mergeEnded(list, ended) {
 		if al.ID <= after {
+			continue
+		}
+		if len(req.Users) > 0 && !slices.Contains(req.Users, al.User) {
 			continue
 		}
 		if len(states) > 0 && !states[al.State] {
@@ -324,57 +328,6 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 		resp.Allocations = append(resp.Allocations, p)
 	}
 	return resp, nil
-}
-
-// withArchived adds to list, in id order, the archived allocations (pruned
-// by retention, archive.go) the request can match: those it names by id, or
-// — for a listing by filter that takes ended allocations from before the
-// terminal window — every archived one (List's loop filters them further).
-func (a *allocService) withArchived(ctx context.Context, req *latticev1.ListAllocationsRequest, list []*model.Allocation,
-	missing []string, states map[model.AllocState]bool, cutoff time.Time) ([]*model.Allocation, error) {
-	var old []*model.Allocation
-	if len(req.Ids) > 0 {
-		for _, id := range missing {
-			found, err := a.s.archive.lookup(strings.TrimSpace(id))
-			if err != nil {
-				return nil, status.Errorf(codes.Internal, "read the archive: %v", err)
-			}
-			for _, f := range found {
-				if err := a.s.canRead(ctx, "list", allocObject(f)); err != nil {
-					return nil, err
-				}
-			}
-			old = append(old, found...)
-		}
-	} else {
-		wantsEnded := len(states) == 0 || states[model.StateCompleted] || states[model.StateFailed] || states[model.StateCancelled]
-		if !wantsEnded || (!cutoff.IsZero() && !a.s.archive.endedSince(cutoff)) {
-			return list, nil
-		}
-		var err error
-		old, err = a.s.archive.matching(func(al *model.Allocation) bool {
-			return (len(states) == 0 || states[al.State]) && (req.Vcluster == "" || al.VCluster == req.Vcluster) &&
-				(req.Tenant == "" || al.Tenant == req.Tenant)
-		})
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "read the archive: %v", err)
-		}
-	}
-	if len(old) == 0 {
-		return list, nil
-	}
-	live := make(map[uint64]bool, len(list))
-	for _, al := range list {
-		live[al.ID] = true
-	}
-	merged := slices.Clip(list)
-	for _, al := range old {
-		if !live[al.ID] {
-			merged = append(merged, al)
-		}
-	}
-	slices.SortFunc(merged, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
-	return merged, nil
 }
 
 func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest) (*latticev1.CancelResponse, error) {

@@ -248,33 +248,60 @@ func (l *leaderState) onApply(c quorum.Command, r *quorum.Result) {
 	}
 }
 
-// prune drops ended allocations older than the retention period.
+// prune moves ended allocations older than the retention period into the
+// replicated history of ended jobs, and drops history older than the
+// history retention (quorum.ArchiveEnded; history.go).
 func (l *leaderState) prune(ctx context.Context) {
 	tick := time.NewTicker(l.s.cfg.PruneInterval)
 	defer tick.Stop()
 	for {
-		before := l.s.cfg.Clock().Add(-l.s.cfg.Retention)
-		var ended quorum.AllocView
-		l.s.view(func(st *quorum.State) { ended = st.EndedShared() })
-		var any bool
-		for a := range ended.All { // after the lock
-			if a.EndTime.Before(before) {
-				any = true
-				break
-			}
-		}
-		if any {
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			r, err := l.s.propose(pctx, &quorum.Prune{Before: before})
-			cancel()
-			if err == nil {
-				l.s.log.Info("pruned ended allocations", "count", len(r.IDs), "before", before)
-			}
-		}
+		l.archiveEnded(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+	}
+}
+
+// archiveEnded proposes ArchiveEnded commands until nothing is past
+// retention (at most quorum.MaxArchivePerCommand ids each).
+func (l *leaderState) archiveEnded(ctx context.Context) {
+	for ctx.Err() == nil {
+		now := l.s.cfg.Clock()
+		before, dropBefore := now.Add(-l.s.cfg.Retention), now.Add(-l.s.cfg.HistoryRetention)
+		var ended quorum.AllocView
+		var drop bool
+		l.s.view(func(st *quorum.State) {
+			ended = st.EndedShared()
+			oldest := st.HistoryOldestEnd()
+			drop = !oldest.IsZero() && oldest.Before(dropBefore)
+		})
+		cmd := &quorum.ArchiveEnded{}
+		for a := range ended.All { // after the lock
+			if !a.EndTime.IsZero() && a.EndTime.Before(before) {
+				cmd.IDs = append(cmd.IDs, a.ID)
+				if len(cmd.IDs) == quorum.MaxArchivePerCommand {
+					break
+				}
+			}
+		}
+		if drop {
+			cmd.DropBefore = dropBefore
+		}
+		if len(cmd.IDs) == 0 && !drop {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := l.s.propose(pctx, cmd)
+		cancel()
+		if err != nil {
+			l.s.log.Warn("move ended allocations to the history", "count", len(cmd.IDs), "err", err)
+			return
+		}
+		l.s.log.Info("moved ended allocations to the history", "count", len(r.IDs), "before", before, "history_drop_before", cmd.DropBefore)
+		if len(cmd.IDs) < quorum.MaxArchivePerCommand || len(r.IDs) == 0 {
+			return
 		}
 	}
 }

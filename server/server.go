@@ -83,11 +83,13 @@ type Config struct {
 	// (default 10 s; measured_power.go).
 	MeasuredPowerMaxAge   time.Duration
 	MeasuredPowerInterval time.Duration
-	// Retention keeps ended allocations this long in the replicated state
-	// (default 7 days); then they move to each member's archive
-	// (archive.go). PruneInterval is how often the leader looks (default 10 min).
-	Retention     time.Duration
-	PruneInterval time.Duration
+	// Retention keeps ended allocations this long in the live state
+	// (default 7 days); then they move to the replicated history of ended
+	// jobs, which keeps them HistoryRetention (default 365 days; history.go).
+	// PruneInterval is how often the leader looks (default 10 min).
+	Retention        time.Duration
+	HistoryRetention time.Duration
+	PruneInterval    time.Duration
 	// Checkpoint holds the checkpoint cost model's parameters (default
 	// checkpoint.DefaultParams); BrokerInterval is how often the leader's
 	// checkpoint broker looks for --signal lead times and proactive
@@ -156,6 +158,9 @@ type Config struct {
 	// every member; quorum/secret.go). Without it and without TLS the Raft
 	// address must be loopback.
 	ClusterSecret string
+	// RaftTrailingLogs is how many entries a snapshot leaves in the log
+	// (default 10,240; tests lower it so a new member installs a snapshot).
+	RaftTrailingLogs uint64
 }
 
 func (c *Config) defaults() error {
@@ -204,6 +209,9 @@ func (c *Config) defaults() error {
 	if c.PruneInterval <= 0 {
 		c.PruneInterval = 10 * time.Minute
 	}
+	if c.HistoryRetention <= 0 {
+		c.HistoryRetention = 365 * 24 * time.Hour
+	}
 	if err := checkNeverStoreEnv(c.NeverStoreEnv); err != nil {
 		return err
 	}
@@ -228,11 +236,9 @@ type Server struct {
 	log       *slog.Logger
 	fsm       *quorum.FSM
 	q         *quorum.Quorum
-	// archive holds the ended allocations retention pruned (archive.go).
-	archive *archive
-	grpc    *grpc.Server
-	apiLis  net.Listener
-	metrics *metrics
+	grpc      *grpc.Server
+	apiLis    net.Listener
+	metrics   *metrics
 	// contract and health: docs/metrics.md's series (metrics_contract.go)
 	// and readiness (health.go).
 	contract *contract
@@ -280,12 +286,6 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 	}
-	arch, err := openArchive(s.dataPath("archive"), s.log)
-	if err != nil {
-		return nil, err
-	}
-	s.archive = arch
-	s.fsm.Archive = arch.write
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
@@ -295,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
 		HeartbeatTimeout: cfg.RaftHeartbeatTimeout, ElectionTimeout: cfg.RaftHeartbeatTimeout, LeaderLeaseTimeout: cfg.RaftHeartbeatTimeout / 2,
-		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret,
+		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret, TrailingLogs: cfg.RaftTrailingLogs,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()
