@@ -32,6 +32,7 @@ func (r *runner) historyCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Usage: "only allocations named NAME[,NAME...]"},
 			&cli.BoolFlag{Name: "allusers", Aliases: []string{"a"}, Usage: "every user's allocations you may see (the default; kept for sacct habits)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"O", "Format"}, Usage: "the table's columns, as for status: names \"id,name,state,elapsed,exitcode\" or letters \"%i %j %T %M %X\""},
+			&cli.StringFlag{Name: "export", Usage: "write the selection for accounting tools: csv (a header line, then one row each) or jsonl (one JSON object a line)"},
 		}, listingFlags()...),
 		Action: r.history,
 	}
@@ -52,6 +53,9 @@ func (r *runner) history(c *cli.Context) error {
 	}
 	ids := c.Args().Slice()
 	if err := checkIDs(ids); err != nil {
+		return err
+	}
+	if err := checkExport(c.String("export")); err != nil { // history_export.go
 		return err
 	}
 	now := r.Now()
@@ -88,6 +92,7 @@ func (r *runner) history(c *cli.Context) error {
 		req.TerminalWindowSeconds = int64(w / time.Second)
 	}
 	users, names := splitList(c.String("user")), splitList(c.String("name"))
+	req.Users = users // the server's history answers by user from its index
 	all, err := r.listAllocations(c, req)
 	if err != nil {
 		return err
@@ -101,6 +106,9 @@ func (r *runner) history(c *cli.Context) error {
 		}
 	}
 	slices.SortStableFunc(allocs, func(x, y *latticev1.Allocation) int { return cmp.Compare(x.GetId(), y.GetId()) })
+	if exp := c.String("export"); exp != "" {
+		return r.exportHistory(r.Stdout, exp, allocs)
+	}
 	views := make([]historyView, 0, len(allocs))
 	for _, a := range allocs {
 		views = append(views, historyView{allocationView: allocationOf(a, false), User: userOf(a), ElapsedSeconds: int64(r.runDuration(a) / time.Second)})

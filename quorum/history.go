@@ -131,6 +131,10 @@ func (r *HistoryRecord) Allocation() *model.Allocation {
 	return a
 }
 
+// owner is whom Users queries match: the user, or for work submitted
+// without authentication (no user) its tenant, as latticectl shows it.
+func (r *HistoryRecord) owner() string { return cmp.Or(r.User, r.Tenant) }
+
 // before orders records by end time, then id.
 func (r *HistoryRecord) before(o *HistoryRecord) bool {
 	return r.EndMs < o.EndMs || (r.EndMs == o.EndMs && r.ID < o.ID)
@@ -168,7 +172,7 @@ func (h *history) index(r *HistoryRecord, pos uint64) {
 		i, _ := slices.BinarySearch(ids, r.ID)
 		h.byArray[r.ArrayJobID] = slices.Insert(ids, i, r.ID)
 	}
-	h.byUser[r.User] = append(h.byUser[r.User], pos)
+	h.byUser[r.owner()] = append(h.byUser[r.owner()], pos)
 	h.byTenant[r.Tenant] = append(h.byTenant[r.Tenant], pos)
 	h.byState[r.State] = append(h.byState[r.State], pos)
 }
@@ -243,9 +247,9 @@ func (h *history) dropBefore(t time.Time) int {
 				h.byArray[r.ArrayJobID] = ids
 			}
 		}
-		h.byUser[r.User] = popFront(h.byUser[r.User])
-		if len(h.byUser[r.User]) == 0 {
-			delete(h.byUser, r.User)
+		h.byUser[r.owner()] = popFront(h.byUser[r.owner()])
+		if len(h.byUser[r.owner()]) == 0 {
+			delete(h.byUser, r.owner())
 		}
 		h.byTenant[r.Tenant] = popFront(h.byTenant[r.Tenant])
 		if len(h.byTenant[r.Tenant]) == 0 {
@@ -274,10 +278,11 @@ type HistoryQuery struct {
 	EndedFrom, EndedBefore time.Time
 	// SubmittedBefore keeps jobs submitted before it (sacct's window).
 	SubmittedBefore time.Time
-	Users           []string
-	Tenants         []string
-	States          []model.AllocState
-	VCluster        string
+	// Users match the submitter (the tenant of work submitted without one).
+	Users    []string
+	Tenants  []string
+	States   []model.AllocState
+	VCluster string
 	// AfterID keeps ids above it (paging).
 	AfterID uint64
 }
@@ -348,7 +353,7 @@ func (h *history) query(q HistoryQuery) []*HistoryRecord {
 		return r.ID > q.AfterID &&
 			(q.SubmittedBefore.IsZero() || r.SubmitMs < unixMs(q.SubmittedBefore)) &&
 			(q.VCluster == "" || r.VCluster == q.VCluster) &&
-			(len(q.Users) == 0 || slices.Contains(q.Users, r.User)) &&
+			(len(q.Users) == 0 || slices.Contains(q.Users, r.owner())) &&
 			(len(q.Tenants) == 0 || slices.Contains(q.Tenants, r.Tenant)) &&
 			(len(q.States) == 0 || slices.Contains(q.States, r.State))
 	}

@@ -301,7 +301,7 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 		if al.ID <= after {
 			continue
 		}
-		if len(req.Users) > 0 && !slices.Contains(req.Users, al.User) {
+		if len(req.Users) > 0 && !slices.Contains(req.Users, cmp.Or(al.User, al.Tenant)) {
 			continue
 		}
 		if len(states) > 0 && !states[al.State] {

@@ -2279,8 +2279,9 @@ type ListAllocationsRequest struct {
 	// page); page_size bounds the page (0 = as many as fit in about 2 MiB).
 	PageToken string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	PageSize  int32  `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// users: only allocations these users submitted (the history's user
-	// index answers it for ended ones).
+	// users: only allocations these users submitted (work submitted without
+	// authentication, which has no user, counts as its tenant's, as
+	// latticectl shows it); the history's user index answers for ended ones.
 	Users         []string `protobuf:"bytes,220,rep,name=users,proto3" json:"users,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
