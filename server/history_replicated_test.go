@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 )
 
 // memberHistory is every ended job a member's own state holds, as
-// "id:state:user" in id order.
+// "id:state:tenant" in id order.
 func memberHistory(s *Server) []string {
 	var out []string
 	s.view(func(st *quorum.State) {
@@ -31,13 +32,14 @@ func memberHistory(s *Server) []string {
 	return out
 }
 
-// listEnded lists every cancelled allocation through a member's API, page
-// by page.
-func listEnded(t *testing.T, s *Server) []uint64 {
+// listEnded lists every ended allocation through a member's API, page by
+// page, as latticectl history does.
+func listEnded(t testing.TB, s *Server, pageSize int32) []uint64 {
 	t.Helper()
 	conn := dialPlain(t, s)
 	var ids []uint64
-	req := &latticev1.ListAllocationsRequest{States: []string{"CANCELLED"}, PageSize: 7}
+	req := &latticev1.ListAllocationsRequest{States: []string{"COMPLETED", "FAILED", "CANCELLED"}, PageSize: pageSize,
+		TerminalWindowSeconds: 30 * 24 * 3600}
 	for {
 		resp, err := latticev1.NewAllocationServiceClient(conn).List(context.Background(), req)
 		if err != nil {
@@ -53,10 +55,40 @@ func listEnded(t *testing.T, s *Server) []uint64 {
 	}
 }
 
+// endArrays submits arrays of held jobs (tenants alternating) through a
+// member's API and cancels them: arrays × tasks ended jobs.
+func endArrays(t testing.TB, s *Server, arrays, tasks int) {
+	t.Helper()
+	ctx := context.Background()
+	allocs := latticev1.NewAllocationServiceClient(dialPlain(t, s))
+	var ids []string
+	for i := range arrays {
+		tenant := "default"
+		if i%2 == 1 {
+			tenant = "t1"
+		}
+		r, err := allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{Tenant: tenant, NodesMin: 1,
+			WalltimeSeconds: 60, Command: []string{"true"}, Hold: true, Array: &latticev1.ArraySpec{Start: 0, End: int32(tasks - 1), Step: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.DisplayId)
+	}
+	if _, err := allocs.Cancel(ctx, &latticev1.CancelRequest{Ids: ids}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The history of ended jobs is the same on every member — one that joined
 // after the history was written, and caught up by installing a snapshot,
 // included — and every member, made leader in turn, lists all of it.
+// LATTICE_LONG_TESTS=1 runs it with 100,000 ended jobs.
 func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
+	arrays, tasks, pageSize := 4, 10, int32(7)
+	if os.Getenv("LATTICE_LONG_TESTS") == "1" {
+		arrays, tasks, pageSize = 10, 10000, 0
+	}
+	total := arrays * tasks
 	tune := func(c *Config) {
 		c.Retention, c.PruneInterval, c.RaftTrailingLogs = time.Millisecond, 50*time.Millisecond, 8
 		c.Tenants = []string{"t1"}
@@ -64,26 +96,8 @@ func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
 	servers := startTrioWith(t, tune)
 	var l *Server
 	waitFor(t, 10*time.Second, "a leader", func() bool { l = leaderOf(servers); return l != nil })
-	ctx := context.Background()
-	allocs := latticev1.NewAllocationServiceClient(dialPlain(t, l))
-	var submitted []string
-	for i := range 40 {
-		tenant := "default"
-		if i%2 == 1 {
-			tenant = "t1"
-		}
-		// Pending forever (more nodes than there are): cancelled below.
-		r, err := allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{Tenant: tenant, NodesMin: 1,
-			WalltimeSeconds: 60, Command: []string{"true"}, Hold: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		submitted = append(submitted, r.DisplayId)
-	}
-	if _, err := allocs.Cancel(ctx, &latticev1.CancelRequest{Ids: submitted}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "every job in the leader's history", func() bool { return len(memberHistory(l)) == len(submitted) })
+	endArrays(t, l, arrays, tasks)
+	waitFor(t, 120*time.Second, "every job in the leader's history", func() bool { return len(memberHistory(l)) == total })
 	want := memberHistory(l)
 	// Compact the log on every member, then add a fourth: it must install
 	// a snapshot to catch up.
@@ -105,20 +119,19 @@ func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
 	}
 	t.Cleanup(s4.Stop)
 	servers = append(servers, s4)
-	waitFor(t, 20*time.Second, "s4 to catch up", func() bool { return s4.q.AppliedIndex() >= l.q.CommitIndex() && len(memberHistory(s4)) > 0 })
+	waitFor(t, 120*time.Second, "s4 to catch up", func() bool { return s4.q.AppliedIndex() >= l.q.CommitIndex() && len(memberHistory(s4)) > 0 })
 	if s4.q.Stats()["last_snapshot_index"] == "0" {
 		t.Fatal("s4 caught up without installing a snapshot: the test does not test that")
 	}
 	for _, s := range servers {
 		if got := memberHistory(s); !slices.Equal(got, want) {
-			t.Fatalf("%s holds %d ended jobs, the leader %d:\n%v\n%v", s.cfg.ID, len(got), len(want), got, want)
+			t.Fatalf("%s holds %d ended jobs, the leader %d", s.cfg.ID, len(got), len(want))
 		}
 	}
 	// Each member leads in turn and lists the whole history.
-	for _, s := range []*Server{s4, servers[1], servers[0]} {
+	for _, s := range []*Server{s4, servers[1], servers[0], servers[2]} {
 		for attempt := 0; !s.q.IsLeader(); attempt++ {
-			cur := leaderOf(servers)
-			if cur != nil {
+			if cur := leaderOf(servers); cur != nil {
 				_ = cur.q.TransferLeadership(s.cfg.ID)
 			}
 			if attempt == 100 {
@@ -127,13 +140,16 @@ func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		waitFor(t, 10*time.Second, s.cfg.ID+" running its loops", func() bool { return s.currentLeader() != nil })
-		if got := listEnded(t, s); len(got) != len(submitted) {
-			t.Fatalf("%s leading lists %d ended jobs, want %d", s.cfg.ID, len(got), len(submitted))
+		t0 := time.Now()
+		got := listEnded(t, s, pageSize)
+		t.Logf("%s leading lists %d ended jobs in %v", s.cfg.ID, len(got), time.Since(t0))
+		if len(got) != total || !slices.IsSorted(got) {
+			t.Fatalf("%s leading lists %d ended jobs, want %d in id order", s.cfg.ID, len(got), total)
 		}
 	}
 }
 
-func dialPlain(t *testing.T, s *Server) *grpc.ClientConn {
+func dialPlain(t testing.TB, s *Server) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(s.APIAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
