@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -61,21 +62,38 @@ func endArrays(t testing.TB, s *Server, arrays, tasks int) {
 	t.Helper()
 	ctx := context.Background()
 	allocs := latticev1.NewAllocationServiceClient(dialPlain(t, s))
-	var ids []string
+	// A loaded machine may move leadership under such proposals: retry
+	// (the request ids make a retry idempotent).
+	retry := func(what string, call func() error) {
+		t.Helper()
+		var err error
+		for range 20 {
+			if err = call(); err == nil {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Fatalf("%s: %v", what, err)
+	}
 	for i := range arrays {
 		tenant := "default"
 		if i%2 == 1 {
 			tenant = "t1"
 		}
-		r, err := allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{Tenant: tenant, NodesMin: 1,
-			WalltimeSeconds: 60, Command: []string{"true"}, Hold: true, Array: &latticev1.ArraySpec{Start: 0, End: int32(tasks - 1), Step: 1}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.DisplayId)
-	}
-	if _, err := allocs.Cancel(ctx, &latticev1.CancelRequest{Ids: ids}); err != nil {
-		t.Fatal(err)
+		var id string
+		retry("submit", func() error {
+			r, err := allocs.Submit(ctx, &latticev1.SubmitRequest{ClientRequestId: fmt.Sprintf("arr-%d", i), Request: &latticev1.AllocationRequest{
+				Tenant: tenant, NodesMin: 1, WalltimeSeconds: 60, Command: []string{"true"}, Hold: true,
+				Array: &latticev1.ArraySpec{Start: 0, End: int32(tasks - 1), Step: 1}}})
+			if err == nil {
+				id = r.DisplayId
+			}
+			return err
+		})
+		retry("cancel", func() error {
+			_, err := allocs.Cancel(ctx, &latticev1.CancelRequest{ClientRequestId: fmt.Sprintf("cancel-%d", i), Ids: []string{id}})
+			return err
+		})
 	}
 }
 
@@ -85,13 +103,17 @@ func endArrays(t testing.TB, s *Server, arrays, tasks int) {
 // LATTICE_LONG_TESTS=1 runs it with 100,000 ended jobs.
 func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
 	arrays, tasks, pageSize := 4, 10, int32(7)
-	if os.Getenv("LATTICE_LONG_TESTS") == "1" {
+	long := os.Getenv("LATTICE_LONG_TESTS") == "1"
+	if long {
 		arrays, tasks, pageSize = 10, 10000, 0
 	}
 	total := arrays * tasks
 	tune := func(c *Config) {
 		c.Retention, c.PruneInterval, c.RaftTrailingLogs = time.Millisecond, 50*time.Millisecond, 8
 		c.Tenants = []string{"t1"}
+		if long {
+			c.RaftHeartbeatTimeout = 3 * time.Second // 100,000 jobs on a shared 2-core machine
+		}
 	}
 	servers := startTrioWith(t, tune)
 	var l *Server
