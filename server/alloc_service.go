@@ -297,37 +297,40 @@ func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsR
 	ended = byID(ended)
 	resp := &latticev1.ListAllocationsResponse{}
 	size := 0
-	for al := range mergeEnded(list, ended) {
-		if al.ID <= after {
-			continue
+	for al, rec := range mergeEnded(list, ended) {
+		var p *latticev1.Allocation
+		if rec != nil { // the history query applied the request's filters
+			if !a.s.mayRead(ctx, endedObject(rec)) {
+				continue
+			}
+			p = endedToProto(rec)
+		} else {
+			if !a.keepListed(ctx, req, al, after, states, cutoff) {
+				continue
+			}
+			p = listed(a.withExplanation(al))
 		}
-		if len(req.Users) > 0 && !slices.Contains(req.Users, cmp.Or(al.User, al.Tenant)) {
-			continue
-		}
-		if len(states) > 0 && !states[al.State] {
-			continue
-		}
-		if req.Vcluster != "" && al.VCluster != req.Vcluster {
-			continue
-		}
-		if req.Tenant != "" && al.Tenant != req.Tenant {
-			continue
-		}
-		if !cutoff.IsZero() && al.State.Terminal() && al.EndTime.Before(cutoff) {
-			continue
-		}
-		if !a.s.mayRead(ctx, allocObject(al)) {
-			continue
-		}
-		p := listed(a.withExplanation(al))
-		if n := len(resp.Allocations); n > 0 && (size+proto.Size(p) > listPageBytes || (req.PageSize > 0 && n >= int(req.PageSize))) {
+		sz := proto.Size(p)
+		if n := len(resp.Allocations); n > 0 && (size+sz > listPageBytes || (req.PageSize > 0 && n >= int(req.PageSize))) {
 			resp.NextPageToken = strconv.FormatUint(resp.Allocations[n-1].Id, 10)
 			break
 		}
-		size += proto.Size(p)
+		size += sz
 		resp.Allocations = append(resp.Allocations, p)
 	}
 	return resp, nil
+}
+
+// keepListed reports whether a listing by req shows al.
+func (a *allocService) keepListed(ctx context.Context, req *latticev1.ListAllocationsRequest, al *model.Allocation, after uint64,
+	states map[model.AllocState]bool, cutoff time.Time) bool {
+	return al.ID > after &&
+		(len(req.Users) == 0 || slices.Contains(req.Users, cmp.Or(al.User, al.Tenant))) &&
+		(len(states) == 0 || states[al.State]) &&
+		(req.Vcluster == "" || al.VCluster == req.Vcluster) &&
+		(req.Tenant == "" || al.Tenant == req.Tenant) &&
+		(cutoff.IsZero() || !al.State.Terminal() || !al.EndTime.Before(cutoff)) &&
+		a.s.mayRead(ctx, allocObject(al))
 }
 
 func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest) (*latticev1.CancelResponse, error) {

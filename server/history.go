@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -70,28 +72,63 @@ func byID(recs []*quorum.HistoryRecord) []*quorum.HistoryRecord {
 	return recs
 }
 
-// mergeEnded yields live (in id order) merged with the history records
-// (in id order), each record made an allocation only when reached: a page
-// of a listing converts what it shows, not the whole history.
-func mergeEnded(live []*model.Allocation, ended []*quorum.HistoryRecord) iter.Seq[*model.Allocation] {
-	return func(yield func(*model.Allocation) bool) {
+// mergeEnded yields live allocations (in id order) merged with history
+// records (in id order): each pair holds one of the two. A record stays a
+// record — a listing builds its answer from it directly (endedToProto),
+// not through a whole model.Allocation.
+func mergeEnded(live []*model.Allocation, ended []*quorum.HistoryRecord) iter.Seq2[*model.Allocation, *quorum.HistoryRecord] {
+	return func(yield func(*model.Allocation, *quorum.HistoryRecord) bool) {
 		i, j := 0, 0
 		for i < len(live) || j < len(ended) {
-			var next *model.Allocation
+			var ok bool
 			switch {
 			case j == len(ended) || (i < len(live) && live[i].ID < ended[j].ID):
-				next = live[i]
+				ok = yield(live[i], nil)
 				i++
 			case i < len(live) && live[i].ID == ended[j].ID: // never both; the live one wins
-				next = live[i]
+				ok = yield(live[i], nil)
 				i, j = i+1, j+1
 			default:
-				next = ended[j].Allocation()
+				ok = yield(nil, ended[j])
 				j++
 			}
-			if !yield(next) {
+			if !ok {
 				return
 			}
 		}
 	}
+}
+
+func endedDisplayID(r *quorum.HistoryRecord) string {
+	if r.ArrayJobID != 0 {
+		return strconv.FormatUint(r.ArrayJobID, 10) + "_" + strconv.Itoa(r.ArrayIndex)
+	}
+	return strconv.FormatUint(r.ID, 10)
+}
+
+// endedObject describes a record for the object rules (as allocObject).
+func endedObject(r *quorum.HistoryRecord) auth.Object {
+	return auth.Object{Kind: "allocation", ID: endedDisplayID(r), Owner: r.User, Tenant: r.Tenant}
+}
+
+// endedToProto is a record as the API shows an allocation (what allocToProto
+// would give of r.Allocation(), without building it).
+func endedToProto(r *quorum.HistoryRecord) *latticev1.Allocation {
+	p := &latticev1.Allocation{
+		Id: r.ID, DisplayId: endedDisplayID(r), State: string(r.State), Reason: r.Reason,
+		SubmitTimeUnixMs: r.SubmitMs, EligibleTimeUnixMs: r.EligibleMs, StartTimeUnixMs: r.StartMs, EndTimeUnixMs: r.EndMs,
+		ArrayJobId: r.ArrayJobID, ArrayIndex: int32(r.ArrayIndex), DagId: r.DAGID,
+		RequeueCount: int32(r.RequeueCount), CheckpointCount: int32(r.CheckpointCount),
+		Request: &latticev1.AllocationRequest{Name: r.Name, User: r.User, Tenant: r.Tenant, Project: r.Project, Vcluster: r.VCluster,
+			Qos: r.QOS, PriorityClass: int32(r.PriorityClass), NodesMin: int32(r.NodesMin), NodesMax: int32(r.NodesMax),
+			WalltimeSeconds: r.WalltimeSeconds, GpuType: r.GPUType, GpusPerNode: int32(r.GPUsPerNode), WorkDir: r.WorkDir,
+			HotDataFraction: -1},
+	}
+	if r.Nodes != "" {
+		p.Nodes, _ = model.ExpandHostlist(r.Nodes)
+	}
+	if r.ExitCode != nil {
+		p.HasExitCode, p.ExitCode = true, int32(*r.ExitCode)
+	}
+	return p
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
@@ -100,5 +101,19 @@ func TestSubmitBatchChecksEachRequest(t *testing.T) {
 	}
 	if _, err := d.allocs.SubmitBatch(ctx, &latticev1.SubmitBatchRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("empty batch: %v", err)
+	}
+}
+
+// A history record listed directly gives what the record as an allocation
+// would.
+func TestEndedToProtoIsAllocToProto(t *testing.T) {
+	code := 3
+	r := &quorum.HistoryRecord{ID: 12, ArrayJobID: 10, ArrayIndex: 2, Name: "n", User: "u", Tenant: "t", Project: "p", VCluster: "v",
+		QOS: "normal", PriorityClass: 4, NodesMin: 2, NodesMax: 3, WalltimeSeconds: 600, GPUType: "a100", GPUsPerNode: 2, WorkDir: "/w",
+		State: model.StateFailed, Reason: "NonZeroExit", ExitCode: &code, Nodes: "n[001-002]",
+		SubmitMs: 1000, EligibleMs: 1500, StartMs: 2000, EndMs: 3000, RequeueCount: 1, CheckpointCount: 2}
+	want := listed(allocToProto(r.Allocation()))
+	if got := endedToProto(r); !proto.Equal(got, want) {
+		t.Fatalf("endedToProto:\n%v\nallocToProto:\n%v", got, want)
 	}
 }

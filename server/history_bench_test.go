@@ -1,0 +1,45 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/quorum"
+)
+
+// BenchmarkListHistory100k: what `latticectl history` costs the member it
+// asks at 100,000 ended jobs — every page of List over gRPC on loopback,
+// the ended jobs in the replicated history (one member, Raft in memory).
+//
+//	go test -run '^$' -bench ListHistory100k -benchtime 5x ./server/
+func BenchmarkListHistory100k(b *testing.B) {
+	s := benchStartMembers(b, 1)
+	ctx := context.Background()
+	for i := range 10 {
+		r, err := s.propose(ctx, &quorum.Submit{Items: []quorum.SubmitItem{{Request: model.Request{Name: "done", VCluster: "hpc-batch",
+			User: []string{"alice", "bob"}[i%2], Tenant: model.DefaultTenant, Command: []string{"true"}, NodesMin: 1, Walltime: time.Hour, Hold: true,
+			Array: &model.ArraySpec{Start: 0, End: 9999, Step: 1}}}}})
+		if err != nil || r.Rejection != nil {
+			b.Fatal(err, r)
+		}
+		ids := make([]uint64, 10000)
+		for j := range ids {
+			ids[j] = r.IDs[0] + uint64(j)
+		}
+		if _, err := s.propose(ctx, &quorum.Cancel{IDs: ids}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.propose(ctx, &quorum.ArchiveEnded{IDs: ids}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if got := listEnded(b, s, 0); len(got) != 100000 {
+			b.Fatalf("listed %d", len(got))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/listing")
+}
