@@ -77,6 +77,9 @@ type Config struct {
 	// (secret.go); without it and without TLS the Raft address must be
 	// loopback.
 	ClusterSecret string
+	// Entropy is the randomness of the cluster-secret handshake's
+	// challenges (crypto/rand.Reader; this package draws none itself).
+	Entropy io.Reader
 }
 
 func (c *Config) defaults() {

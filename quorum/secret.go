@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -78,11 +77,32 @@ func checkPlaintextRaft(addr string) error {
 }
 
 // secretStreamLayer wraps a stream layer (plain TCP or TLS) with the
-// cluster-secret handshake.
+// cluster-secret handshake. entropy gives the challenges (crypto/rand,
+// passed in: this package never draws randomness itself).
 type secretStreamLayer struct {
 	raft.StreamLayer
-	secret []byte
-	log    *slog.Logger
+	secret  []byte
+	entropy io.Reader
+	log     *slog.Logger
+}
+
+func nonce(entropy io.Reader) ([]byte, error) {
+	b := make([]byte, secretNonceSize)
+	if _, err := io.ReadFull(entropy, b); err != nil {
+		return nil, fmt.Errorf("cluster secret handshake: no randomness: %w", err)
+	}
+	return b, nil
+}
+
+// bounded runs fn, closing c if it takes longer than d (a peer that
+// connects and says nothing holds nothing).
+func bounded(c net.Conn, d time.Duration, fn func() error) error {
+	timer := time.AfterFunc(d, func() { c.Close() })
+	err := fn()
+	if !timer.Stop() && err == nil {
+		err = errors.New("cluster secret handshake: timed out")
+	}
+	return err
 }
 
 // Accept returns the next connection; its handshake runs, bounded, on its
@@ -92,7 +112,7 @@ func (l *secretStreamLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &secretConn{Conn: c, secret: l.secret, log: l.log}, nil
+	return &secretConn{Conn: c, secret: l.secret, entropy: l.entropy, log: l.log}, nil
 }
 
 // Dial connects and proves the secret before handing the connection to Raft.
@@ -101,16 +121,14 @@ func (l *secretStreamLayer) Dial(address raft.ServerAddress, timeout time.Durati
 	if err != nil {
 		return nil, err
 	}
-	_ = c.SetDeadline(time.Now().Add(max(timeout, handshakeTimeout)))
-	if err := dialHandshake(c, l.secret); err != nil {
+	if err := bounded(c, max(timeout, handshakeTimeout), func() error { return dialHandshake(c, l.secret, l.entropy) }); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("raft %s: %w", address, err)
 	}
-	_ = c.SetDeadline(time.Time{})
 	return c, nil
 }
 
-func dialHandshake(c net.Conn, secret []byte) error {
+func dialHandshake(c net.Conn, secret []byte, entropy io.Reader) error {
 	hello := make([]byte, len(secretMagic)+secretNonceSize)
 	if _, err := io.ReadFull(c, hello); err != nil {
 		return fmt.Errorf("cluster secret handshake: %w", err)
@@ -119,8 +137,10 @@ func dialHandshake(c net.Conn, secret []byte) error {
 		return errors.New("cluster secret handshake: the member does not use a cluster secret")
 	}
 	a := hello[len(secretMagic):]
-	b := make([]byte, secretNonceSize)
-	_, _ = rand.Read(b)
+	b, err := nonce(entropy)
+	if err != nil {
+		return err
+	}
 	if _, err := c.Write(append(b, secretMAC(secret, "dial", a, b)...)); err != nil {
 		return fmt.Errorf("cluster secret handshake: %w", err)
 	}
@@ -138,17 +158,16 @@ func dialHandshake(c net.Conn, secret []byte) error {
 // reads or writes anything on it.
 type secretConn struct {
 	net.Conn
-	secret []byte
-	log    *slog.Logger
-	once   sync.Once
-	err    error
+	secret  []byte
+	entropy io.Reader
+	log     *slog.Logger
+	once    sync.Once
+	err     error
 }
 
 func (c *secretConn) handshake() error {
 	c.once.Do(func() {
-		_ = c.Conn.SetDeadline(time.Now().Add(handshakeTimeout))
-		c.err = c.accept()
-		_ = c.Conn.SetDeadline(time.Time{})
+		c.err = bounded(c.Conn, handshakeTimeout, c.accept)
 		if c.err != nil {
 			c.log.Warn("refused a raft connection", "remote", c.Conn.RemoteAddr().String(), "err", c.err)
 			c.Conn.Close()
@@ -158,8 +177,10 @@ func (c *secretConn) handshake() error {
 }
 
 func (c *secretConn) accept() error {
-	a := make([]byte, secretNonceSize)
-	_, _ = rand.Read(a)
+	a, err := nonce(c.entropy)
+	if err != nil {
+		return err
+	}
 	if _, err := c.Conn.Write(append([]byte(secretMagic), a...)); err != nil {
 		return fmt.Errorf("%w: %v", ErrRaftStranger, err)
 	}
@@ -244,7 +265,11 @@ func newRaftTransport(cfg *Config, log *slog.Logger) (*raft.NetworkTransport, er
 		layer = &tlsStreamLayer{Listener: lis, cfg: cfg.TLS, advertise: adv}
 	}
 	if cfg.ClusterSecret != "" {
-		layer = &secretStreamLayer{StreamLayer: layer, secret: []byte(cfg.ClusterSecret), log: log}
+		if cfg.Entropy == nil {
+			lis.Close()
+			return nil, errors.New("quorum: a cluster secret needs Config.Entropy (crypto/rand.Reader)")
+		}
+		layer = &secretStreamLayer{StreamLayer: layer, secret: []byte(cfg.ClusterSecret), entropy: cfg.Entropy, log: log}
 	}
 	return raft.NewNetworkTransport(layer, 5, 10*time.Second, io.Discard), nil
 }

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"bytes"
+	"crypto/rand"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -35,7 +36,7 @@ func (l *syncLog) String() string {
 func openSecretMember(t *testing.T, secret string, log io.Writer) *Quorum {
 	t.Helper()
 	q, err := Open(Config{ID: "m1", DataDir: filepath.Join(t.TempDir(), "m1"), RaftAddr: "127.0.0.1:0", Bootstrap: true,
-		NoSync: true, RaftLogLevel: "off", ClusterSecret: secret, Logger: slog.New(slog.NewTextHandler(log, nil))}, NewFSM())
+		NoSync: true, RaftLogLevel: "off", ClusterSecret: secret, Entropy: rand.Reader, Logger: slog.New(slog.NewTextHandler(log, nil))}, NewFSM())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func peerTransport(t *testing.T, secret string) *raft.NetworkTransport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer := &secretStreamLayer{StreamLayer: &tcpStreamLayer{Listener: lis, advertise: adv}, secret: []byte(secret),
+	layer := &secretStreamLayer{StreamLayer: &tcpStreamLayer{Listener: lis, advertise: adv}, secret: []byte(secret), entropy: rand.Reader,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	tr := raft.NewNetworkTransport(layer, 1, 2*time.Second, io.Discard)
 	t.Cleanup(func() { tr.Close() })
@@ -118,7 +119,7 @@ func TestPlaintextRaftOnlyOnLoopback(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cluster-secret") {
 		t.Fatalf("plaintext Raft beyond loopback: %v", err)
 	}
-	_, err = Open(Config{ID: "m3", DataDir: filepath.Join(t.TempDir(), "m3"), RaftAddr: "127.0.0.1:0", RaftLogLevel: "off", ClusterSecret: "short"}, NewFSM())
+	_, err = Open(Config{ID: "m3", DataDir: filepath.Join(t.TempDir(), "m3"), RaftAddr: "127.0.0.1:0", RaftLogLevel: "off", ClusterSecret: "short", Entropy: rand.Reader}, NewFSM())
 	if err == nil || !strings.Contains(err.Error(), "at least 16") {
 		t.Fatalf("a short secret: %v", err)
 	}

@@ -131,6 +131,11 @@ func (d *dagService) stageStatus(st *quorum.State, g *model.DAG, stage model.DAG
 	}
 	if stage.Tasks == 0 {
 		a := st.Allocation(stage.ID)
+		if a == nil { // past retention: the history of ended jobs has it
+			if r := st.HistoryRecordOf(stage.ID); r != nil && r.DAGID == g.ID {
+				a = r.Allocation()
+			}
+		}
 		if a == nil || a.DAGID != g.ID {
 			p.State, p.Reason = string(model.StateCancelled), reasonPruned
 			return p

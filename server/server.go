@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -295,7 +296,7 @@ func New(cfg Config) (*Server, error) {
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
 		HeartbeatTimeout: cfg.RaftHeartbeatTimeout, ElectionTimeout: cfg.RaftHeartbeatTimeout, LeaderLeaseTimeout: cfg.RaftHeartbeatTimeout / 2,
-		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret, TrailingLogs: cfg.RaftTrailingLogs,
+		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret, Entropy: rand.Reader, TrailingLogs: cfg.RaftTrailingLogs,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()
