@@ -28,7 +28,13 @@ func TestAssignBatchInSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	waitFor(t, 10*time.Second, "leadership", func() bool { return s.currentLeader() != nil })
+	// Leadership, and the vCluster its start creates (ensureConfig runs
+	// after the member counts as leading).
+	waitFor(t, 10*time.Second, "leadership and the vCluster", func() bool {
+		ok := false
+		s.view(func(st *quorum.State) { ok = st.VCluster("hpc-batch") != nil })
+		return s.currentLeader() != nil && ok
+	})
 	// The leader's count of applied AssignBatch commands (its loop proposes
 	// none: nothing is pending).
 	entries := func() float64 {
