@@ -12,6 +12,7 @@ import (
 	"time"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/cli"
 )
 
 // TestRESTAPI drives every resource of /api/v1/ with plain HTTP requests,
@@ -315,6 +316,26 @@ func TestDashboardLogin(t *testing.T) {
 	again := s.callWith(t, browserClient(t), "", "GET", "/ui/login?code="+url.QueryEscape(login.Code), nil)
 	if loc := again.header.Get("Location"); again.status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/login?error=") || strings.Contains(loc, login.Code) {
 		t.Fatalf("spent code: %d %q", again.status, loc)
+	}
+
+	// latticectl dashboard --print-url makes such a link for its caller.
+	var out, errOut strings.Builder
+	env := cli.OSEnv()
+	env.Stdout, env.Stderr, env.Stdin = &out, &errOut, strings.NewReader("")
+	env.Getenv = func(string) string { return "" }
+	if code := cli.Main(context.Background(), env, []string{"--server", s.srv.APIAddr(), "--token", s.tokens["bob"], "dashboard", "--print-url"}); code != 0 {
+		t.Fatalf("latticectl dashboard --print-url: exit %d: %s", code, errOut.String())
+	}
+	printed := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(printed, s.base+"/ui/login?code=") {
+		t.Fatalf("latticectl dashboard --print-url printed %q", printed)
+	}
+	viaCLI := browserClient(t)
+	if r := s.callWith(t, viaCLI, "", "GET", strings.TrimPrefix(printed, s.base), nil); r.status != http.StatusSeeOther {
+		t.Fatalf("the printed link: %d", r.status)
+	}
+	if who := s.callWith(t, viaCLI, "", "GET", "/api/v1/whoami", nil).json(t); who["user"] != "bob" {
+		t.Fatalf("the printed link logs in as %v", who)
 	}
 
 	// A pasted token.
