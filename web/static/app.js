@@ -261,7 +261,7 @@ function pageQueue(main) {
 function pageJob(main, id) {
   let stopped = false;
   const head = el('div'), explain = el('section', { id: 'explain-section' }), logs = el('section'), dag = el('section');
-  main.append(el('h1', {}, `Allocation ${id}`), head, el('div', { class: 'cols' }, el('div', {}, explain, dag), logs));
+  main.append(el('h1', {}, `Allocation ${id}`), el('div', { class: 'cols' }, head, explain), logs, dag);
   let lastDag = null;
 
   async function load() {
@@ -308,12 +308,12 @@ function pageJob(main, id) {
       return;
     }
     const exp = num(x.expected_start_unix_ms);
-    let when = 'unknown';
+    let when = 'unknown (no plan places it yet)';
     if (exp) when = `${fmtTime(exp)} (${exp > Date.now() ? 'in ' + fmtDur((exp - Date.now()) / 1000) : 'now'})`;
-    if (!ACTIVE.includes(a.state) || a.state !== 'PENDING') when = num(a.start_time_unix_ms) ? `started ${fmtTime(a.start_time_unix_ms)}` : when;
+    if (a.state !== 'PENDING') when = num(a.start_time_unix_ms) ? `started ${fmtTime(a.start_time_unix_ms)}` : when;
     const factors = (x.factors || []).slice().sort((p, q) => p.name.localeCompare(q.name, 'en', { numeric: true }));
     explain.replaceChildren(
-      el('h2', {}, 'Why it waits: the cost function'),
+      el('h2', {}, a.state === 'PENDING' ? 'Why it waits: the cost function f1–f9' : 'How it was placed: the cost function f1–f9'),
       el('div', { class: 'expected', id: 'expected-start' }, 'Expected start: ', el('b', {}, when)),
       x.message ? el('p', { id: 'explain-message' }, x.message) : null,
       el('p', { class: 'muted' }, `score ${Number(x.score || 0).toFixed(3)}`, x.queue_position ? ` · queue position ${x.queue_position}` : '',
@@ -518,7 +518,7 @@ function pagePower(main) {
     samples.push({ t: Date.now(), budget: num(p.budget_watts), counted: num(p.counted_watts), measured: num(p.measured_watts), estimated: num(p.estimated_watts) });
     samples = samples.filter((s) => s.t > Date.now() - 6 * 3600e3).slice(-2000);
     try { sessionStorage.setItem(KEY, JSON.stringify(samples)); } catch (e) { /* full: keep in memory */ }
-    now.replaceChildren(...[['Budget', p.budget_watts ? watts(p.budget_watts) : 'none'], ['Counted draw', watts(p.counted_watts)],
+    now.replaceChildren(...[['Budget', num(p.budget_watts) ? watts(p.budget_watts) : 'none set'], ['Counted draw', watts(p.counted_watts)],
       ['Measured', `${watts(p.measured_watts)} on ${p.measured_nodes} node(s)`], ['Configured estimate', watts(p.estimated_watts)]]
       .map(([k, v]) => el('div', { class: 'tile' }, el('b', {}, v), k)));
     chart.replaceChildren(powerChart(samples));
