@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -19,6 +21,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	"github.com/latticehpc/lattice/pki"
 )
 
 // TestDashboardSessionOnFollower: a browser logged in on a follower acts
@@ -110,5 +113,57 @@ func TestDashboardSessionOnFollower(t *testing.T) {
 	_, err = latticev1.NewNodeServiceClient(lconn).Drain(forged, &latticev1.DrainRequest{Name: "n1"})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("alice with forged forwarding headers: %v, want PermissionDenied", err)
+	}
+}
+
+// TestHTTPOverTLS: with TLS the REST API and dashboard are served over
+// HTTPS only, and the in-process hop presents no certificate: a request
+// without a credential is refused, not taken for the member itself.
+func TestHTTPOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	files := testCA(t, filepath.Join(dir, "pki"), []string{"m1"}, nil)
+	rootTok := token(t, 43)
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(auth.Entry(rootTok, auth.Identity{User: "root", Role: auth.RoleAdmin, MaxPriority: -1})+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{ID: "m1", DataDir: filepath.Join(dir, "m1"), RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		Bootstrap: true, RaftLogLevel: "off", RaftNoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TLS: files["m1"], TokensFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if !strings.HasPrefix(s.DashboardURL(), "https://") {
+		t.Fatalf("dashboard URL %s", s.DashboardURL())
+	}
+	cfg, err := pki.Client(pki.Files{CA: files["m1"].CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+	get := func(tok string) int {
+		req, _ := http.NewRequest("GET", "https://"+s.HTTPAddr()+"/api/v1/whoami", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, 20*time.Second, "the member answers", func() bool { return get(rootTok) == http.StatusOK })
+	if code := get(""); code != http.StatusUnauthorized {
+		t.Fatalf("no credential over HTTPS: %d, want 401", code)
+	}
+	if resp, err := http.Get("http://" + s.HTTPAddr() + "/api/v1/whoami"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("plain HTTP answered %d on a TLS member", resp.StatusCode)
+		}
 	}
 }
