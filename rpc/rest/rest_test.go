@@ -237,10 +237,6 @@ func TestRESTAPI(t *testing.T) {
 			t.Fatalf("events: %d %s", resp.StatusCode, ct)
 		}
 		fresh := ""
-		go func() {
-			time.Sleep(500 * time.Millisecond)
-			fresh = s.submit(t, "alice", map[string]any{"name": "fresh", "tenant": "physics", "nodes_min": 1, "walltime_seconds": 60, "command": []string{"sleep 1"}})
-		}()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		event, sawNode := "", false
@@ -256,6 +252,11 @@ func TestRESTAPI(t *testing.T) {
 			switch event {
 			case "node":
 				sawNode = true
+				if fresh == "" {
+					// The first look is out (nodes come after the
+					// allocations): a submission now is a change.
+					fresh = s.submit(t, "alice", map[string]any{"name": "fresh", "tenant": "physics", "nodes_min": 1, "walltime_seconds": 60, "command": []string{"sleep 1"}})
+				}
 			case "allocation":
 				m := map[string]any{}
 				if err := jsonUnmarshal([]byte(data), &m); err != nil {
