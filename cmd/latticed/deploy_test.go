@@ -373,7 +373,7 @@ func TestPrometheusScrapesDevStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if _, err := allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
 		Name: "waits", Tenant: "ops", NodesMin: 1, WalltimeSeconds: 60, Constraints: []string{"no-such-feature"},
-		Command: []string{"true"}, WorkDir: work}}); err != nil {
+		Command: []string{"true"}, WorkDir: work, KeepIfNeverFits: true}}); err != nil { // kept once the agent's nodes are known
 		t.Fatalf("submit: %v", err)
 	}
 	cancel()
