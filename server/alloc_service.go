@@ -58,6 +58,7 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	if err := a.s.resolveSite(&r); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
+	a.s.fillTenant(ctx, &r)
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {
