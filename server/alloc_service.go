@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
-	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/vcluster"
@@ -236,8 +235,11 @@ func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequ
 }
 
 func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
+	if req.Mine && req.Tenant == "" {
+		req.Tenant = a.s.defaultTenantOf(caller(ctx))
+	}
 	if req.Tenant != "" {
-		if err := a.s.canRead(ctx, "list", auth.Object{Kind: "tenant", ID: req.Tenant, Tenant: req.Tenant}); err != nil {
+		if err := a.s.canListTenant(ctx, req.Tenant); err != nil {
 			return nil, err
 		}
 	}
