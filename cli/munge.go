@@ -91,7 +91,7 @@ func (r *runner) credentials(tokenFlag, tokenFrom, socket string) (credSource, e
 		}
 		return tokenCred{token: tok, from: from}, nil
 	}
-	if socket == "" {
+	if socket == "" || socket == "off" || socket == "none" {
 		return nil, nil
 	}
 	if fi, err := os.Stat(socket); err != nil || fi.Mode()&os.ModeSocket == 0 {
