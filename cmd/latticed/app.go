@@ -33,6 +33,10 @@ func exitCode(err error) int {
 	if errors.As(err, &ue) || errors.As(err, &fe) {
 		return 2
 	}
+	var re *agent.RefusedError
+	if errors.As(err, &re) {
+		return 77 // EX_NOPERM: the credential is refused; retrying will not help
+	}
 	return 1
 }
 
