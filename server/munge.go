@@ -66,7 +66,7 @@ func (e *mungeError) Error() string { return e.msg }
 // verify decodes cred and records it; a credential seen before, expired,
 // or not decodable is refused.
 func (v *mungeVerifier) verify(ctx context.Context, cred string) (mungeCred, error) {
-	key := sha256.Sum256([]byte(cred))
+	key := keyOf(cred)
 	now := v.clock()
 	v.mu.Lock()
 	_, dup := v.seen[key]
@@ -109,6 +109,8 @@ func (v *mungeVerifier) verify(ctx context.Context, cred string) (mungeCred, err
 	}
 	return c, nil
 }
+
+func keyOf(cred string) [32]byte { return sha256.Sum256([]byte(cred)) }
 
 func mungeStatusText(st int) string {
 	switch st {
