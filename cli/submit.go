@@ -241,8 +241,15 @@ func (r *runner) submit(c *cli.Context) error {
 		if req.NodesMax == 1 {
 			nodes = "node"
 		}
+		tenant := req.Tenant
+		if t := resp.GetTenant(); t != "" {
+			tenant = t
+		}
+		if tenant == "" {
+			tenant = "your default"
+		}
 		fmt.Fprintf(r.Stderr, "submitted %s: %s %s, walltime %s, tenant %s\n", what,
-			nodeRange(req.NodesMin, req.NodesMax), nodes, model.FormatWalltime(req.Walltime), req.Tenant)
+			nodeRange(req.NodesMin, req.NodesMax), nodes, model.FormatWalltime(req.Walltime), tenant)
 		return nil
 	})
 }

@@ -42,7 +42,7 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, rejectionError(res.Rejection)
 	}
 	a.s.metrics.submitted.Add(float64(len(res.IDs)))
-	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check)}, nil
+	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check), Tenant: check.Tenant}, nil
 }
 
 // checkSubmission runs every check a submission passes before it is

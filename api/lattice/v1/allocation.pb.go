@@ -1751,7 +1751,10 @@ type SubmitResponse struct {
 	DisplayId string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
 	// warnings about what the request keeps but the site will not act on
 	// (e.g. --mail-type without a site mail hook).
-	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// tenant the allocation was submitted to (the caller's default tenant
+	// when the request named none).
+	Tenant        string `protobuf:"bytes,320,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1805,6 +1808,13 @@ func (x *SubmitResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *SubmitResponse) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 type Transition struct {
@@ -3167,12 +3177,13 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
-	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"]\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"v\n" +
 	"\x0eSubmitResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
 	"\n" +
 	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\\\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x12\x17\n" +
+	"\x06tenant\x18\xc0\x02 \x01(\tR\x06tenant\"\\\n" +
 	"\n" +
 	"Transition\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
