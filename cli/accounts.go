@@ -257,7 +257,7 @@ func (r *runner) whoami(c *cli.Context) error {
 	var u *latticev1.AccountUser
 	if err := r.accounts(c, func(ctx context.Context, cl latticev1.AccountServiceClient) error {
 		var err error
-		u, err = cl.WhoAmI(ctx, &latticev1.WhoAmIRequest{})
+		u, err = cl.WhoAmI(ctx, &latticev1.AccountWhoAmIRequest{})
 		return err
 	}); err != nil {
 		return err

@@ -31,7 +31,7 @@ type accountService struct {
 // TokenIDLen is how many hex digits of a token's hash name it.
 const TokenIDLen = 12
 
-func (a *accountService) WhoAmI(ctx context.Context, _ *latticev1.WhoAmIRequest) (*latticev1.AccountUser, error) {
+func (a *accountService) WhoAmI(ctx context.Context, _ *latticev1.AccountWhoAmIRequest) (*latticev1.AccountUser, error) {
 	id := caller(ctx)
 	if id == nil {
 		return &latticev1.AccountUser{Name: "anonymous", Role: string(auth.RoleAdmin), Via: "none (authentication is off)", MaxPriority: -1,

@@ -82,14 +82,14 @@ func TestDefaultTenantAndAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ciCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+ct.Token)
-	who, err := accts.WhoAmI(ciCtx, &latticev1.WhoAmIRequest{})
+	who, err := accts.WhoAmI(ciCtx, &latticev1.AccountWhoAmIRequest{})
 	if err != nil || who.Name != "ci" || who.DefaultTenant != "bio" || who.Via != "token" {
 		t.Fatalf("whoami with the new token: %v %v", who, err)
 	}
 	if _, err := accts.RevokeToken(s.as("root"), &latticev1.RevokeTokenRequest{Ids: []string{ct.Token}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = accts.WhoAmI(ciCtx, &latticev1.WhoAmIRequest{})
+	_, err = accts.WhoAmI(ciCtx, &latticev1.AccountWhoAmIRequest{})
 	wantCode(t, "a revoked token", err, codes.Unauthenticated, "token "+ct.Info.Id+" of ci was revoked at")
 	exp, err := accts.CreateToken(s.as("root"), &latticev1.CreateTokenRequest{User: "short", Role: "admin", MaxPriority: -1, ExpiresInSeconds: 1})
 	if err != nil {
@@ -97,7 +97,7 @@ func TestDefaultTenantAndAccounts(t *testing.T) {
 	}
 	expCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+exp.Token)
 	waitFor(t, 10*time.Second, "the token to expire", func() bool {
-		_, err := accts.WhoAmI(expCtx, &latticev1.WhoAmIRequest{})
+		_, err := accts.WhoAmI(expCtx, &latticev1.AccountWhoAmIRequest{})
 		return err != nil && strings.Contains(err.Error(), "expired at")
 	})
 }

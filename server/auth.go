@@ -28,6 +28,7 @@ import (
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/rest"
 )
 
 // Authentication and authorization (auth/ holds the rules; this file wires
@@ -65,6 +66,11 @@ type authenticator struct {
 	mu     sync.RWMutex
 	tokens *auth.Tokens
 	stamp  string // size and modification time of the file last read
+
+	// sessions are the dashboard's (http_api.go); memberToken is what a
+	// follower presents when it forwards a session's call.
+	sessions    *rest.Sessions
+	memberToken string
 }
 
 func newAuthenticator(s *Server, path string, extra map[string]auth.Identity, log *slog.Logger) (*authenticator, error) {
@@ -236,10 +242,15 @@ func (a *authenticator) check(ctx context.Context, method string) (context.Conte
 	if access, ok := auth.Rules[method]; ok && access == auth.Public {
 		return ctx, "", nil
 	}
+	if scheme, cred := credential(ctx); scheme == "Bearer" && a.sessions != nil && strings.HasPrefix(cred, rest.SessionPrefix) {
+		cctx, err := a.checkSession(ctx, method, cred)
+		return cctx, "dashboard session", err
+	}
 	id, certCN, who, err := a.identify(ctx, method)
 	if err != nil {
 		return nil, who, err
 	}
+	id = onBehalfOf(ctx, id)
 	if err := auth.Authorize(method, id); err != nil {
 		a.refused(ctx, "refused a call", "user", id.User, "role", id.Role, "method", method)
 		return nil, id.User, status.Error(codes.PermissionDenied, err.Error())
@@ -536,22 +547,24 @@ func (s *Server) audit(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 
 // readOnlyMethods are left out of the audit log.
 var readOnlyMethods = map[string]bool{
-	"/grpc.health.v1.Health/Check":           true,
-	"/grpc.health.v1.Health/List":            true,
-	"/lattice.v1.AllocationService/Get":      true,
-	"/lattice.v1.AllocationService/List":     true,
-	"/lattice.v1.AllocationService/Explain":  true,
-	"/lattice.v1.DAGService/GetDAG":          true,
-	"/lattice.v1.DAGService/ListDAGs":        true,
-	"/lattice.v1.NodeService/List":           true,
-	"/lattice.v1.NodeService/Heartbeat":      true,
-	"/lattice.v1.AdminService/QuorumStatus":  true,
-	"/lattice.v1.AdminService/ListVClusters": true,
-	"/lattice.v1.AdminService/GetPower":      true,
-	"/lattice.v1.AdminService/ListTenants":   true,
-	"/lattice.v1.AccountService/WhoAmI":      true,
-	"/lattice.v1.AccountService/ListUsers":   true,
-	"/lattice.v1.AccountService/ListTokens":  true,
+	"/grpc.health.v1.Health/Check":              true,
+	"/grpc.health.v1.Health/List":               true,
+	"/lattice.v1.AllocationService/Get":         true,
+	"/lattice.v1.AllocationService/List":        true,
+	"/lattice.v1.AllocationService/Explain":     true,
+	"/lattice.v1.DAGService/GetDAG":             true,
+	"/lattice.v1.DAGService/ListDAGs":           true,
+	"/lattice.v1.NodeService/List":              true,
+	"/lattice.v1.NodeService/Heartbeat":         true,
+	"/lattice.v1.AdminService/QuorumStatus":     true,
+	"/lattice.v1.AdminService/ListVClusters":    true,
+	"/lattice.v1.AdminService/GetPower":         true,
+	"/lattice.v1.AdminService/ListTenants":      true,
+	"/lattice.v1.DashboardService/WhoAmI":       true,
+	"/lattice.v1.DashboardService/PowerHistory": true,
+	"/lattice.v1.AccountService/WhoAmI":         true,
+	"/lattice.v1.AccountService/ListUsers":      true,
+	"/lattice.v1.AccountService/ListTokens":     true,
 }
 
 // auditRefused logs a state-changing call the interceptor refused: who

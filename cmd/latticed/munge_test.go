@@ -270,7 +270,7 @@ func TestMungeUsers(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "MUNGE "+strings.TrimSpace(string(credOut)))
-		_, err := latticev1.NewAccountServiceClient(conn).WhoAmI(ctx, &latticev1.WhoAmIRequest{})
+		_, err := latticev1.NewAccountServiceClient(conn).WhoAmI(ctx, &latticev1.AccountWhoAmIRequest{})
 		return err
 	}
 	if err := call(); err != nil {

@@ -22,26 +22,26 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-type WhoAmIRequest struct {
+type AccountWhoAmIRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *WhoAmIRequest) Reset() {
-	*x = WhoAmIRequest{}
+func (x *AccountWhoAmIRequest) Reset() {
+	*x = AccountWhoAmIRequest{}
 	mi := &file_lattice_v1_accounts_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *WhoAmIRequest) String() string {
+func (x *AccountWhoAmIRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*WhoAmIRequest) ProtoMessage() {}
+func (*AccountWhoAmIRequest) ProtoMessage() {}
 
-func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+func (x *AccountWhoAmIRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_lattice_v1_accounts_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -53,8 +53,8 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
-func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use AccountWhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*AccountWhoAmIRequest) Descriptor() ([]byte, []int) {
 	return file_lattice_v1_accounts_proto_rawDescGZIP(), []int{0}
 }
 
@@ -1161,8 +1161,8 @@ var File_lattice_v1_accounts_proto protoreflect.FileDescriptor
 const file_lattice_v1_accounts_proto_rawDesc = "" +
 	"\n" +
 	"\x19lattice/v1/accounts.proto\x12\n" +
-	"lattice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
-	"\rWhoAmIRequest\"\x9d\x02\n" +
+	"lattice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x16\n" +
+	"\x14AccountWhoAmIRequest\"\x9d\x02\n" +
 	"\vAccountUser\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\x05R\x03uid\x12\x18\n" +
@@ -1242,9 +1242,9 @@ const file_lattice_v1_accounts_proto_rawDesc = "" +
 	"\x14ImportTokensResponse\x12\x1a\n" +
 	"\bimported\x18\x01 \x01(\x05R\bimported\x12\x18\n" +
 	"\askipped\x18\x02 \x01(\x05R\askipped\x12\x1a\n" +
-	"\bmessages\x18\x03 \x03(\tR\bmessages2\xfb\x05\n" +
-	"\x0eAccountService\x12<\n" +
-	"\x06WhoAmI\x12\x19.lattice.v1.WhoAmIRequest\x1a\x17.lattice.v1.AccountUser\x12>\n" +
+	"\bmessages\x18\x03 \x03(\tR\bmessages2\x82\x06\n" +
+	"\x0eAccountService\x12C\n" +
+	"\x06WhoAmI\x12 .lattice.v1.AccountWhoAmIRequest\x1a\x17.lattice.v1.AccountUser\x12>\n" +
 	"\aAddUser\x12\x1a.lattice.v1.SetUserRequest\x1a\x17.lattice.v1.AccountUser\x12A\n" +
 	"\n" +
 	"ModifyUser\x12\x1a.lattice.v1.SetUserRequest\x1a\x17.lattice.v1.AccountUser\x12K\n" +
@@ -1272,7 +1272,7 @@ func file_lattice_v1_accounts_proto_rawDescGZIP() []byte {
 
 var file_lattice_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_lattice_v1_accounts_proto_goTypes = []any{
-	(*WhoAmIRequest)(nil),         // 0: lattice.v1.WhoAmIRequest
+	(*AccountWhoAmIRequest)(nil),  // 0: lattice.v1.AccountWhoAmIRequest
 	(*AccountUser)(nil),           // 1: lattice.v1.AccountUser
 	(*SetUserRequest)(nil),        // 2: lattice.v1.SetUserRequest
 	(*DeleteUserRequest)(nil),     // 3: lattice.v1.DeleteUserRequest
@@ -1300,7 +1300,7 @@ var file_lattice_v1_accounts_proto_depIdxs = []int32{
 	18, // 4: lattice.v1.TokenInfo.revoked:type_name -> google.protobuf.Timestamp
 	9,  // 5: lattice.v1.CreateTokenResponse.info:type_name -> lattice.v1.TokenInfo
 	9,  // 6: lattice.v1.ListTokensResponse.tokens:type_name -> lattice.v1.TokenInfo
-	0,  // 7: lattice.v1.AccountService.WhoAmI:input_type -> lattice.v1.WhoAmIRequest
+	0,  // 7: lattice.v1.AccountService.WhoAmI:input_type -> lattice.v1.AccountWhoAmIRequest
 	2,  // 8: lattice.v1.AccountService.AddUser:input_type -> lattice.v1.SetUserRequest
 	2,  // 9: lattice.v1.AccountService.ModifyUser:input_type -> lattice.v1.SetUserRequest
 	3,  // 10: lattice.v1.AccountService.DeleteUser:input_type -> lattice.v1.DeleteUserRequest

@@ -40,7 +40,7 @@ const (
 // and tenant deletion: the replicated counterpart of Slurm's sacctmgr.
 type AccountServiceClient interface {
 	// WhoAmI says who the caller is, as the server sees them.
-	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*AccountUser, error)
+	WhoAmI(ctx context.Context, in *AccountWhoAmIRequest, opts ...grpc.CallOption) (*AccountUser, error)
 	AddUser(ctx context.Context, in *SetUserRequest, opts ...grpc.CallOption) (*AccountUser, error)
 	ModifyUser(ctx context.Context, in *SetUserRequest, opts ...grpc.CallOption) (*AccountUser, error)
 	DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error)
@@ -62,7 +62,7 @@ func NewAccountServiceClient(cc grpc.ClientConnInterface) AccountServiceClient {
 	return &accountServiceClient{cc}
 }
 
-func (c *accountServiceClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*AccountUser, error) {
+func (c *accountServiceClient) WhoAmI(ctx context.Context, in *AccountWhoAmIRequest, opts ...grpc.CallOption) (*AccountUser, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AccountUser)
 	err := c.cc.Invoke(ctx, AccountService_WhoAmI_FullMethodName, in, out, cOpts...)
@@ -171,7 +171,7 @@ func (c *accountServiceClient) ImportTokens(ctx context.Context, in *ImportToken
 // and tenant deletion: the replicated counterpart of Slurm's sacctmgr.
 type AccountServiceServer interface {
 	// WhoAmI says who the caller is, as the server sees them.
-	WhoAmI(context.Context, *WhoAmIRequest) (*AccountUser, error)
+	WhoAmI(context.Context, *AccountWhoAmIRequest) (*AccountUser, error)
 	AddUser(context.Context, *SetUserRequest) (*AccountUser, error)
 	ModifyUser(context.Context, *SetUserRequest) (*AccountUser, error)
 	DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error)
@@ -193,7 +193,7 @@ type AccountServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedAccountServiceServer struct{}
 
-func (UnimplementedAccountServiceServer) WhoAmI(context.Context, *WhoAmIRequest) (*AccountUser, error) {
+func (UnimplementedAccountServiceServer) WhoAmI(context.Context, *AccountWhoAmIRequest) (*AccountUser, error) {
 	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
 }
 func (UnimplementedAccountServiceServer) AddUser(context.Context, *SetUserRequest) (*AccountUser, error) {
@@ -245,7 +245,7 @@ func RegisterAccountServiceServer(s grpc.ServiceRegistrar, srv AccountServiceSer
 }
 
 func _AccountService_WhoAmI_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(WhoAmIRequest)
+	in := new(AccountWhoAmIRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func _AccountService_WhoAmI_Handler(srv interface{}, ctx context.Context, dec fu
 		FullMethod: AccountService_WhoAmI_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AccountServiceServer).WhoAmI(ctx, req.(*WhoAmIRequest))
+		return srv.(AccountServiceServer).WhoAmI(ctx, req.(*AccountWhoAmIRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
