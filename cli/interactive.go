@@ -117,7 +117,7 @@ func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.Alloca
 	id := resp.GetIds()[0]
 	display := strconv.FormatUint(id, 10)
 	say("Pending job allocation %s", display)
-	told := false
+	told, planned, asked := false, false, time.Time{}
 	for {
 		a, err := getAllocation(c.Context, cn, display)
 		if err != nil {
@@ -141,7 +141,22 @@ func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.Alloca
 			return nil, errors.New(msg)
 		case !told:
 			told = true
-			say("job %s queued and waiting for resources (latticectl explain %s says when it should start)", display, display)
+			say("job %s queued and waiting for resources", display)
+		case !planned && time.Since(asked) > 2*time.Second:
+			// When the scheduler expects it to start (latticectl explain).
+			asked = time.Now()
+			var e *latticev1.Explanation
+			_ = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+				var err error
+				e, err = latticev1.NewAllocationServiceClient(cc).Explain(ctx, &latticev1.ExplainRequest{Id: display})
+				return err
+			})
+			if ms := e.GetExpectedStartUnixMs(); ms != 0 {
+				planned = true
+				start := time.UnixMilli(ms)
+				say("job %s expected to start at %s (in %s)", display, start.In(r.Location).Format("2006-01-02T15:04:05"),
+					max(time.Until(start), 0).Round(time.Second))
+			}
 		}
 		select {
 		case <-c.Context.Done():

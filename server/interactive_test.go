@@ -315,3 +315,120 @@ func TestSallocIdleTimeout(t *testing.T) {
 		t.Fatalf("idle allocation ended %s (%s), want CANCELLED (%s)", a.State, a.Reason, model.ReasonIdleTimeout)
 	}
 }
+
+// TestSallocWaitsAndExplains: an interactive request behind a running job
+// waits; salloc and explain say when it should start; it is granted when
+// the node frees, and then runs its command.
+func TestSallocWaitsAndExplains(t *testing.T) {
+	d, _, bin := interactiveStack(t, 1, nil)
+	busy := d.submit(t, &latticev1.AllocationRequest{Tenant: "t", NodesMin: 1, Command: []string{"sleep 300"}, WalltimeSeconds: 600, PriorityClass: 5})
+	waitFor(t, 30*time.Second, "the busy job to run", func() bool {
+		a, err := d.allocs.Get(context.Background(), &latticev1.GetAllocationRequest{Id: busy})
+		return err == nil && a.State == string(model.StateRunning)
+	})
+	cmd := exec.Command(filepath.Join(bin, "salloc"), "-N1", "-t", "5", "sh", "-c", "echo granted on $SLURM_JOB_NODELIST")
+	cmd.Env = userEnv(d, bin, t.TempDir())
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(errOut.String(), "expected to start at") {
+		if time.Now().After(deadline) {
+			b, _ := d.allocs.Get(context.Background(), &latticev1.GetAllocationRequest{Id: busy})
+			t.Fatalf("salloc never said when its allocation should start; stderr:\n%s\nbusy: %v", errOut.String(), b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e, err := d.allocs.Explain(context.Background(), &latticev1.ExplainRequest{Id: "2"})
+	if err != nil || !strings.Contains(e.Message, "interactive request: expected to start at") || e.ExpectedStartUnixMs == 0 {
+		t.Fatalf("explain of the waiting interactive request: %v %v", e, err)
+	}
+	if _, err := d.allocs.Cancel(context.Background(), &latticev1.CancelRequest{Ids: []string{busy}}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("salloc was not granted after the node freed; stderr:\n%s", errOut.String())
+	}
+	if err != nil || !strings.Contains(out.String(), "granted on node001") || !strings.Contains(errOut.String(), "Granted job allocation 2") {
+		t.Fatalf("salloc: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+}
+
+// TestRunPtyInsideAllocationAndAttach: inside an allocation, run --pty
+// runs its command on a terminal of the first node (stdin here is no
+// terminal: it is relayed as typed); attach joins it, sees its output and
+// types into it; the step's exit code is both commands'.
+func TestRunPtyInsideAllocationAndAttach(t *testing.T) {
+	d, latticectl, bin := interactiveStack(t, 2, nil)
+	id := d.submit(t, &latticev1.AllocationRequest{Tenant: "t", NodesMin: 2, Interactive: true})
+	waitFor(t, 30*time.Second, "the allocation to run", func() bool {
+		a, err := d.allocs.Get(context.Background(), &latticev1.GetAllocationRequest{Id: id})
+		return err == nil && a.State == string(model.StateRunning)
+	})
+	env := append(userEnv(d, bin, t.TempDir()), "LATTICE_ALLOC_ID="+id)
+	run := exec.Command(latticectl, "run", "--pty", "--", "sh", "-c",
+		`tty; while read l; do echo "got:$l on $SLURMD_NODENAME"; [ "$l" = quit ] && exit 5; done`)
+	run.Env = env
+	runIn, err := run.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runOut, runErr lockedBuffer
+	run.Stdout, run.Stderr = &runOut, &runErr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = run.Process.Kill() }()
+	if _, err := io.WriteString(runIn, "first\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the terminal step to answer", func() bool { return strings.Contains(runOut.String(), "got:first on node001") })
+	if !strings.Contains(runOut.String(), "/dev/pts/") {
+		t.Fatalf("the step has no terminal:\n%s", runOut.String())
+	}
+
+	att := exec.Command(latticectl, "attach", id+".0")
+	att.Env = env
+	attIn, err := att.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attOut, attErr lockedBuffer
+	att.Stdout, att.Stderr = &attOut, &attErr
+	if err := att.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = att.Process.Kill() }()
+	// The attach is in once its typing is answered (retyped until then).
+	waitFor(t, 60*time.Second, "the attached terminal's input to be answered", func() bool {
+		_, _ = io.WriteString(attIn, "from-attach\n")
+		time.Sleep(200 * time.Millisecond)
+		return strings.Contains(attOut.String(), "got:from-attach on node001")
+	})
+	if !strings.Contains(runOut.String(), "got:from-attach") {
+		t.Fatalf("the launching terminal did not see the attached input:\n%s", runOut.String())
+	}
+	if _, err := io.WriteString(runIn, "quit\n"); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*exec.Cmd{"run --pty": run, "attach": att} {
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not end", name)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 5 {
+			t.Fatalf("%s: %v, want exit code 5\nrun: %s %s\nattach: %s %s", name, err, runOut.String(), runErr.String(), attOut.String(), attErr.String())
+		}
+	}
+}

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -68,5 +70,54 @@ func (l *leaderState) endIdleInteractive(ctx context.Context) {
 			continue
 		}
 		l.s.log.Info("ended idle interactive allocations", "ids", idle, "idle_timeout", limit)
+	}
+}
+
+// interactiveVCluster sends an interactive request that names no vCluster
+// to the site's interactive one (the first of that type, by name), with
+// its short waits; with none, the default vCluster takes it.
+func (s *Server) interactiveVCluster(r *model.Request) {
+	if !r.Interactive || r.VCluster != "" {
+		return
+	}
+	s.view(func(st *quorum.State) {
+		for _, vc := range st.VClusters() {
+			if vc.Type == model.TypeInteractive {
+				r.VCluster = vc.Name
+				return
+			}
+		}
+	})
+}
+
+// explainInteractive adds to an interactive allocation's explanation when
+// it should start (pending) or when the idle timeout would end it.
+func (s *Server) explainInteractive(al *model.Allocation, out *latticev1.Explanation) {
+	if !al.Request.Interactive {
+		return
+	}
+	now := s.cfg.Clock()
+	var note string
+	switch {
+	case al.State == model.StatePending && out.ExpectedStartUnixMs != 0:
+		start := time.UnixMilli(out.ExpectedStartUnixMs)
+		note = fmt.Sprintf("interactive request: expected to start at %s (in %s)", start.UTC().Format(time.RFC3339),
+			max(start.Sub(now), 0).Round(time.Second))
+	case al.State == model.StatePending:
+		note = "interactive request: not planned yet (its vCluster's scheduler runs every few seconds)"
+	case al.State.Active() && s.cfg.InteractiveIdleTimeout > 0:
+		if since := idleSince(al); since.IsZero() {
+			note = fmt.Sprintf("interactive: a step is running; ended after %s with none", s.cfg.InteractiveIdleTimeout)
+		} else {
+			note = fmt.Sprintf("interactive: no step since %s; ended at %s unless one starts", since.UTC().Format(time.RFC3339),
+				since.Add(s.cfg.InteractiveIdleTimeout).UTC().Format(time.RFC3339))
+		}
+	default:
+		return
+	}
+	if out.Message == "" {
+		out.Message = note
+	} else {
+		out.Message = note + "; " + out.Message
 	}
 }
