@@ -90,12 +90,14 @@ func (r *runner) interactiveRequest(c *cli.Context, name string, opts map[string
 }
 
 // grantAllocation submits an interactive allocation and waits until it
-// runs, telling the user as salloc does. Interrupted while it waits, it
+// runs, telling the user as salloc does (srun, for a terminal step outside
+// an allocation, only says that it waits). Interrupted while it waits, it
 // cancels the request.
-func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.AllocationRequest, quiet bool) (*latticev1.Allocation, error) {
+func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.AllocationRequest, prog string, quiet bool) (*latticev1.Allocation, error) {
+	waited := false
 	say := func(format string, args ...any) {
-		if !quiet {
-			fmt.Fprintf(r.Stderr, "salloc: "+format+"\n", args...)
+		if !quiet && (prog == "salloc" || waited) {
+			fmt.Fprintf(r.Stderr, prog+": "+format+"\n", args...)
 		}
 	}
 	var resp *latticev1.SubmitResponse
@@ -140,7 +142,7 @@ func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.Alloca
 			}
 			return nil, errors.New(msg)
 		case !told:
-			told = true
+			told, waited = true, true
 			say("job %s queued and waiting for resources", display)
 		case !planned && time.Since(asked) > 2*time.Second:
 			// When the scheduler expects it to start (latticectl explain).
@@ -259,7 +261,7 @@ func (r *runner) alloc(c *cli.Context) error {
 		return err
 	}
 	quiet := c.Bool("quiet")
-	a, err := r.grantAllocation(c, cn, req, quiet)
+	a, err := r.grantAllocation(c, cn, req, "salloc", quiet)
 	if err != nil {
 		return err
 	}

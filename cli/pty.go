@@ -45,18 +45,22 @@ func ptyFlags() []cli.Flag {
 // forms), which `run` takes, when --pty is among the options; the rest
 // goes through srunArgs.
 func srunPtyArgs(args []string) (run, rest []string) {
+	names := map[string]string{"-p": "--partition", "--partition": "--partition", "-t": "--time", "--time": "--time",
+		"-A": "--account", "--account": "--account", "-J": "--job-name", "--job-name": "--job-name"}
 	pty := false
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" || len(a) < 2 || a[0] != '-' {
 			break
 		}
 		pty = pty || a == "--pty"
+		if names[a] != "" || srunValueOptions[a] {
+			i++ // its value
+		}
 	}
 	if !pty {
 		return nil, args
 	}
-	names := map[string]string{"-p": "--partition", "--partition": "--partition", "-t": "--time", "--time": "--time",
-		"-A": "--account", "--account": "--account", "-J": "--job-name", "--job-name": "--job-name"}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || len(a) < 2 || a[0] != '-' {
@@ -86,6 +90,15 @@ func srunPtyArgs(args []string) (run, rest []string) {
 	}
 	return run, rest
 }
+
+// srunValueOptions are srun's options that take a separate value, so
+// that looking for --pty among the options skips their values.
+var srunValueOptions = map[string]bool{"-N": true, "--nodes": true, "-n": true, "--ntasks": true, "--ntasks-per-node": true,
+	"-c": true, "--cpus-per-task": true, "--mem": true, "--mem-per-cpu": true, "--mem-per-gpu": true, "--mpi": true,
+	"--cpu-bind": true, "--cpu_bind": true, "--gpus-per-task": true, "--gpus": true, "-G": true, "--gres": true,
+	"--distribution": true, "-m": true, "--export": true, "--jobid": true, "-w": true, "--nodelist": true, "-x": true,
+	"--exclude": true, "-o": true, "--output": true, "-e": true, "--error": true, "-i": true, "--input": true,
+	"-D": true, "--chdir": true, "-C": true, "--constraint": true, "-q": true, "--qos": true}
 
 // runPty runs argv as a terminal step: in the allocation LATTICE_ALLOC_ID,
 // or else in a new interactive allocation that ends with it.
@@ -124,7 +137,7 @@ func (r *runner) runPty(c *cli.Context, argv []string) error {
 		if err != nil {
 			return err
 		}
-		a, err := r.grantAllocation(c, cn, req, true)
+		a, err := r.grantAllocation(c, cn, req, "srun", false)
 		if err != nil {
 			return err
 		}
