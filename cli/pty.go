@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -231,7 +232,18 @@ func (r *runner) terminalSession(c *cli.Context, cn *conn, open *latticev1.Termi
 	}
 	var end *latticev1.StepEnd
 	var left atomic.Bool
-	err := cn.stream(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+	// Without a terminal here, Ctrl-C reaches latticectl as SIGINT: like
+	// srun, it is passed to the step's foreground job, and a second one
+	// within a second stops the step. (In raw mode ^C is a keystroke.)
+	streamCtx := c.Context
+	var interrupts chan os.Signal
+	if !tty && !attach {
+		streamCtx = context.WithoutCancel(c.Context)
+		interrupts = make(chan os.Signal, 2)
+		signal.Notify(interrupts, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(interrupts)
+	}
+	err := cn.stream(streamCtx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		st, err := latticev1.NewTerminalServiceClient(cc).Terminal(ctx)
@@ -297,6 +309,24 @@ func (r *runner) terminalSession(c *cli.Context, cn *conn, open *latticev1.Termi
 				}
 			}()
 		}
+		if interrupts != nil {
+			go func() {
+				var last time.Time
+				for {
+					select {
+					case sig := <-interrupts:
+						if time.Since(last) < time.Second || sig == syscall.SIGTERM {
+							cancel() // the server stops the step
+							return
+						}
+						last = time.Now()
+						send(&latticev1.TerminalInput{Msg: &latticev1.TerminalInput_Signal{Signal: int32(syscall.SIGINT)}})
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
+		}
 		if tty {
 			winch := make(chan os.Signal, 1)
 			signal.Notify(winch, syscall.SIGWINCH)
@@ -342,7 +372,7 @@ func (r *runner) terminalSession(c *cli.Context, cn *conn, open *latticev1.Termi
 			}
 		}
 	})
-	if err != nil && c.Context.Err() != nil && !left.Load() {
+	if err != nil && c.Context.Err() != nil && !left.Load() && end == nil {
 		return nil, &exitError{code: ExitInterrupted, err: errors.New("interrupted; the terminal step is stopped")}
 	}
 	return end, err

@@ -111,6 +111,13 @@ func (tm *terminal) expect(want string) {
 	}
 }
 
+// text is everything the terminal showed so far.
+func (tm *terminal) text() string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.out.String()
+}
+
 func (tm *terminal) typeIn(s string) {
 	tm.t.Helper()
 	if _, err := tm.master.Write([]byte(s)); err != nil {
@@ -167,14 +174,11 @@ func TestSrunPtyBash(t *testing.T) {
 	for {
 		tm.typeIn("stty size\r")
 		tm.expect("PROMPT$ ")
-		tm.mu.Lock()
-		ok := strings.Contains(tm.out.String(), "50 120")
-		tm.mu.Unlock()
-		if ok {
+		if strings.Contains(tm.text(), "50 120") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the new window size never reached the remote terminal:\n%s", tm.out.String())
+			t.Fatalf("the new window size never reached the remote terminal:\n%s", tm.text())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -204,14 +208,14 @@ func TestSrunPtyBash(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("srun did not end after exit 3:\n%s", tm.out.String())
+		t.Fatalf("srun did not end after exit 3:\n%s", tm.text())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("srun --pty bash after `exit 3`: %v, want exit code 3\n%s", err, tm.out.String())
+		t.Fatalf("srun --pty bash after `exit 3`: %v, want exit code 3\n%s", err, tm.text())
 	}
-	if strings.Contains(tm.out.String(), "sleep-ended-0") {
-		t.Fatalf("Ctrl-C did not interrupt sleep:\n%s", tm.out.String())
+	if strings.Contains(tm.text(), "sleep-ended-0") {
+		t.Fatalf("Ctrl-C did not interrupt sleep:\n%s", tm.text())
 	}
 	// The allocation srun made for the terminal ended with it.
 	waitFor(t, 30*time.Second, "srun's allocation to end", func() bool {
@@ -430,5 +434,39 @@ func TestRunPtyInsideAllocationAndAttach(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 5 {
 			t.Fatalf("%s: %v, want exit code 5\nrun: %s %s\nattach: %s %s", name, err, runOut.String(), runErr.String(), attOut.String(), attErr.String())
 		}
+	}
+}
+
+// TestRunPtyForwardsInterrupt: with no terminal on the caller's side, a
+// SIGINT to latticectl run --pty goes to the step's foreground job (which
+// here traps it and exits 7), as srun forwards it.
+func TestRunPtyForwardsInterrupt(t *testing.T) {
+	d, latticectl, bin := interactiveStack(t, 1, nil)
+	run := exec.Command(latticectl, "run", "--pty", "--", "sh", "-c", `trap 'echo got-INT; exit 7' INT; echo ready; while :; do sleep 0.1; done`)
+	run.Env = userEnv(d, bin, t.TempDir())
+	var out, errOut lockedBuffer
+	run.Stdout, run.Stderr = &out, &errOut
+	if _, err := run.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = run.Process.Kill() }()
+	waitFor(t, 60*time.Second, "the step to be ready", func() bool { return strings.Contains(out.String(), "ready") })
+	if err := run.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("run --pty did not end after SIGINT:\n%s\n%s", out.String(), errOut.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 || !strings.Contains(out.String(), "got-INT") {
+		t.Fatalf("run --pty after SIGINT: %v, want exit 7 from the trap\nstdout: %s\nstderr: %s", err, out.String(), errOut.String())
 	}
 }
