@@ -227,7 +227,7 @@ func serverTokensFile(c *cli.Context, munge bool) (string, error) {
 	if munge {
 		return "", nil
 	}
-	for _, flag := range []string{"api-addr", "raft-addr", "metrics-addr"} {
+	for _, flag := range []string{"api-addr", "raft-addr", "metrics-addr", "http"} {
 		if err := loopbackOnly(flag, c.String(flag)); err != nil {
 			return "", err
 		}
