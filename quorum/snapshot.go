@@ -48,6 +48,8 @@ type record struct {
 	Script   string   `json:"script,omitempty"`
 	Env      []string `json:"env,omitempty"`
 	SHA256   string   `json:"sha256,omitempty"`
+	User     *User    `json:"user,omitempty"`
+	Token    *Token   `json:"token,omitempty"`
 }
 
 type snapMeta struct {
@@ -80,6 +82,8 @@ type image struct {
 	// ended is the history (history.go), in end order: records and the
 	// slice's elements are never written once added.
 	ended []*HistoryRecord
+	users    []*User
+	tokens   []*Token
 }
 
 func (s *State) image() *image {
@@ -95,6 +99,8 @@ func (s *State) image() *image {
 		dags:      s.DAGs(),
 		requests:  slices.Clone(s.requestOrder),
 		ended:     slices.Clip(s.hist.recs),
+		users:     s.Users(),
+		tokens:    s.Tokens(),
 	}
 	if im.views == nil {
 		im.allocs = s.Allocations()
@@ -212,6 +218,16 @@ func (im *image) write(w io.Writer) error {
 	}
 	for i := range im.members {
 		if err := put(record{Kind: "member", Member: &im.members[i]}); err != nil {
+			return err
+		}
+	}
+	for _, u := range im.users {
+		if err := put(record{Kind: "user", User: u}); err != nil {
+			return err
+		}
+	}
+	for _, t := range im.tokens {
+		if err := put(record{Kind: "token", Token: t}); err != nil {
 			return err
 		}
 	}
@@ -384,6 +400,8 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 			return missing()
 		}
 		s.tenants[rec.Tenant.Name] = rec.Tenant
+	case "user", "token":
+		return s.loadUserRecord(rec, missing)
 	case "member":
 		if rec.Member == nil {
 			return missing()

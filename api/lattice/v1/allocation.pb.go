@@ -1304,7 +1304,12 @@ type AllocationRequest struct {
 	// must be UTF-8). script then carries the same text with each such byte
 	// as '?', for old clients and for display; the agent runs script_bytes.
 	// Empty when the script is UTF-8.
-	ScriptBytes   []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	ScriptBytes []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	// interactive: an allocation for a user at a terminal (latticectl alloc,
+	// salloc, run --pty outside an allocation). Its entrypoint only waits for
+	// steps, and the leader ends it after the server's interactive idle
+	// timeout with no step running.
+	Interactive   bool `protobuf:"varint,260,opt,name=interactive,proto3" json:"interactive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1605,6 +1610,13 @@ func (x *AllocationRequest) GetScriptBytes() []byte {
 	return nil
 }
 
+func (x *AllocationRequest) GetInteractive() bool {
+	if x != nil {
+		return x.Interactive
+	}
+	return false
+}
+
 // Preemption is the latest reclaim or preemption of an allocation.
 type Preemption struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1751,7 +1763,10 @@ type SubmitResponse struct {
 	DisplayId string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
 	// warnings about what the request keeps but the site will not act on
 	// (e.g. --mail-type without a site mail hook).
-	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// tenant the allocation was submitted to (the caller's default tenant
+	// when the request named none).
+	Tenant        string `protobuf:"bytes,320,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1805,6 +1820,13 @@ func (x *SubmitResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *SubmitResponse) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 type Transition struct {
@@ -2282,7 +2304,9 @@ type ListAllocationsRequest struct {
 	// users: only allocations these users submitted (work submitted without
 	// authentication, which has no user, counts as its tenant's, as
 	// latticectl shows it); the history's user index answers for ended ones.
-	Users         []string `protobuf:"bytes,220,rep,name=users,proto3" json:"users,omitempty"`
+	Users []string `protobuf:"bytes,220,rep,name=users,proto3" json:"users,omitempty"`
+	// mine: the caller's default tenant (when tenant is empty).
+	Mine          bool `protobuf:"varint,320,opt,name=mine,proto3" json:"mine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2371,6 +2395,13 @@ func (x *ListAllocationsRequest) GetUsers() []string {
 		return x.Users
 	}
 	return nil
+}
+
+func (x *ListAllocationsRequest) GetMine() bool {
+	if x != nil {
+		return x.Mine
+	}
+	return false
 }
 
 // A listing is a summary: scripts and environments are left out (Get has
@@ -3113,7 +3144,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xf6\t\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x99\n" +
+	"\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3156,7 +3188,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
 	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
-	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\"\xda\x01\n" +
+	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12!\n" +
+	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -3169,12 +3202,13 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
-	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"]\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"v\n" +
 	"\x0eSubmitResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
 	"\n" +
 	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\\\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x12\x17\n" +
+	"\x06tenant\x18\xc0\x02 \x01(\tR\x06tenant\"\\\n" +
 	"\n" +
 	"Transition\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
@@ -3226,7 +3260,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x12start_time_unix_ms\x18\b \x01(\x03R\x0fstartTimeUnixMs\x12'\n" +
 	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x81\x02\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x96\x02\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x1a\n" +
 	"\bvcluster\x18\x02 \x01(\tR\bvcluster\x12\x16\n" +
@@ -3236,7 +3270,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\x12\x1b\n" +
 	"\tpage_size\x18\a \x01(\x05R\bpageSize\x12\x15\n" +
-	"\x05users\x18\xdc\x01 \x03(\tR\x05users\"{\n" +
+	"\x05users\x18\xdc\x01 \x03(\tR\x05users\x12\x13\n" +
+	"\x04mine\x18\xc0\x02 \x01(\bR\x04mine\"{\n" +
 	"\x17ListAllocationsResponse\x128\n" +
 	"\vallocations\x18\x01 \x03(\v2\x16.lattice.v1.AllocationR\vallocations\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n" +
