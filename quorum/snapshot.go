@@ -81,9 +81,9 @@ type image struct {
 	results  []*Result
 	// ended is the history (history.go), in end order: records and the
 	// slice's elements are never written once added.
-	ended []*HistoryRecord
-	users    []*User
-	tokens   []*Token
+	ended  []*HistoryRecord
+	users  []*User
+	tokens []*Token
 }
 
 func (s *State) image() *image {
