@@ -273,6 +273,7 @@ func (a *adminService) ListVClusters(context.Context, *latticev1.ListVClustersRe
 		for _, v := range st.VClusters() {
 			resp.Vclusters = append(resp.Vclusters, a.vclusterInfo(st, v))
 		}
+		resp.DefaultVcluster = st.DefaultVCluster
 	})
 	if l := a.s.currentLeader(); l != nil {
 		for _, info := range resp.Vclusters {

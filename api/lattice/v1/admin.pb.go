@@ -1136,10 +1136,13 @@ func (*ListVClustersRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListVClustersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Vclusters     []*VClusterInfo        `protobuf:"bytes,1,rep,name=vclusters,proto3" json:"vclusters,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Vclusters []*VClusterInfo        `protobuf:"bytes,1,rep,name=vclusters,proto3" json:"vclusters,omitempty"`
+	// The vCluster that takes submissions naming none (sinfo's default
+	// partition, shown with a '*').
+	DefaultVcluster string `protobuf:"bytes,280,opt,name=default_vcluster,json=defaultVcluster,proto3" json:"default_vcluster,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListVClustersResponse) Reset() {
@@ -1177,6 +1180,13 @@ func (x *ListVClustersResponse) GetVclusters() []*VClusterInfo {
 		return x.Vclusters
 	}
 	return nil
+}
+
+func (x *ListVClustersResponse) GetDefaultVcluster() string {
+	if x != nil {
+		return x.DefaultVcluster
+	}
+	return ""
 }
 
 type SetVClusterRequest struct {
@@ -2086,9 +2096,10 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x0fservice_protect\x18\x8d\x01 \x01(\bR\x0eserviceProtect\x12\"\n" +
 	"\frunning_ends\x18\x8e\x01 \x01(\tR\vrunningEnds\x12*\n" +
 	"\x10predicted_starts\x18\x8f\x01 \x01(\bR\x0fpredictedStarts\"\x16\n" +
-	"\x14ListVClustersRequest\"O\n" +
+	"\x14ListVClustersRequest\"{\n" +
 	"\x15ListVClustersResponse\x126\n" +
-	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x90\n" +
+	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\x12*\n" +
+	"\x10default_vcluster\x18\x98\x02 \x01(\tR\x0fdefaultVcluster\"\x90\n" +
 	"\n" +
 	"\x12SetVClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
