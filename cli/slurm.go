@@ -117,6 +117,9 @@ func SlurmMain(ctx context.Context, env Env, name string, args []string) (code i
 	var u *slurmUsage
 	if errors.As(err, &u) {
 		fmt.Fprintf(r.Stderr, "%s: %s\nTry \"%s --help\" for more information\n", name, u.msg, name)
+		if name == "sbatch" {
+			return 255 // sbatch exits with -1 on a bad command line
+		}
 		return 1
 	}
 	fmt.Fprintf(r.Stderr, "%s: error: %v\n", name, err)

@@ -97,13 +97,14 @@ func parseSlurmStates(field, s string) (map[string]bool, error) {
 	for _, w := range splitList(s) {
 		names, ok := slurmStateWords[strings.ToUpper(w)]
 		if !ok {
-			return nil, fmt.Errorf("Invalid job state specified: %s", w)
+			return nil, fmt.Errorf("Invalid job state specified: %s\n%s: error: Valid job states include: "+
+				"PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,"+
+				"COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED\n", w, field)
 		}
 		for _, n := range names {
 			out[n] = true
 		}
 	}
-	_ = field
 	return out, nil
 }
 

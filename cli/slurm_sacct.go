@@ -354,7 +354,7 @@ func (s *slurmRun) sacct(args []string) error {
 	}
 	var states map[string]bool
 	if a.has("state") {
-		if states, err = parseSlurmStates("state", a.get("state")); err != nil {
+		if states, err = parseSlurmStates(s.name, a.get("state")); err != nil {
 			return err
 		}
 	}

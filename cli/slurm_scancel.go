@@ -62,7 +62,7 @@ func (s *slurmRun) scancel(args []string) error {
 	}
 	var states map[string]bool
 	if a.has("state") {
-		if states, err = parseSlurmStates("state", a.get("state")); err != nil {
+		if states, err = parseSlurmStates(s.name, a.get("state")); err != nil {
 			return err
 		}
 	}
@@ -113,10 +113,15 @@ func (s *slurmRun) scancel(args []string) error {
 	}
 	failed := 0
 	report := func(id, msg string) {
-		failed++
-		if a.has("quiet") && strings.Contains(msg, "already completing") {
+		// As Slurm 22.05's scancel: a job that does not exist or has
+		// ended is reported only with -v, and is no failure.
+		if msg == "Invalid job id specified" || strings.Contains(msg, "already completing") {
+			if a.has("verbose") && !a.has("quiet") {
+				fmt.Fprintf(s.Stderr, "scancel: error: Kill job error on job id %s: %s\n", id, msg)
+			}
 			return
 		}
+		failed++
 		fmt.Fprintf(s.Stderr, "scancel: error: Kill job error on job id %s: %s\n", id, msg)
 	}
 	if sig != "" {

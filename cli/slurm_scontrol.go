@@ -113,7 +113,7 @@ func (s *slurmRun) scontrol(args []string) error {
 		fmt.Fprintln(s.Stdout, "Slurmctld(primary) at lattice is UP")
 		return nil
 	}
-	return fmt.Errorf("invalid keyword: %s", a.pos[0])
+	return &slurmPlain{"invalid keyword: " + a.pos[0]}
 }
 
 // scontrolIDs reads job ids as scontrol takes them: 12 13, 12,13,
@@ -306,43 +306,46 @@ func (s *slurmRun) jobRecord(a *latticev1.Allocation) kvRecord {
 	if w := r.GetWalltimeSeconds(); w > 0 {
 		limit = slurmClock(w)
 	}
+	batch := len(r.GetCommand()) == 0 // a script (List leaves scripts out)
 	cmd := jobCommand(a)
-	if r.GetScript() != "" {
-		cmd = "(null)"
+	held := state == "PENDING" && (a.GetReason() == model.ReasonJobHeldUser || a.GetReason() == model.ReasonJobHeldAdmin)
+	eligible := cmp.Or(a.GetEligibleTimeUnixMs(), a.GetSubmitTimeUnixMs())
+	if held {
+		eligible = 0
 	}
 	rec = append(rec,
 		[]string{skv("UserId", user+"(0)"), skv("GroupId", user+"(0)"), skv("MCS_label", "N/A")},
-		[]string{skv("Priority", strconv.Itoa(int(r.GetPriorityClass()))), skv("Nice", "0"), skv("Account", nullOr(r.GetTenant())), skv("QOS", cmp.Or(r.GetQos(), "normal"))},
+		[]string{skv("Priority", strconv.Itoa(slurmPriority(a))), skv("Nice", "0"), skv("Account", nullOr(r.GetTenant())), skv("QOS", nullOr(r.GetQos()))},
 		[]string{skv("JobState", state), skv("Reason", slurmReason(a)), skv("Dependency", nullOr(dependencyText(a)))},
-		[]string{skv("Requeue", boolDigit(r.GetRequeue())), skv("Restarts", strconv.Itoa(int(a.GetRequeueCount()))), skv("BatchFlag", boolDigit(r.GetScript() != "")), skv("Reboot", "0"), skv("ExitCode", slurmExit(a))},
+		[]string{skv("Requeue", boolDigit(r.GetRequeue())), skv("Restarts", strconv.Itoa(int(a.GetRequeueCount()))), skv("BatchFlag", boolDigit(batch)), skv("Reboot", "0"), skv("ExitCode", slurmExit(a))},
 		[]string{skv("RunTime", slurmClock(int64(s.runDuration(a)/time.Second))), skv("TimeLimit", limit), skv("TimeMin", "N/A")},
-		[]string{skv("SubmitTime", none(a.GetSubmitTimeUnixMs())), skv("EligibleTime", none(cmp.Or(a.GetEligibleTimeUnixMs(), a.GetSubmitTimeUnixMs())))},
-		[]string{skv("AccrueTime", none(cmp.Or(a.GetEligibleTimeUnixMs(), a.GetSubmitTimeUnixMs())))},
+		[]string{skv("SubmitTime", none(a.GetSubmitTimeUnixMs())), skv("EligibleTime", none(eligible))},
+		[]string{skv("AccrueTime", none(eligible))},
 		[]string{skv("StartTime", none(start)), skv("EndTime", none(end)), skv("Deadline", "N/A")},
 		[]string{skv("SuspendTime", "None"), skv("SecsPreSuspend", "0"), skv("LastSchedEval", none(cmp.Or(a.GetExplanation().GetComputedUnixMs(), a.GetSubmitTimeUnixMs()))), skv("Scheduler", "Main")},
 		[]string{skv("Partition", r.GetVcluster()), skv("AllocNode:Sid", "localhost:0")},
 		[]string{skv("ReqNodeList", nullOr(hostlist(r.GetNodeList()))), skv("ExcNodeList", nullOr(hostlist(r.GetExcludeNodes())))},
-		[]string{skv("NodeList", nullOr(nodes))},
+		[]string{skv("NodeList", nodes)},
 	)
 	if batchHost != "" {
 		rec = append(rec, []string{skv("BatchHost", batchHost)})
 	}
 	n := nodeCount(a)
 	nodesText := strconv.Itoa(n)
-	if r.GetNodesMax() > r.GetNodesMin() && state == "PENDING" {
-		nodesText = fmt.Sprintf("%d-%d", r.GetNodesMin(), r.GetNodesMax())
+	if state == "PENDING" { // the range asked for: 2-2
+		nodesText = fmt.Sprintf("%d-%d", r.GetNodesMin(), max(r.GetNodesMax(), r.GetNodesMin()))
 	}
 	rec = append(rec,
-		[]string{skv("NumNodes", nodesText), skv("NumCPUs", strconv.Itoa(jobCPUs(a))), skv("NumTasks", "1"), skv("CPUs/Task", "1"), skv("ReqB:S:C:T", "0:0:*:*")},
+		[]string{skv("NumNodes", nodesText), skv("NumCPUs", strconv.Itoa(jobCPUs(a))), skv("NumTasks", strconv.Itoa(n)), skv("CPUs/Task", "1"), skv("ReqB:S:C:T", "0:0:*:*")},
 		[]string{skv("TRES", fmt.Sprintf("cpu=%d,node=%d,billing=%d", jobCPUs(a), n, jobCPUs(a)))},
 		[]string{skv("Socks/Node", "*"), skv("NtasksPerN:B:S:C", "0:0:*:*"), skv("CoreSpec", "*")},
 		[]string{skv("MinCPUsNode", "1"), skv("MinMemoryNode", "0"), skv("MinTmpDiskNode", "0")},
 		[]string{skv("Features", nullOr(strings.Join(r.GetConstraints(), "&"))), skv("DelayBoot", "00:00:00")},
-		[]string{skv("OverSubscribe", "NO"), skv("Contiguous", "0"), skv("Licenses", "(null)"), skv("Network", "(null)")},
+		[]string{skv("OverSubscribe", "OK"), skv("Contiguous", "0"), skv("Licenses", "(null)"), skv("Network", "(null)")},
 		[]string{skv("Command", cmd)},
 		[]string{skv("WorkDir", r.GetWorkDir())},
 	)
-	if r.GetScript() != "" {
+	if batch {
 		out := expandStdPath(a, cmp.Or(r.GetStdout(), "slurm-%j.out"))
 		errp := out
 		if r.GetStderr() != "" {
@@ -350,7 +353,8 @@ func (s *slurmRun) jobRecord(a *latticev1.Allocation) kvRecord {
 		}
 		rec = append(rec, []string{skv("StdErr", errp)}, []string{skv("StdIn", "/dev/null")}, []string{skv("StdOut", out)})
 	}
-	rec = append(rec, []string{skv("Power", "")})
+	// Slurm ends a job's record with an empty line of its own.
+	rec = append(rec, []string{skv("Power", "")}, []string{""})
 	return rec
 }
 
@@ -418,27 +422,23 @@ func (s *slurmRun) showNodes(name string, one bool) error {
 		if n.GetAllocation() != 0 {
 			alloc = int(cpus)
 		}
-		state := slurmNodeState(n, true)
-		state = strings.TrimSuffix(state, "*")
-		if strings.HasSuffix(slurmNodeState(n, false), "*") {
-			state += "+NOT_RESPONDING"
-		}
+		state := scontrolNodeState(n)
 		gres := "(null)"
 		if n.GetGpus() > 0 {
 			gres = "gpu:" + cmp.Or(n.GetGpuType()+":", "") + strconv.Itoa(int(n.GetGpus()))
 		}
 		feat := nullOr(strings.Join(n.GetFeatures(), ","))
 		rec := kvRecord{
-			{skv("NodeName", n.GetName()), skv("Arch", "x86_64"), skv("CoresPerSocket", strconv.Itoa(int(cpus)))},
+			{skv("NodeName", n.GetName()), skv("Arch", "x86_64"), skv("CoresPerSocket", strconv.Itoa(int(cpus))), ""},
 			{skv("CPUAlloc", strconv.Itoa(alloc)), skv("CPUEfctv", strconv.Itoa(int(cpus))), skv("CPUTot", strconv.Itoa(int(cpus))), skv("CPULoad", "0.00")},
 			{skv("AvailableFeatures", feat)},
 			{skv("ActiveFeatures", feat)},
 			{skv("Gres", gres)},
 			{skv("NodeAddr", n.GetName()), skv("NodeHostName", n.GetName()), skv("Version", "22.05.8")},
-			{skv("OS", "Linux")},
+			{skv("OS", "Linux"), ""},
 			{skv("RealMemory", strconv.FormatInt(max(n.GetMemoryMb(), 1), 10)), skv("AllocMem", "0"), skv("FreeMem", "N/A"), skv("Sockets", "1"), skv("Boards", "1")},
 			{skv("State", state), skv("ThreadsPerCore", "1"), skv("TmpDisk", "0"), skv("Weight", "1"), skv("Owner", "N/A"), skv("MCS_label", "N/A")},
-			{skv("Partitions", cmp.Or(n.GetCurrentVcluster(), n.GetHomeVcluster()))},
+			{skv("Partitions", cmp.Or(n.GetCurrentVcluster(), n.GetHomeVcluster())), ""},
 			{skv("BootTime", "None"), skv("SlurmdStartTime", s.slurmDate(n.GetLastHeartbeatUnixMs(), "None"))},
 			{skv("LastBusyTime", s.slurmDate(n.GetLastHeartbeatUnixMs(), "None"))},
 			{skv("CfgTRES", fmt.Sprintf("cpu=%d,mem=%dM,billing=%d", cpus, max(n.GetMemoryMb(), 1), cpus))},
@@ -448,7 +448,7 @@ func (s *slurmRun) showNodes(name string, one bool) error {
 			{skv("ExtSensorsJoules", "n/s"), skv("ExtSensorsWatts", "0"), skv("ExtSensorsTemp", "n/s")},
 		}
 		if r := n.GetStateReason(); r != "" {
-			rec = append(rec, []string{skv("Reason", r)})
+			rec = append(rec, []string{skv("Reason", r+nodeReasonStamp(s, n))})
 		}
 		s.writeRecord(rec, one)
 	}
@@ -500,11 +500,12 @@ func (s *slurmRun) showPartitions(name string, one bool) error {
 			{skv("DefaultTime", "NONE"), skv("DisableRootJobs", "NO"), skv("ExclusiveUser", "NO"), skv("GraceTime", "0"), skv("Hidden", "NO")},
 			{skv("MaxNodes", "UNLIMITED"), skv("MaxTime", "UNLIMITED"), skv("MinNodes", "0"), skv("LLN", "NO"), skv("MaxCPUsPerNode", "UNLIMITED")},
 			{skv("Nodes", nullOr(hostlist(names)))},
-			{skv("PriorityJobFactor", "1"), skv("PriorityTier", "1"), skv("RootOnly", "NO"), skv("ReqResv", "NO"), skv("OverSubscribe", "EXCLUSIVE")},
+			{skv("PriorityJobFactor", "1"), skv("PriorityTier", "1"), skv("RootOnly", "NO"), skv("ReqResv", "NO"), skv("OverSubscribe", "NO")},
 			{skv("OverTimeLimit", "NONE"), skv("PreemptMode", preempt)},
 			{skv("State", "UP"), skv("TotalCPUs", strconv.Itoa(cpus)), skv("TotalNodes", strconv.Itoa(len(names))), skv("SelectTypeParameters", "NONE")},
 			{skv("JobDefaults", "(null)")},
 			{skv("DefMemPerNode", "UNLIMITED"), skv("MaxMemPerNode", "UNLIMITED")},
+			{skv("TRES", fmt.Sprintf("cpu=%d,node=%d,billing=%d", cpus, len(names), cpus))},
 		}
 		s.writeRecord(rec, one)
 	}
@@ -512,4 +513,37 @@ func (s *slurmRun) showPartitions(name string, one bool) error {
 		return &slurmPlain{fmt.Sprintf("Partition %s not found", name)}
 	}
 	return nil
+}
+
+// nodeReasonStamp is " [USER@TIME]" after a node's reason when Lattice
+// knows who set it and when, as Slurm prints it.
+func nodeReasonStamp(s *slurmRun, n *latticev1.Node) string {
+	user, ms := nodeReasonBy(n)
+	if user == "" || ms == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [%s@%s]", user, s.slurmDate(ms, ""))
+}
+
+// scontrolNodeState is a node's State= as scontrol shows it: the base
+// state and its flags, IDLE+DRAIN, ALLOCATED+DRAIN, IDLE+NOT_RESPONDING.
+func scontrolNodeState(n *latticev1.Node) string {
+	base := "IDLE"
+	if n.GetAllocation() != 0 {
+		base = "ALLOCATED"
+	}
+	switch model.NodeState(n.GetState()) {
+	case model.NodeDraining, model.NodeDrained:
+		return base + "+DRAIN"
+	case model.NodeDegraded:
+		return base + "+NOT_RESPONDING"
+	case model.NodeDown:
+		return "DOWN"
+	case model.NodeCleanup:
+		return base + "+COMPLETING"
+	}
+	if n.GetReservedFor() != 0 && base == "IDLE" {
+		return "RESERVED"
+	}
+	return base
 }

@@ -32,36 +32,37 @@ type sinfoNode struct {
 	def  bool // the partition is the default one
 }
 
-// sinfoState is Slurm's compact node state (sinfo %t); long is %T.
+// slurmNodeState is Slurm's compact node state (sinfo %t), or with long
+// its full name (%T): idle, allocated, drained, draining, down, ...
 func slurmNodeState(n *latticev1.Node, long bool) string {
 	busy := n.GetAllocation() != 0
 	var short, full string
 	switch model.NodeState(n.GetState()) {
 	case model.NodeReady:
-		short, full = "idle", "IDLE"
+		short, full = "idle", "idle"
 		if busy {
-			short, full = "alloc", "ALLOCATED"
+			short, full = "alloc", "allocated"
 		} else if n.GetReservedFor() != 0 {
-			short, full = "resv", "RESERVED"
+			short, full = "resv", "reserved"
 		}
 	case model.NodeDraining:
-		short, full = "drng", "DRAINING"
+		short, full = "drng", "draining"
 		if !busy {
-			short, full = "drain", "DRAINED"
+			short, full = "drain", "drained"
 		}
 	case model.NodeDrained:
-		short, full = "drain", "DRAINED"
+		short, full = "drain", "drained"
 	case model.NodeDegraded:
-		short, full = "idle*", "IDLE*"
+		short, full = "idle*", "idle*"
 		if busy {
-			short, full = "alloc*", "ALLOCATED*"
+			short, full = "alloc*", "allocated*"
 		}
 	case model.NodeDown:
-		short, full = "down", "DOWN"
+		short, full = "down", "down"
 	case model.NodeCleanup:
-		short, full = "comp", "COMPLETING"
+		short, full = "comp", "completing"
 	default:
-		short, full = "unk", "UNKNOWN"
+		short, full = "unk", "unknown"
 	}
 	if long {
 		return full
@@ -105,13 +106,26 @@ var sinfoFields = []sinfoField{
 		return "(null)"
 	}},
 	{'E', "REASON", false, func(_ *slurmRun, ns []sinfoNode) string { return cmp.Or(ns[0].n.GetStateReason(), "none") }},
-	{'u', "USER", false, func(_ *slurmRun, ns []sinfoNode) string { return "Unknown" }},
-	{'U', "USER", false, func(_ *slurmRun, ns []sinfoNode) string { return "Unknown" }},
-	{'H', "TIMESTAMP", false, func(_ *slurmRun, ns []sinfoNode) string { return "Unknown" }},
+	{'u', "USER", false, func(_ *slurmRun, ns []sinfoNode) string {
+		u, _ := nodeReasonBy(ns[0].n)
+		return cmp.Or(u, "Unknown")
+	}},
+	{'U', "USER", false, func(_ *slurmRun, ns []sinfoNode) string {
+		u, _ := nodeReasonBy(ns[0].n)
+		return cmp.Or(u, "Unknown")
+	}},
+	{'H', "TIMESTAMP", false, func(s *slurmRun, ns []sinfoNode) string {
+		_, at := nodeReasonBy(ns[0].n)
+		return s.slurmDate(at, "Unknown")
+	}},
 	{'h', "OVERSUBSCRIBE", false, func(_ *slurmRun, ns []sinfoNode) string { return "NO" }},
 	{'s', "JOB_SIZE", false, func(_ *slurmRun, ns []sinfoNode) string { return "1-infinite" }},
 	{'z', "S:C:T", false, func(_ *slurmRun, ns []sinfoNode) string { return fmt.Sprintf("1:%d:1", max(ns[0].n.GetCpus(), 1)) }},
 	{'V', "CLUSTER", false, func(_ *slurmRun, ns []sinfoNode) string { return "lattice" }},
+	{'r', "ROOT", false, func(_ *slurmRun, ns []sinfoNode) string { return "no" }},
+	{'g', "GROUPS", false, func(_ *slurmRun, ns []sinfoNode) string { return "all" }},
+	{'d', "TMP_DISK", false, func(_ *slurmRun, ns []sinfoNode) string { return "0" }},
+	{'w', "WEIGHT", false, func(_ *slurmRun, ns []sinfoNode) string { return "1" }},
 	{'D', "NODES", true, func(_ *slurmRun, ns []sinfoNode) string { return strconv.Itoa(len(ns)) }},
 	{'N', "NODELIST", true, func(_ *slurmRun, ns []sinfoNode) string { return sinfoHosts(ns) }},
 	{'n', "HOSTNAMES", true, func(_ *slurmRun, ns []sinfoNode) string { return sinfoHosts(ns) }},
@@ -157,6 +171,21 @@ var sinfoFields = []sinfoField{
 		}
 		return fmt.Sprintf("%d/%d/%d/%d", al, idle, other, total)
 	}},
+}
+
+// sinfoRank orders a partition's lines as sinfo's default sort (-t:
+// state, highest first): drained and draining nodes, then allocated, then
+// idle, then down.
+func sinfoRank(n *latticev1.Node) int {
+	switch slurmNodeState(n, false) {
+	case "drain", "drng":
+		return 10
+	case "alloc", "alloc*", "comp":
+		return 3
+	case "idle", "idle*", "resv":
+		return 2
+	}
+	return 1
 }
 
 func sinfoHosts(ns []sinfoNode) string {
@@ -216,11 +245,11 @@ func parseSinfoFormat(s string) ([]sinfoCol, string, error) {
 // Slurm 22.05's sinfo formats.
 const (
 	sinfoDefault   = "%#P %.5a %.10l %.6D %.6t %N"
-	sinfoSummarize = "%#P %.5a %.10l %.16F  %N"
-	sinfoNodeFmt   = "%#N %.6D %#P %6t"
+	sinfoSummarize = "%#P %.5a %.10l %.16F %N"
+	sinfoNodeFmt   = "%#N %.6D %.#P %6t"
 	sinfoReasons   = "%20E %9u %19H %N"
 	sinfoLong      = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
-	sinfoNodeLong  = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
+	sinfoNodeLong  = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"
 )
 
 func (s *slurmRun) sinfo(args []string) error {
@@ -252,9 +281,6 @@ func (s *slurmRun) sinfo(args []string) error {
 		format = sinfoNodeFmt
 	case a.has("long"):
 		format = sinfoLong
-	}
-	if strings.Contains(format, "%r") || strings.Contains(format, "%g") || strings.Contains(format, "%d") || strings.Contains(format, "%w") {
-		format = strings.NewReplacer("%.4r", "", "%.10g", "", "%.8d", "", "%.6w", "").Replace(format)
 	}
 	cols, tail, err := parseSinfoFormat(format)
 	if err != nil {
@@ -307,7 +333,8 @@ func (s *slurmRun) sinfo(args []string) error {
 			}
 			sn := sinfoNode{n: n, part: name, def: name == vcs.GetDefaultVcluster()}
 			st := slurmNodeState(n, false)
-			if states != nil && !states[strings.TrimSuffix(st, "*")] && !states[strings.ToLower(slurmNodeState(n, true))] {
+			if states != nil && !states[strings.TrimSuffix(st, "*")] && !states[strings.ToLower(slurmNodeState(n, true))] &&
+				!(states["idle"] && st == "drain") && !(states["drain"] && st == "drng") {
 				continue
 			}
 			if len(only) > 0 && !slices.Contains(only, n.GetName()) {
@@ -345,9 +372,14 @@ func (s *slurmRun) sinfo(args []string) error {
 		}
 		if len(group) == 0 && !a.has("list-reasons") && states == nil && len(only) == 0 {
 			// An empty partition still has its line (0 nodes, n/a).
-			mine = append(mine, []sinfoNode{{n: &latticev1.Node{}, part: name, def: name == vcs.GetDefaultVcluster()}})
-			mine[len(mine)-1][0].n = nil
+			mine = append(mine, []sinfoNode{{part: name, def: name == vcs.GetDefaultVcluster()}})
 		}
+		slices.SortStableFunc(mine, func(x, y []sinfoNode) int {
+			if x[0].n == nil || y[0].n == nil {
+				return 0
+			}
+			return -cmp.Compare(sinfoRank(x[0].n), sinfoRank(y[0].n))
+		})
 		lines = append(lines, mine...)
 	}
 	if a.has("list-reasons") {
@@ -376,7 +408,7 @@ func (s *slurmRun) sinfo(args []string) error {
 	}
 	for k := range cols {
 		if cols[k].auto {
-			w := len(cols[k].f.header)
+			w := 9 // sinfo's least width of %#P and %#N
 			for _, v := range values {
 				w = max(w, len(v[k]))
 			}
@@ -437,4 +469,10 @@ func mergeReasons(s *slurmRun, cols []sinfoCol, lines [][]sinfoNode) [][]sinfoNo
 		}
 	}
 	return out
+}
+
+// nodeReasonBy is who set n's reason and when (unix ms); "" and 0 when
+// the system set it.
+func nodeReasonBy(n *latticev1.Node) (string, int64) {
+	return n.GetStateReasonBy(), n.GetStateReasonUnixMs()
 }

@@ -35,7 +35,12 @@ type squeueField struct {
 
 var squeueFields = []squeueField{
 	{'i', "JobArrayID", "JOBID", func(_ *slurmRun, j jobRow) string { return j.id() }},
-	{'A', "JobID", "JOBID", func(_ *slurmRun, j jobRow) string { return strconv.FormatUint(j.a.GetId(), 10) }},
+	{'A', "JobID", "JOBID", func(_ *slurmRun, j jobRow) string {
+		if j.tasks != nil { // the array's own record
+			return strconv.FormatUint(j.a.GetArrayJobId(), 10)
+		}
+		return strconv.FormatUint(j.a.GetId(), 10)
+	}},
 	{'F', "ArrayJobID", "ARRAY_JOB_ID", func(_ *slurmRun, j jobRow) string { return j.arrayJobID() }},
 	{'K', "ArrayTaskID", "ARRAY_TASK_ID", func(_ *slurmRun, j jobRow) string { return j.taskID() }},
 	{'j', "Name", "NAME", func(_ *slurmRun, j jobRow) string { return j.a.GetRequest().GetName() }},
@@ -75,8 +80,8 @@ var squeueFields = []squeueField{
 		}
 		return s.slurmDate(ms, "N/A")
 	}},
-	{'Q', "Priority", "PRIORITY", func(_ *slurmRun, j jobRow) string { return strconv.Itoa(int(j.a.GetRequest().GetPriorityClass())) }},
-	{'q', "QOS", "QOS", func(_ *slurmRun, j jobRow) string { return cmp.Or(j.a.GetRequest().GetQos(), "normal") }},
+	{'Q', "Priority", "PRIORITY", func(_ *slurmRun, j jobRow) string { return strconv.Itoa(slurmPriority(j.a)) }},
+	{'q', "QOS", "QOS", func(_ *slurmRun, j jobRow) string { return nullOr(j.a.GetRequest().GetQos()) }},
 	{'Z', "WorkDir", "WORK_DIR", func(_ *slurmRun, j jobRow) string { return j.a.GetRequest().GetWorkDir() }},
 	{'o', "Command", "COMMAND", func(_ *slurmRun, j jobRow) string { return jobCommand(j.a) }},
 	{'E', "Dependency", "DEPENDENCY", func(_ *slurmRun, j jobRow) string { return cmp.Or(dependencyText(j.a), "(null)") }},
@@ -111,6 +116,18 @@ var squeueFields = []squeueField{
 	{0, "RestartCnt", "RESTARTCNT", func(_ *slurmRun, j jobRow) string { return strconv.Itoa(int(j.a.GetRequeueCount())) }},
 	{0, "Requeue", "REQUEUE", func(_ *slurmRun, j jobRow) string { return boolDigit(j.a.GetRequest().GetRequeue()) }},
 	{0, "Cluster", "CLUSTER", func(_ *slurmRun, j jobRow) string { return "lattice" }},
+}
+
+// slurmPriority is a job's priority as Slurm shows it: its class, and 0
+// while it is held (Slurm holds a job by setting its priority to 0).
+func slurmPriority(a *latticev1.Allocation) int {
+	switch a.GetReason() {
+	case model.ReasonJobHeldUser, model.ReasonJobHeldAdmin:
+		if model.AllocState(a.GetState()) == model.StatePending {
+			return 0
+		}
+	}
+	return int(a.GetRequest().GetPriorityClass())
 }
 
 func boolDigit(b bool) string {
@@ -343,7 +360,7 @@ func (s *slurmRun) squeue(args []string) error {
 	req := &latticev1.ListAllocationsRequest{}
 	states := slurmActive
 	if a.has("states") {
-		if states, err = parseSlurmStates("states", a.get("states")); err != nil {
+		if states, err = parseSlurmStates(s.name, a.get("states")); err != nil {
 			return err
 		}
 		req.TerminalWindowSeconds = 300 // Slurm keeps ended jobs MinJobAge (300 s)
@@ -425,7 +442,9 @@ type slurmPlain struct{ msg string }
 func (p *slurmPlain) Error() string { return p.msg }
 
 // sortSqueue is squeue's default order: by partition, then state (pending
-// before running), then priority (highest first), then id.
+// before running), then priority (highest first), then newest first (the
+// controller's job list order, which Slurm's stable sort keeps), an
+// array's tasks in index order.
 func sortSqueue(allocs []*latticev1.Allocation) {
 	rank := func(a *latticev1.Allocation) int {
 		switch slurmState(a) {
@@ -441,7 +460,8 @@ func sortSqueue(allocs []*latticev1.Allocation) {
 	slices.SortStableFunc(allocs, func(x, y *latticev1.Allocation) int {
 		return cmp.Or(cmp.Compare(x.GetRequest().GetVcluster(), y.GetRequest().GetVcluster()),
 			cmp.Compare(rank(x), rank(y)),
-			-cmp.Compare(x.GetRequest().GetPriorityClass(), y.GetRequest().GetPriorityClass()),
-			cmp.Compare(x.GetId(), y.GetId()))
+			-cmp.Compare(slurmPriority(x), slurmPriority(y)),
+			-cmp.Compare(cmp.Or(x.GetArrayJobId(), x.GetId()), cmp.Or(y.GetArrayJobId(), y.GetId())),
+			cmp.Compare(x.GetArrayIndex(), y.GetArrayIndex()))
 	})
 }

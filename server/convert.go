@@ -139,6 +139,7 @@ func nodeToProto(n *model.Node, displayAlloc string, lastSeen time.Time) *lattic
 		ReclaimedFrom: n.ReclaimedFrom, ReclaimedAtUnixMs: unixMS(n.ReclaimedAt),
 		Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, CleanupAllocation: n.Cleanup,
 		MeasuredWatts: int32(n.MeasuredWatts), MeasuredAtUnixMs: unixMS(n.MeasuredAt),
+		StateReasonBy: n.ReasonBy, StateReasonUnixMs: unixMS(n.ReasonAt),
 	}
 }
 
