@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +134,7 @@ func (s *slurmRun) sbatch(args []string) error {
 		if warnings, err = parseSbatch(label, in.script, in.opts); err != nil {
 			return err
 		}
+		warnings = slices.DeleteFunc(warnings, sbatchAccepts)
 	}
 	if err := s.applySbatchOpts(a, &in, &warnings); err != nil {
 		return err
@@ -260,6 +262,24 @@ func (s *slurmRun) applySbatchOpts(a *sargs, in *submitInput, warnings *[]string
 		in.opts.set(optRequeue, strconv.FormatBool(k == "requeue"), "")
 	}
 	return nil
+}
+
+// sbatchAccepts reports whether an #SBATCH warning is about an option
+// sbatch accepts with nothing to do (whole nodes: --mem, --cpus-per-task,
+// --ntasks, ...): sbatch takes it silently, as it does on its command line.
+func sbatchAccepts(warning string) bool {
+	_, rest, ok := strings.Cut(warning, "#SBATCH ")
+	if !ok || !strings.HasSuffix(warning, "is not supported by Lattice and was ignored") {
+		return false
+	}
+	word, _, _ := strings.Cut(rest, " ")
+	name, _, _ := strings.Cut(strings.TrimLeft(word, "-"), "=")
+	for _, o := range sbatchOpts {
+		if (o.long == name || (len(name) == 1 && o.short == name[0])) && (o.key == "-" || o.key == "count" || o.key == "mem" || o.key == "clusters") {
+			return true
+		}
+	}
+	return false
 }
 
 // parseSlurmMem reads Slurm's memory sizes: a number of megabytes, or with

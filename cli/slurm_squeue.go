@@ -365,8 +365,8 @@ func (s *slurmRun) squeue(args []string) error {
 		}
 		req.TerminalWindowSeconds = 300 // Slurm keeps ended jobs MinJobAge (300 s)
 	} else if len(want) > 0 {
-		// squeue -j shows a job that ended within MinJobAge too.
-		states = nil
+		// A job that ended within MinJobAge is known (no "Invalid job
+		// id") but, as in Slurm, not shown without -t.
 		req.TerminalWindowSeconds = 300
 	}
 	if a.has("start") {

@@ -98,8 +98,11 @@ func TestSbatchSubmits(t *testing.T) {
 	}
 
 	// A script on standard input, its #SBATCH lines honoured; the name is sbatch's.
-	r = runSlurm(t, "#!/bin/bash\n#SBATCH -N 3\n#SBATCH --time=5\necho hi\n", env, "sbatch")
+	r = runSlurm(t, "#!/bin/bash\n#SBATCH -N 3\n#SBATCH --time=5\n#SBATCH --mem=1G\n#SBATCH --cpus-per-task=2\necho hi\n", env, "sbatch")
 	mustCode(t, r, 0)
+	if r.stderr != "" { // whole nodes meet --mem and --cpus-per-task: nothing to say
+		t.Errorf("stderr %q", r.stderr)
+	}
 	if req := f.submits[2].GetRequest(); req.GetNodesMin() != 3 || req.GetWalltimeSeconds() != 300 || req.GetName() != "sbatch" {
 		t.Errorf("stdin script: %v", req)
 	}
@@ -190,6 +193,10 @@ func TestSqueueFormats(t *testing.T) {
 	}
 	golden(t, "slurm/squeue.txt", out.String())
 
+	// An ended job is known but not shown without -t (as Slurm's squeue).
+	if r := runSlurm(t, "", env, "squeue", "-h", "-j", "14_0"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("squeue -j of an ended job: %+v", r)
+	}
 	r := runSlurm(t, "", env, "squeue", "-j", "99")
 	if r.code != 1 || r.stderr != "slurm_load_jobs error: Invalid job id specified\n" {
 		t.Errorf("squeue -j 99: %+v", r)
