@@ -357,3 +357,27 @@ func TestArgv0Dispatch(t *testing.T) {
 		t.Errorf("squeue via argv0: %q", r.stdout)
 	}
 }
+
+// nodes drain takes a hostlist: every node it names is drained, and one
+// that does not exist fails the command (exit 3) without stopping the rest.
+func TestNodesDrainHostlist(t *testing.T) {
+	f := newFakeServer(t)
+	f.nodes = append(f.nodes, &latticev1.Node{Name: "n004", State: "Ready"}, &latticev1.Node{Name: "n005", State: "Ready"})
+	r := run(t, servers(f.addr), "nodes", "drain", "n[003-005]", "--reason", "rack 3 maintenance")
+	mustCode(t, r, 0)
+	var got []string
+	for _, d := range f.drains {
+		got = append(got, d.GetName()+"/"+d.GetReason())
+	}
+	if !slices.Equal(got, []string{"n003/rack 3 maintenance", "n004/rack 3 maintenance", "n005/rack 3 maintenance"}) {
+		t.Errorf("drained %q", got)
+	}
+	r = run(t, servers(f.addr), "nodes", "drain", "n[005-006]", "--reason", "x")
+	if r.code != ExitNotFound || !strings.Contains(r.stderr, "n006") || f.drains[len(f.drains)-2].GetName() != "n005" {
+		t.Errorf("unknown node in a hostlist: %+v", r)
+	}
+	r = run(t, servers(f.addr), "nodes", "drain", "n[005-", "--reason", "x")
+	if r.code != ExitUsage {
+		t.Errorf("bad hostlist: %+v", r)
+	}
+}

@@ -6,7 +6,9 @@ package main
 // scancel, and Snakemake from Debian with --cluster "sbatch ..."
 // --cluster-status and with its own --slurm executor (which runs srun
 // inside the job). A tool that is missing and cannot be installed makes
-// its part skip, saying so.
+// its part skip, saying so. Snakemake polls at its own pace (its --slurm
+// executor every ~40 s: minutes per workflow), so its parts run with
+// LATTICE_WORKFLOW_TESTS=1 (or LATTICE_LONG_TESTS=1), as .ci/run does.
 
 import (
 	"os"
@@ -118,6 +120,9 @@ scancel 999999
 
 	snakemake := func(t *testing.T) {
 		t.Helper()
+		if os.Getenv("LATTICE_WORKFLOW_TESTS") == "" && os.Getenv("LATTICE_LONG_TESTS") == "" {
+			t.Skip("Snakemake takes minutes to poll its jobs: set LATTICE_WORKFLOW_TESTS=1 (.ci/run does)")
+		}
 		ensureTools(t, "snakemake")
 		if _, err := exec.LookPath("snakemake"); err != nil {
 			t.Skipf("snakemake is not on PATH: %v", err)
