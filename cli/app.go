@@ -190,6 +190,7 @@ func (r *runner) app() *cli.App {
 			r.replayCommand(),
 			r.completionCommand(),
 			r.slurmCommandsCommand(),
+			r.dashboardCommand(),
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
