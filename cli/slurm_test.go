@@ -381,3 +381,14 @@ func TestNodesDrainHostlist(t *testing.T) {
 		t.Errorf("bad hostlist: %+v", r)
 	}
 }
+
+// salloc is `latticectl alloc`; until this latticectl has it, it says so.
+func TestSallocWithoutAlloc(t *testing.T) {
+	if findCommand((&runner{Env: OSEnv()}).app().Commands, "alloc") != nil {
+		t.Skip("latticectl alloc exists: salloc runs it (its own tests cover it)")
+	}
+	r := runSlurm(t, "", nil, "salloc", "-N1")
+	if r.code != 1 || !strings.Contains(r.stderr, "salloc: error: salloc is not available in this Lattice yet") {
+		t.Errorf("salloc: %+v", r)
+	}
+}
