@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 )
 
 // Slurm's own commands. The latticectl binary answers to Slurm's command
@@ -131,6 +133,7 @@ type slurmRun struct {
 	*runner
 	name string
 	c    *cli.Context // for the runner's helpers: no flags, the environment decides
+	me   *latticev1.AccountUser
 }
 
 // slurmContext is a command context without flags: the runner's helpers

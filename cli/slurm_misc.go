@@ -190,16 +190,45 @@ type assocRow struct {
 	t             *latticev1.TenantInfo
 }
 
-// userAccounts are the accounts of user: the tenant named after them,
-// and for the caller the tenant they act as (LATTICE_TENANT), as Lattice's
-// default tenant is the user's name. (Lattice keeps no membership list
-// outside its tokens file, which clients cannot read.)
-func (s *slurmRun) userAccounts(tenants []*latticev1.TenantInfo, user string) []string {
+// userAccounts are the accounts (tenants) of user, its default first, as
+// the replicated user records hold them (ListUsers; WhoAmI for the
+// caller). Without them (an older server, or a user the caller may not
+// list): the tenant named after the user, and for the caller the tenant
+// they act as (LATTICE_TENANT).
+func (s *slurmRun) userAccounts(cn *conn, tenants []*latticev1.TenantInfo, user string) []string {
+	var u *latticev1.AccountUser
+	_ = cn.unary(s.c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		resp, err := latticev1.NewAccountServiceClient(cc).ListUsers(ctx, &latticev1.ListUsersRequest{Names: []string{user}})
+		for _, x := range resp.GetUsers() {
+			if x.GetName() == user {
+				u = x
+			}
+		}
+		return err
+	})
+	if u == nil {
+		if me := s.whoAmI(cn); me.GetName() == user {
+			u = me
+		}
+	}
 	var out []string
+	if u != nil {
+		if d := u.GetDefaultTenant(); d != "" {
+			out = append(out, d)
+		}
+		for _, t := range u.GetTenants() {
+			if t != "*" && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
 	has := func(n string) bool {
 		return slices.ContainsFunc(tenants, func(t *latticev1.TenantInfo) bool { return t.GetName() == n })
 	}
-	if user == s.tenantUser() {
+	if user == s.tenantUser(cn) {
 		if t := s.Getenv("LATTICE_TENANT"); t != "" && has(t) {
 			out = append(out, t)
 		}
@@ -210,10 +239,23 @@ func (s *slurmRun) userAccounts(tenants []*latticev1.TenantInfo, user string) []
 	return out
 }
 
-// tenantUser is the caller's user name.
-func (s *slurmRun) tenantUser() string {
-	if s.Username != nil {
-		return s.Username()
+// whoAmI is the caller as the server sees them (nil when it cannot say).
+func (s *slurmRun) whoAmI(cn *conn) *latticev1.AccountUser {
+	if s.me != nil {
+		return s.me
+	}
+	_ = cn.unary(s.c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		var err error
+		s.me, err = latticev1.NewAccountServiceClient(cc).WhoAmI(ctx, &latticev1.AccountWhoAmIRequest{})
+		return err
+	})
+	return s.me
+}
+
+// tenantUser is the caller's user name: the server's word, else $USER.
+func (s *slurmRun) tenantUser(cn *conn) string {
+	if n := s.whoAmI(cn).GetName(); n != "" {
+		return n
 	}
 	return s.Getenv("USER")
 }
@@ -280,7 +322,7 @@ func (s *slurmRun) mgrUsers(cn *conn, names []string, format string, withAssoc b
 		return err
 	}
 	if len(names) == 0 {
-		names = []string{s.tenantUser()}
+		names = []string{s.tenantUser(cn)}
 	}
 	def := "User,DefaultAccount,Admin"
 	if withAssoc {
@@ -293,7 +335,7 @@ func (s *slurmRun) mgrUsers(cn *conn, names []string, format string, withAssoc b
 	var rows []assocRow
 	defs := map[string]string{}
 	for _, u := range names {
-		accts := s.userAccounts(tenants, u)
+		accts := s.userAccounts(cn, tenants, u)
 		if len(accts) == 0 {
 			continue
 		}
@@ -373,14 +415,14 @@ func (s *slurmRun) mgrAssocs(cn *conn, names []string, format string, pf printFi
 	if err != nil {
 		return err
 	}
-	me := s.tenantUser()
+	me := s.tenantUser(cn)
 	var rows []assocRow
 	for _, t := range tenants {
 		if len(names) > 0 && !slices.Contains(names, t.GetName()) && !slices.Contains(names, me) {
 			continue
 		}
 		rows = append(rows, assocRow{account: t.GetName(), t: t})
-		if slices.Contains(s.userAccounts(tenants, me), t.GetName()) {
+		if slices.Contains(s.userAccounts(cn, tenants, me), t.GetName()) {
 			rows = append(rows, assocRow{user: me, account: t.GetName(), t: t})
 		}
 	}

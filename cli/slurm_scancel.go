@@ -68,7 +68,11 @@ func (s *slurmRun) scancel(args []string) error {
 	}
 	users := a.list("user")
 	if a.has("me") {
-		users = append(users, s.tenant(s.c))
+		cn, err := s.connect(s.c)
+		if err != nil {
+			return err
+		}
+		users = append(users, s.tenantUser(cn))
 	}
 	accounts, names, parts, qos := a.list("account"), a.list("name"), a.list("partition"), a.list("qos")
 	filtered := states != nil || len(users)+len(accounts)+len(names)+len(parts)+len(qos) > 0 || a.has("nodelist")

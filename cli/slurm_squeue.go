@@ -374,7 +374,11 @@ func (s *slurmRun) squeue(args []string) error {
 	}
 	users := a.list("user")
 	if a.has("me") {
-		users = append(users, s.tenant(s.c))
+		cn, err := s.connect(s.c)
+		if err != nil {
+			return err
+		}
+		users = append(users, s.tenantUser(cn))
 	}
 	accounts, names, parts, qos := a.list("account"), a.list("name"), a.list("partition"), a.list("qos")
 	var nodes []string

@@ -33,7 +33,6 @@ func runSlurm(t *testing.T, stdin string, env map[string]string, name string, ar
 		},
 		Environ:  func() []string { return []string{"HOME=/home/alice", "PATH=/usr/bin"} },
 		Getwd:    func() (string, error) { return "/home/alice/proj", nil },
-		Username: func() string { return "alice" },
 		Now:      func() time.Time { return t0 },
 		Location: time.UTC,
 	}
@@ -187,6 +186,7 @@ func TestSqueueFormats(t *testing.T) {
 		{"-j", "13", "-h", "--format=%i %j"},
 		{"--me", "-n", "sweep", "-h", "-o", "%i"},
 	} {
+		env["USER"] = "alice" // --me: the server's WhoAmI, else $USER (the fake has no AccountService)
 		r := runSlurm(t, "", env, "squeue", args...)
 		mustCode(t, r, 0)
 		out.WriteString("$ squeue " + strings.Join(args, " ") + "\n" + r.stdout)
@@ -301,6 +301,7 @@ func TestScancelAndJobControl(t *testing.T) {
 func TestSacctmgrSshareSprio(t *testing.T) {
 	f := newFakeServer(t)
 	env := servers(f.addr)
+	env["USER"] = "alice" // the caller without the server's WhoAmI (the fake has no AccountService)
 	var out strings.Builder
 	for _, c := range [][]string{
 		{"sacctmgr", "-n", "-s", "list", "user", "alice", "format=account%20"},
