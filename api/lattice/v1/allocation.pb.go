@@ -1304,7 +1304,12 @@ type AllocationRequest struct {
 	// must be UTF-8). script then carries the same text with each such byte
 	// as '?', for old clients and for display; the agent runs script_bytes.
 	// Empty when the script is UTF-8.
-	ScriptBytes   []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	ScriptBytes []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	// interactive: an allocation for a user at a terminal (latticectl alloc,
+	// salloc, run --pty outside an allocation). Its entrypoint only waits for
+	// steps, and the leader ends it after the server's interactive idle
+	// timeout with no step running.
+	Interactive   bool `protobuf:"varint,260,opt,name=interactive,proto3" json:"interactive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1603,6 +1608,13 @@ func (x *AllocationRequest) GetScriptBytes() []byte {
 		return x.ScriptBytes
 	}
 	return nil
+}
+
+func (x *AllocationRequest) GetInteractive() bool {
+	if x != nil {
+		return x.Interactive
+	}
+	return false
 }
 
 // Preemption is the latest reclaim or preemption of an allocation.
@@ -3102,7 +3114,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xf6\t\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x99\n" +
+	"\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3145,7 +3158,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
 	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
-	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\"\xda\x01\n" +
+	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12!\n" +
+	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
