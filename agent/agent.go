@@ -653,6 +653,8 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.checkpoint(msg.Checkpoint)
 	case *latticev1.ServerMessage_StepLaunch:
 		a.launchStep(msg.StepLaunch)
+	case *latticev1.ServerMessage_StepPmiFenceDone:
+		a.pmiFenceDone(msg.StepPmiFenceDone)
 	case *latticev1.ServerMessage_StepKill:
 		grace := a.cfg.Grace
 		if msg.StepKill.GraceSeconds > 0 {
@@ -731,7 +733,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
-		GPUs: a.nodeGPUs(as.LaunchNode),
+		GPUs: a.nodeGPUs(as.LaunchNode), CPUs: a.nodeCPUs(as.LaunchNode), Tasks: taskSpecOf(req),
 	}
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {

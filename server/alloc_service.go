@@ -58,6 +58,9 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	if err := a.s.resolveSite(&r); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
+	if err := a.s.fitTasks(&r, req.Request.GetKeepIfNeverFits()); err != nil {
+		return model.Request{}, model.Request{}, err
+	}
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {

@@ -56,6 +56,9 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids, Task: d.Task})
 	}
 	r.DependencyAny = p.DependencyAny
+	r.Ntasks, r.NtasksPerNode, r.CPUsPerTask = int(p.Ntasks), int(p.NtasksPerNode), int(p.CpusPerTask)
+	r.MemPerNodeMB, r.MemPerCPUMB, r.GPUsPerTask = p.MemPerNodeMb, p.MemPerCpuMb, int(p.GpusPerTask)
+	r.Exclusive, r.Overcommit = p.Exclusive, p.Overcommit
 	if a := p.Array; a != nil {
 		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
 		if r.Array.Step == 0 {
@@ -77,6 +80,9 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		CheckpointSignal: r.CheckpointSignal, CheckpointSignalSecs: int32(r.CheckpointSignalSecs),
 		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook, Requeue: r.Requeue,
 		ScriptBytes: r.ScriptBytes,
+		Ntasks:      int32(r.Ntasks), NtasksPerNode: int32(r.NtasksPerNode), CpusPerTask: int32(r.CPUsPerTask),
+		MemPerNodeMb: r.MemPerNodeMB, MemPerCpuMb: r.MemPerCPUMB, GpusPerTask: int32(r.GPUsPerTask),
+		Exclusive: r.Exclusive, Overcommit: r.Overcommit,
 	}
 	if r.HotDataFraction != nil {
 		p.HotDataFraction = *r.HotDataFraction

@@ -685,6 +685,7 @@ type ServerMessage struct {
 	//	*ServerMessage_StepKill
 	//	*ServerMessage_Signal
 	//	*ServerMessage_SetWalltime
+	//	*ServerMessage_StepPmiFenceDone
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -817,6 +818,15 @@ func (x *ServerMessage) GetSetWalltime() *SetWalltime {
 	return nil
 }
 
+func (x *ServerMessage) GetStepPmiFenceDone() *StepPMIFenceDone {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepPmiFenceDone); ok {
+			return x.StepPmiFenceDone
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -861,6 +871,10 @@ type ServerMessage_SetWalltime struct {
 	SetWalltime *SetWalltime `protobuf:"bytes,10,opt,name=set_walltime,json=setWalltime,proto3,oneof"`
 }
 
+type ServerMessage_StepPmiFenceDone struct {
+	StepPmiFenceDone *StepPMIFenceDone `protobuf:"bytes,240,opt,name=step_pmi_fence_done,json=stepPmiFenceDone,proto3,oneof"`
+}
+
 func (*ServerMessage_Assign) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
@@ -880,6 +894,8 @@ func (*ServerMessage_StepKill) isServerMessage_Msg() {}
 func (*ServerMessage_Signal) isServerMessage_Msg() {}
 
 func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepPmiFenceDone) isServerMessage_Msg() {}
 
 // SetWalltime gives a running allocation a new time limit (latticectl
 // update --time): the agent moves its walltime timer, counted from the
@@ -1454,7 +1470,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xd1\x04\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xa1\x05\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1470,7 +1486,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKill\x126\n" +
 	"\x06signal\x18\t \x01(\v2\x1c.lattice.v1.SignalAllocationH\x00R\x06signal\x12<\n" +
 	"\fset_walltime\x18\n" +
-	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltimeB\x05\n" +
+	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x12N\n" +
+	"\x13step_pmi_fence_done\x18\xf0\x01 \x01(\v2\x1c.lattice.v1.StepPMIFenceDoneH\x00R\x10stepPmiFenceDoneB\x05\n" +
 	"\x03msg\"]\n" +
 	"\vSetWalltime\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12)\n" +
@@ -1551,7 +1568,8 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*Node)(nil),              // 18: lattice.v1.Node
 	(*StepLaunch)(nil),        // 19: lattice.v1.StepLaunch
 	(*StepKill)(nil),          // 20: lattice.v1.StepKill
-	(*Allocation)(nil),        // 21: lattice.v1.Allocation
+	(*StepPMIFenceDone)(nil),  // 21: lattice.v1.StepPMIFenceDone
+	(*Allocation)(nil),        // 22: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1573,14 +1591,15 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	20, // 16: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
 	10, // 17: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
 	9,  // 18: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
-	21, // 19: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 20: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 21: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	21, // [21:22] is the sub-list for method output_type
-	20, // [20:21] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	21, // 19: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
+	22, // 20: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 21: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 22: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	22, // [22:23] is the sub-list for method output_type
+	21, // [21:22] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1610,6 +1629,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_StepKill)(nil),
 		(*ServerMessage_Signal)(nil),
 		(*ServerMessage_SetWalltime)(nil),
+		(*ServerMessage_StepPmiFenceDone)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
