@@ -124,14 +124,14 @@ var sbatchLong = map[string]string{
 	"gpus":               optGPUs,
 	"mail-type":          optMailType,
 	"mail-user":          optMailUser,
-	"ntasks":          optNtasks,
-	"ntasks-per-node": optNtasksPerNode,
-	"cpus-per-task":   optCPUsPerTask,
-	"mem":             optMem,
-	"mem-per-cpu":     optMemPerCPU,
-	"gpus-per-task":   optGPUsPerTask,
-	"exclusive":       optExclusive,
-	"overcommit":      optOvercommit,
+	"ntasks":             optNtasks,
+	"ntasks-per-node":    optNtasksPerNode,
+	"cpus-per-task":      optCPUsPerTask,
+	"mem":                optMem,
+	"mem-per-cpu":        optMemPerCPU,
+	"gpus-per-task":      optGPUsPerTask,
+	"exclusive":          optExclusive,
+	"overcommit":         optOvercommit,
 }
 
 // sbatchShort maps Slurm's one-letter options. In a script -o and -e are
