@@ -51,6 +51,10 @@ type Config struct {
 	// VirtualRuns starts no processes (RunnerConfig.VirtualRuns): for
 	// scale tests of the control plane with simulated nodes.
 	VirtualRuns bool
+	// SharedHostname keeps step tasks of simulated nodes in the host's UTS
+	// namespace (by default, as root, each gets its node's name as host
+	// name: tasks.go).
+	SharedHostname bool
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string

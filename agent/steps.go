@@ -245,6 +245,12 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *p
 	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
+	uts := a.ownHostname(m.Node)
+	if uts {
+		// sh sets the node's name as the host name of its new UTS
+		// namespace, then becomes the task.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `printf %s "$0" > /proc/sys/kernel/hostname && exec "$@"`, m.Node, path}, argv[1:]...)...)
+	}
 	var pmiConn, pmiTask *os.File
 	if pmi != nil {
 		var pmiEnv []string
@@ -273,6 +279,9 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *p
 		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	if uts {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUTS
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

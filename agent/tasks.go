@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 
@@ -92,4 +93,18 @@ func taskEnv(l Launch) []string {
 	env = append(env, "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_GTIDS=0",
 		"SLURM_TOPOLOGY_ADDR="+l.Nodes[0], "SLURM_TOPOLOGY_ADDR_PATTERN=node")
 	return env
+}
+
+// ownHostname says whether the tasks of node run in their own UTS
+// namespace with the node's name as host name: on a dev stack's simulated
+// nodes (no Machine; the node is not this host) when the agent runs as
+// root. MPI libraries tell nodes apart by host name (Open MPI's shared
+// memory segments, MPI_Get_processor_name): without it every rank of a
+// dev stack would seem to share one host.
+func (a *Agent) ownHostname(node string) bool {
+	if a.cfg.Machine != nil || os.Geteuid() != 0 || a.cfg.SharedHostname {
+		return false
+	}
+	host, err := os.Hostname()
+	return err == nil && host != node
 }
