@@ -62,7 +62,9 @@ func mpiRanks(t *testing.T, what, out string, nodes []string, n, perNode int) {
 // tasks (#SBATCH -N4 --ntasks-per-node=2): by Open MPI's mpirun and by
 // MPICH's mpiexec inside the batch script (both launch their daemons
 // through our srun), and by srun --mpi=pmi2 direct launch (MPICH, through
-// the step's PMI server). The script runs unchanged under Slurm 22.05.
+// the step's PMI server). The script runs unchanged under Slurm 22.05
+// (testdata/slurm-22.05/mpi-hello.out). With LATTICE_LONG_TESTS=1 a hybrid
+// MPI+OpenMP job (-c4, OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK) runs too.
 func TestMPIHelloWorldOnFourNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("MPI on a 4-node dev stack: not in -short")
@@ -73,45 +75,83 @@ func TestMPIHelloWorldOnFourNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range [][]string{{"mpicc.openmpi", "-o", "hello_ompi", src}, {"mpicc.mpich", "-o", "hello_mpich", src}} {
+	hybrid, err := filepath.Abs("testdata/mpi/hybrid.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"mpicc.openmpi", "-o", "hello_ompi", src}, {"mpicc.mpich", "-o", "hello_mpich", src},
+		{"mpicc.openmpi", "-fopenmp", "-o", "hybrid_ompi", hybrid}, {"mpicc.mpich", "-fopenmp", "-o", "hybrid_mpich", hybrid}} {
 		cmd := exec.Command(c[0], c[1:]...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
 		}
 	}
-	script, err := os.ReadFile("testdata/mpi/hello.sh")
+	hello, helloNodes := submitMPIScript(t, d, dir, "hello.sh")
+	for _, run := range []string{"openmpi mpirun", "mpich mpiexec", "mpich srun --mpi=pmi2"} {
+		mpiRanks(t, run, hello[run], helloNodes, 8, 2)
+		if !strings.Contains(hello[run], "exit 0") {
+			t.Errorf("%s did not exit 0:\n%s", run, hello[run])
+		}
+	}
+	if os.Getenv("LATTICE_LONG_TESTS") == "" {
+		t.Log("the hybrid MPI+OpenMP job (testdata/mpi/hybrid.sh, ~15 s more) runs with LATTICE_LONG_TESTS=1")
+		return
+	}
+	hyb, hybNodes := submitMPIScript(t, d, dir, "hybrid.sh")
+	// Hybrid: -N2 --ntasks-per-node=2 -c4 and OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK:
+	// 4 ranks of 4 threads each.
+	line := regexp.MustCompile(`^hybrid rank (\d+) of 4 on (\S+) threads 4 total 16$`)
+	for _, run := range []string{"mpich srun --mpi=pmi2", "openmpi mpirun"} {
+		ranks := map[string]string{}
+		for _, l := range strings.Split(hyb[run], "\n") {
+			if m := line.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+				ranks[m[1]] = m[2]
+			}
+		}
+		for r := range 4 {
+			if ranks[strconv.Itoa(r)] != hybNodes[r/2] {
+				t.Errorf("hybrid %s: rank %d on %q, want %s with 4 threads; output:\n%s", run, r, ranks[strconv.Itoa(r)], hybNodes[r/2], hyb[run])
+			}
+		}
+		if !strings.Contains(hyb[run], "exit 0") {
+			t.Errorf("hybrid %s did not exit 0:\n%s", run, hyb[run])
+		}
+	}
+}
+
+// submitMPIScript submits testdata/mpi/NAME through latticectl (its
+// #SBATCH lines parsed as sbatch would), waits for its end and returns the
+// output's "== NAME" sections and the job's nodes.
+func submitMPIScript(t *testing.T, d *devStack, dir, name string) (map[string]string, []string) {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("testdata/mpi", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "hello.sh")
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, script, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := d.ctl(t, dir, "submit", "--parsable", path)
 	if code != 0 {
-		t.Fatalf("submit: exit %d: %s%s", code, out, errOut)
+		t.Fatalf("submit %s: exit %d: %s%s", name, code, out, errOut)
 	}
 	id := strings.TrimSpace(out)
 	a := d.waitEnded(t, id)
 	b, _ := os.ReadFile(filepath.Join(dir, "slurm-"+id+".out"))
 	got := string(b)
 	if a.State != string(model.StateCompleted) {
-		t.Fatalf("job %s %s (exit %d); output:\n%s", id, a.State, a.ExitCode, got)
+		t.Fatalf("%s: job %s %s (exit %d); output:\n%s", name, id, a.State, a.ExitCode, got)
 	}
 	sections := map[string]string{}
 	cur := ""
 	for _, l := range strings.Split(got, "\n") {
-		if name, ok := strings.CutPrefix(l, "== "); ok {
-			cur = name
+		if s, ok := strings.CutPrefix(l, "== "); ok {
+			cur = s
 			continue
 		}
 		sections[cur] += l + "\n"
 	}
-	for _, run := range []string{"openmpi mpirun", "mpich mpiexec", "mpich srun --mpi=pmi2"} {
-		mpiRanks(t, run, sections[run], a.Nodes, 8, 2)
-		if !strings.Contains(sections[run], "exit 0") {
-			t.Errorf("%s did not exit 0:\n%s", run, sections[run])
-		}
-	}
+	return sections, a.Nodes
 }
