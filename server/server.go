@@ -239,6 +239,7 @@ type Server struct {
 	httpTLS    *tls.Config
 	restSrv    *http.Server
 	inprocConn *grpc.ClientConn
+	powerHist  powerHistory
 	// clientTLS is used for calls to other members (nil = plaintext).
 	clientTLS *tls.Config
 

@@ -388,7 +388,7 @@ func runServer(c *cli.Context) error {
 		return err
 	}
 	if !tlsFiles(c).Enabled() {
-		for _, flag := range []string{"api-addr", "raft-addr"} {
+		for _, flag := range []string{"api-addr", "raft-addr", "http"} {
 			if loopbackOnly(flag, c.String(flag)) != nil {
 				slog.Warn("TLS is off: tokens and job environments cross the network in clear text (latticed ca init, then --tls-ca, --tls-cert, --tls-key)", "flag", flag, "addr", c.String(flag))
 			}
