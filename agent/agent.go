@@ -112,6 +112,7 @@ type Agent struct {
 	connected bool
 
 	steps stepTable // step tasks running here (steps.go)
+	ptys  ptyTable  // the terminals of pty step tasks (pty.go)
 
 	// durable is what the state file holds (state.go), under mu;
 	// detached: this agent stopped leaving its jobs to a successor.
@@ -659,6 +660,8 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.launchStep(msg.StepLaunch)
 	case *latticev1.ServerMessage_StepPmiFenceDone:
 		a.pmiFenceDone(msg.StepPmiFenceDone)
+	case *latticev1.ServerMessage_StepInput:
+		a.stepInput(msg.StepInput) // pty.go
 	case *latticev1.ServerMessage_StepKill:
 		grace := a.cfg.Grace
 		if msg.StepKill.GraceSeconds > 0 {
@@ -737,7 +740,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
-		GPUs: a.nodeGPUs(as.LaunchNode), CPUs: a.nodeCPUs(as.LaunchNode), Tasks: taskSpecOf(req),
+		GPUs: a.nodeGPUs(as.LaunchNode), CPUs: a.nodeCPUs(as.LaunchNode), Tasks: taskSpecOf(req), Placeholder: req.GetInteractive(),
 	}
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {

@@ -67,6 +67,8 @@ var Rules = map[string]Access{
 	// A step runs inside an allocation its caller may change (the object rule
 	// is checked by the handler); the srun shim calls it from the job.
 	"/lattice.v1.StepService/Launch": Human,
+	// A terminal step or attach, checked the same way (terminal_service.go).
+	"/lattice.v1.TerminalService/Terminal": Human,
 
 	"/lattice.v1.DAGService/SubmitDAG": Human,
 	"/lattice.v1.DAGService/GetDAG":    Human,

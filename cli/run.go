@@ -29,7 +29,7 @@ func (r *runner) runCommand() *cli.Command {
 			"Exits with the worst task's code; one failing task stops the others unless --keep-going. " +
 			"Ctrl-C stops every task.",
 		ArgsUsage: "-- CMD [ARGS...]",
-		Flags:     runFlags(),
+		Flags:     append(runFlags(), ptyFlags()...), // pty.go
 		Action:    r.runStep,
 	}
 }
@@ -55,6 +55,9 @@ func (r *runner) runStep(c *cli.Context) error {
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
 		return usageErrorf("usage: latticectl run [-N NODES] [-n TASKS] [--ntasks-per-node K] [-w NODES] [--mpi=pmi2] [--label] -- CMD [ARGS...]")
+	}
+	if c.Bool("pty") {
+		return r.runPty(c, argv) // pty.go
 	}
 	idText := r.Getenv("LATTICE_ALLOC_ID")
 	if idText == "" {

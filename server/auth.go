@@ -449,6 +449,7 @@ func (s *Server) auditStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 }
 
 var auditedStreams = map[string]bool{
-	"/lattice.v1.StepService/Launch":  true,
-	"/lattice.v1.AdminService/Backup": true,
+	"/lattice.v1.StepService/Launch":       true,
+	"/lattice.v1.TerminalService/Terminal": true,
+	"/lattice.v1.AdminService/Backup":      true,
 }

@@ -59,6 +59,10 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 	r.Ntasks, r.NtasksPerNode, r.CPUsPerTask = int(p.Ntasks), int(p.NtasksPerNode), int(p.CpusPerTask)
 	r.MemPerNodeMB, r.MemPerCPUMB, r.GPUsPerTask = p.MemPerNodeMb, p.MemPerCpuMb, int(p.GpusPerTask)
 	r.Exclusive, r.Overcommit = p.Exclusive, p.Overcommit
+	if p.Interactive {
+		// Nothing runs on the nodes until steps come (the agent's placeholder).
+		r.Interactive, r.Command, r.Script, r.ScriptBytes = true, nil, "", nil
+	}
 	if a := p.Array; a != nil {
 		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
 		if r.Array.Step == 0 {
@@ -93,7 +97,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 	for _, d := range r.DependsOn {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
-	p.DependencyAny = r.DependencyAny
+	p.DependencyAny, p.Interactive = r.DependencyAny, r.Interactive
 	if a := r.Array; a != nil {
 		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
 	}

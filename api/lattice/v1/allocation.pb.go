@@ -1316,6 +1316,11 @@ type AllocationRequest struct {
 	GpusPerTask   int32 `protobuf:"varint,245,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
 	Exclusive     bool  `protobuf:"varint,246,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
 	Overcommit    bool  `protobuf:"varint,247,opt,name=overcommit,proto3" json:"overcommit,omitempty"`
+	// interactive: an allocation for a user at a terminal (latticectl alloc,
+	// salloc, run --pty outside an allocation). Its entrypoint only waits for
+	// steps, and the leader ends it after the server's interactive idle
+	// timeout with no step running.
+	Interactive   bool `protobuf:"varint,260,opt,name=interactive,proto3" json:"interactive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1668,6 +1673,13 @@ func (x *AllocationRequest) GetExclusive() bool {
 func (x *AllocationRequest) GetOvercommit() bool {
 	if x != nil {
 		return x.Overcommit
+	}
+	return false
+}
+
+func (x *AllocationRequest) GetInteractive() bool {
+	if x != nil {
+		return x.Interactive
 	}
 	return false
 }
@@ -3169,7 +3181,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x90\f\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xb3\f\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3222,7 +3234,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\texclusive\x18\xf6\x01 \x01(\bR\texclusive\x12\x1f\n" +
 	"\n" +
 	"overcommit\x18\xf7\x01 \x01(\bR\n" +
-	"overcommit\"\xda\x01\n" +
+	"overcommit\x12!\n" +
+	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +

@@ -516,8 +516,13 @@ type StepLaunch struct {
 	// (SLURM_STEP_TASKS_PER_NODE, PMI's process mapping).
 	StepTasksPerNode []int32 `protobuf:"varint,242,rep,packed,name=step_tasks_per_node,json=stepTasksPerNode,proto3" json:"step_tasks_per_node,omitempty"`
 	MultiProg        string  `protobuf:"bytes,243,opt,name=multi_prog,json=multiProg,proto3" json:"multi_prog,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// pty: the step's single task runs on a pseudo-terminal of this size
+	// (latticectl run --pty); its input comes as StepInput.
+	Pty           bool   `protobuf:"varint,260,opt,name=pty,proto3" json:"pty,omitempty"`
+	PtyRows       uint32 `protobuf:"varint,261,opt,name=pty_rows,json=ptyRows,proto3" json:"pty_rows,omitempty"`
+	PtyCols       uint32 `protobuf:"varint,262,opt,name=pty_cols,json=ptyCols,proto3" json:"pty_cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StepLaunch) Reset() {
@@ -653,6 +658,27 @@ func (x *StepLaunch) GetMultiProg() string {
 		return x.MultiProg
 	}
 	return ""
+}
+
+func (x *StepLaunch) GetPty() bool {
+	if x != nil {
+		return x.Pty
+	}
+	return false
+}
+
+func (x *StepLaunch) GetPtyRows() uint32 {
+	if x != nil {
+		return x.PtyRows
+	}
+	return 0
+}
+
+func (x *StepLaunch) GetPtyCols() uint32 {
+	if x != nil {
+		return x.PtyCols
+	}
+	return 0
 }
 
 // StepKill (leader → agent) stops the tasks of a step (SIGTERM, grace,
@@ -1019,7 +1045,7 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\bStepTask\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x1d\n" +
 	"\n" +
-	"local_rank\x18\x02 \x01(\x05R\tlocalRank\"\xc3\x03\n" +
+	"local_rank\x18\x02 \x01(\x05R\tlocalRank\"\x8e\x04\n" +
 	"\n" +
 	"StepLaunch\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
@@ -1040,7 +1066,10 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\rcpus_per_task\x18\xf1\x01 \x01(\x05R\vcpusPerTask\x12.\n" +
 	"\x13step_tasks_per_node\x18\xf2\x01 \x03(\x05R\x10stepTasksPerNode\x12\x1e\n" +
 	"\n" +
-	"multi_prog\x18\xf3\x01 \x01(\tR\tmultiProg\"m\n" +
+	"multi_prog\x18\xf3\x01 \x01(\tR\tmultiProg\x12\x11\n" +
+	"\x03pty\x18\x84\x02 \x01(\bR\x03pty\x12\x1a\n" +
+	"\bpty_rows\x18\x85\x02 \x01(\rR\aptyRows\x12\x1a\n" +
+	"\bpty_cols\x18\x86\x02 \x01(\rR\aptyCols\"m\n" +
 	"\bStepKill\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12#\n" +
