@@ -125,6 +125,9 @@ func (s *State) dispatch(c Command) *Result {
 	if r := s.dispatchJobControl(c); r != nil {
 		return r
 	}
+	if r := s.dispatchUsers(c); r != nil {
+		return r
+	}
 	panic(fmt.Sprintf("quorum: no applier for %T", c))
 }
 
