@@ -28,12 +28,12 @@ func TestAssignBatchInSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	// Leadership, and the vCluster its start creates (ensureConfig runs
-	// after the member counts as leading).
+	// Leading comes before the leader's first proposals: wait for its
+	// vCluster too.
 	waitFor(t, 10*time.Second, "leadership and the vCluster", func() bool {
-		ok := false
-		s.view(func(st *quorum.State) { ok = st.VCluster("hpc-batch") != nil })
-		return s.currentLeader() != nil && ok
+		var vc bool
+		s.view(func(st *quorum.State) { vc = st.VCluster("hpc-batch") != nil })
+		return s.currentLeader() != nil && vc
 	})
 	// The leader's count of applied AssignBatch commands (its loop proposes
 	// none: nothing is pending).
