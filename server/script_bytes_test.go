@@ -78,7 +78,7 @@ func TestLargestLatin1ScriptFits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp, err := d.allocs.Submit(ctx, &latticev1.SubmitRequest{Request: &latticev1.AllocationRequest{
-		NodesMin: 1, WalltimeSeconds: 60, Script: text, ScriptBytes: raw}})
+		NodesMin: 1, WalltimeSeconds: 60, Script: text, ScriptBytes: raw, Hold: true}}) // held: no run writes into the temp dir as it is removed
 	if err != nil {
 		t.Fatalf("submit a %d-byte Latin-1 script: %v", len(script), err)
 	}
