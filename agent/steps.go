@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/latticehpc/lattice/agent/supervise"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 )
@@ -71,9 +72,13 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	a.steps.runs[key] = append(a.steps.runs[key], run)
 	a.steps.mu.Unlock()
 
+	cgID, place, cgErr := a.runner.stepCgroupOf(m.AllocationId, m.StepId)
 	var wg sync.WaitGroup
 	for _, t := range m.Tasks {
-		task, err := a.startTask(m, t)
+		task, err := (*stepTask)(nil), cgErr // nothing runs outside its cgroup
+		if cgErr == nil {
+			task, err = a.startTask(m, t, place)
+		}
 		if err != nil {
 			code := 126
 			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -100,6 +105,7 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	}
 	go func() {
 		wg.Wait()
+		a.runner.endStepCgroup(cgID, m.StepId)
 		a.steps.mu.Lock()
 		defer a.steps.mu.Unlock()
 		rs := a.steps.runs[key]
@@ -168,7 +174,7 @@ func envValue(env []string, key string) string {
 	return v
 }
 
-func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*stepTask, error) {
+func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, place *supervise.Cgroups) (*stepTask, error) {
 	if len(m.Command) == 0 {
 		return nil, errors.New("empty command")
 	}
@@ -201,7 +207,7 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*step
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startInCgroup(place, cmd); err != nil {
 		return nil, err
 	}
 	task := &stepTask{rank: t.Rank, pgid: cmd.Process.Pid, done: make(chan struct{})}

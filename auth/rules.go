@@ -68,6 +68,11 @@ var Rules = map[string]Access{
 	// is checked by the handler); the srun shim calls it from the job.
 	"/lattice.v1.StepService/Launch": Human,
 
+	// Usage: reading follows CanRead (the handler); suspend is for admins.
+	"/lattice.v1.UsageService/Stat":    Human,
+	"/lattice.v1.UsageService/Report":  Human,
+	"/lattice.v1.UsageService/Suspend": Admin,
+
 	"/lattice.v1.DAGService/SubmitDAG": Human,
 	"/lattice.v1.DAGService/GetDAG":    Human,
 	"/lattice.v1.DAGService/ListDAGs":  Human,

@@ -181,6 +181,7 @@ func (r *runner) app() *cli.App {
 			r.dagCommand(),
 			r.logsCommand(),
 			r.historyCommand(),
+			r.statCommand(),
 			r.nodesCommand(),
 			r.vclusterCommand(),
 			r.quorumCommand(),

@@ -48,6 +48,8 @@ const (
 	optGPUs        = "gpus"
 	optMailType    = "mail-type"
 	optMailUser    = "mail-user"
+	optMem         = "mem"
+	optMemPerCPU   = "mem-per-cpu"
 )
 
 // sbatchSwitches are the options that take no value, with the value they set.
@@ -112,6 +114,8 @@ var sbatchLong = map[string]string{
 	"gpus":               optGPUs,
 	"mail-type":          optMailType,
 	"mail-user":          optMailUser,
+	"mem":                optMem,
+	"mem-per-cpu":        optMemPerCPU,
 }
 
 // sbatchShort maps Slurm's one-letter options. In a script -o and -e are

@@ -82,6 +82,8 @@ var submitFlags = []struct {
 	{"gpus", optGPUs},
 	{"mail-type", optMailType},
 	{"mail-user", optMailUser},
+	{"mem", optMem},
+	{"mem-per-cpu", optMemPerCPU},
 }
 
 func (r *runner) submitCommand() *cli.Command {
@@ -125,6 +127,8 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "gpus", Aliases: []string{"G"}, Usage: "GPUs for the whole job [TYPE:]N, spread evenly over its nodes"},
 			&cli.StringFlag{Name: "mail-type", Usage: "sbatch's mail events (NONE, BEGIN, END, FAIL, ALL, ...); kept, but mail is sent only by a site mail hook"},
 			&cli.StringFlag{Name: "mail-user", Usage: "where mail goes; see --mail-type"},
+			&cli.StringFlag{Name: "mem", Usage: "memory per node: MB, or with a suffix K/M/G/T (4G); the job's cgroup limit, over it the job ends OutOfMemory"},
+			&cli.StringFlag{Name: "mem-per-cpu", Usage: "memory per CPU of its nodes (as --mem; not with --mem)"},
 			&cli.BoolFlag{Name: "keep-never-fits", Usage: "admins: keep a request no node set of its vCluster could ever satisfy (refused otherwise; --hold keeps it too)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "validate and print the resolved request; submit nothing (needs no server)"},
 			&cli.BoolFlag{Name: "parsable", Aliases: []string{"parseable"}, Usage: "print only the id"},
@@ -645,6 +649,16 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 		}
 	}
 	req.MailUser, _ = get(optMailUser, "")
+	for _, m := range []struct {
+		key string
+		dst *int64
+	}{{optMem, &req.MemPerNodeMB}, {optMemPerCPU, &req.MemPerCPUMB}} {
+		if v, wrap := get(m.key, ""); hasKey(o, m.key) {
+			if *m.dst, err = model.ParseMemoryMB(m.key, v); err != nil {
+				return nil, wrap(err)
+			}
+		}
+	}
 	if len(in.command) == 0 && req.Stdout == "" {
 		// sbatch's default: slurm-%j.out in the submit directory, stderr
 		// with it unless --error says otherwise.
@@ -835,6 +849,8 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		MailType:             req.MailType,
 		MailUser:             req.MailUser,
 		Qos:                  req.QOS,
+		MemPerNodeMb:         req.MemPerNodeMB,
+		MemPerCpuMb:          req.MemPerCPUMB,
 	}
 	if req.HotDataFraction != nil {
 		p.HotDataFraction = *req.HotDataFraction
@@ -894,6 +910,8 @@ type dryRunView struct {
 	ExcludeNodes []string   `json:"exclude,omitempty"`
 	MailType     string     `json:"mail_type,omitempty"`
 	MailUser     string     `json:"mail_user,omitempty"`
+	MemPerNodeMB int64      `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB  int64      `json:"mem_per_cpu_mb,omitempty"`
 }
 
 func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView {
@@ -915,7 +933,7 @@ func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView 
 		CheckpointSignal: req.CheckpointSignal, CheckpointSignalSecs: req.CheckpointSignalSecs,
 		CheckpointHook: req.CheckpointHook, CheckpointWebhook: req.CheckpointWebhook, Requeue: req.Requeue,
 		QOS: req.QOS, Hold: req.Hold, NodeList: req.NodeList, ExcludeNodes: req.ExcludeNodes,
-		MailType: req.MailType, MailUser: req.MailUser,
+		MailType: req.MailType, MailUser: req.MailUser, MemPerNodeMB: req.MemPerNodeMB, MemPerCPUMB: req.MemPerCPUMB,
 		Output:   req.Stdout,
 		Error:    req.Stderr,
 		Warnings: nonNil(warnings),

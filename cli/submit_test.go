@@ -43,8 +43,8 @@ func TestParseSbatch(t *testing.T) {
 		{
 			name:     "unknown options warn, with their values; comments and blank lines are skipped",
 			script:   "#!/bin/sh\n\n# a comment\n#SBATCH --mem=4G\n#SBATCH --ntasks 8 -N 2 # two nodes\n#SBATCH --exclusive\n#SBATCH -x n01\n",
-			want:     map[string]string{optNodes: "2", optExclude: "n01"},
-			warnings: []string{":4: #SBATCH --mem=4G is not supported", ":5: #SBATCH --ntasks 8 is not supported", ":6: #SBATCH --exclusive is not supported"},
+			want:     map[string]string{optNodes: "2", optExclude: "n01", optMem: "4G"},
+			warnings: []string{":5: #SBATCH --ntasks 8 is not supported", ":6: #SBATCH --exclusive is not supported"},
 		},
 		{
 			name: "begin, hold, node lists, gpus, mail, requeue switches",
@@ -469,9 +469,7 @@ func TestDryRunJSONShape(t *testing.T) {
   "entrypoint": "SCRIPT",
   "output": "sim_%A_%a.out",
   "error": "sim_%A_%a.err",
-  "warnings": [
-    "SCRIPT:13: #SBATCH --mem=64G is not supported by Lattice and was ignored"
-  ],
+  "warnings": [],
   "entrypoint_kind": "script",
   "command": null,
   "script_bytes": 294,
@@ -481,7 +479,8 @@ func TestDryRunJSONShape(t *testing.T) {
     "OMP_NUM_THREADS=8",
     "PATH=/usr/bin"
   ],
-  "qos": "high"
+  "qos": "high",
+  "mem_per_node_mb": 65536
 }
 `
 	want = strings.ReplaceAll(want, "SCRIPT", script)

@@ -109,6 +109,9 @@ const (
 	// ReasonCheckpointTimeout: no acknowledgement before the deadline.
 	ReasonCheckpointTimeout = "CheckpointTimeout"
 	ReasonRequeued          = "Requeued"
+	// ReasonOutOfMemory: the kernel killed the job for its memory limit
+	// (--mem, --mem-per-cpu), Slurm's OUT_OF_MEMORY.
+	ReasonOutOfMemory = "OutOfMemory"
 )
 
 // CheckpointMode says how a running allocation is asked to checkpoint.
@@ -261,6 +264,10 @@ type Request struct {
 	// (a Latin-1 comment); Script then holds the same text with those bytes
 	// as '?' (JSON, display). Empty for UTF-8 scripts. See SetScript.
 	ScriptBytes []byte `json:"script_bytes,omitempty"`
+	// MemPerNodeMB (--mem) and MemPerCPUMB (--mem-per-cpu) bound the job's
+	// memory on each node (its cgroup's limit; 0 = unset). See ParseMemoryMB.
+	MemPerNodeMB int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB  int64 `json:"mem_per_cpu_mb,omitempty"`
 }
 
 // Limits on requests.
@@ -450,6 +457,9 @@ type Allocation struct {
 	// RequeueRequested marks an active allocation a user requeued: its agent
 	// is stopping it, and its end sends it back to PENDING.
 	RequeueRequested bool `json:"requeue_requested,omitempty"`
+	// Usage is what its latest ended run used, as its agent measured it
+	// (cgroups); nil when not measured.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // DisplayID is the id users see: "ID", or "ARRAYID_INDEX" for array tasks.

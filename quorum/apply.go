@@ -481,6 +481,10 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	default:
 		return reject(CodeInvalid, "", "state %s cannot be reported", u.State)
 	}
+	if u.Usage != nil && (u.State.Terminal() || u.State == model.StateSuspended) {
+		v := *u.Usage
+		c.Usage = &v
+	}
 	s.replaceAlloc(a, c)
 	s.touch()
 	if c.State == model.StateRunning || c.State.Terminal() {

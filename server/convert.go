@@ -56,6 +56,7 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids, Task: d.Task})
 	}
 	r.DependencyAny = p.DependencyAny
+	r.MemPerNodeMB, r.MemPerCPUMB = p.MemPerNodeMb, p.MemPerCpuMb
 	if a := p.Array; a != nil {
 		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
 		if r.Array.Step == 0 {
@@ -88,6 +89,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
 	p.DependencyAny = r.DependencyAny
+	p.MemPerNodeMb, p.MemPerCpuMb = r.MemPerNodeMB, r.MemPerCPUMB
 	if a := r.Array; a != nil {
 		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
 	}
@@ -114,6 +116,7 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 	if a.ExitCode != nil {
 		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)
 	}
+	p.Usage = UsageToProto(a.Usage)
 	for _, h := range a.History {
 		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
 	}

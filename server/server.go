@@ -326,6 +326,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
+	latticev1.RegisterUsageServiceServer(s.grpc, &usageService{s: s})
 	return s, nil
 }
 

@@ -1304,7 +1304,11 @@ type AllocationRequest struct {
 	// must be UTF-8). script then carries the same text with each such byte
 	// as '?', for old clients and for display; the agent runs script_bytes.
 	// Empty when the script is UTF-8.
-	ScriptBytes   []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	ScriptBytes []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	// Memory per node (--mem) and per CPU (--mem-per-cpu), in MB (0 =
+	// unset); the agent makes the larger of them the job's memory limit.
+	MemPerNodeMb  int64 `protobuf:"varint,300,opt,name=mem_per_node_mb,json=memPerNodeMb,proto3" json:"mem_per_node_mb,omitempty"`
+	MemPerCpuMb   int64 `protobuf:"varint,301,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1605,6 +1609,20 @@ func (x *AllocationRequest) GetScriptBytes() []byte {
 	return nil
 }
 
+func (x *AllocationRequest) GetMemPerNodeMb() int64 {
+	if x != nil {
+		return x.MemPerNodeMb
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetMemPerCpuMb() int64 {
+	if x != nil {
+		return x.MemPerCpuMb
+	}
+	return 0
+}
+
 // Preemption is the latest reclaim or preemption of an allocation.
 type Preemption struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1896,8 +1914,11 @@ type Allocation struct {
 	CheckpointDeadlineUnixMs int64        `protobuf:"varint,23,opt,name=checkpoint_deadline_unix_ms,json=checkpointDeadlineUnixMs,proto3" json:"checkpoint_deadline_unix_ms,omitempty"` // while CHECKPOINTING
 	Steps                    []*Step      `protobuf:"bytes,24,rep,name=steps,proto3" json:"steps,omitempty"`                                                                            // steps launched inside it (latticectl run, srun)
 	Held                     string       `protobuf:"bytes,33,opt,name=held,proto3" json:"held,omitempty"`                                                                              // while PENDING: user or admin when held
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// usage: what its last run used (its first node's cgroup); absent
+	// without cgroups and while it runs (latticectl stat asks the agent).
+	Usage         *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2110,6 +2131,13 @@ func (x *Allocation) GetHeld() string {
 		return x.Held
 	}
 	return ""
+}
+
+func (x *Allocation) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 // Step is one step launched inside an allocation.
@@ -3011,7 +3039,7 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"K\n" +
+	"lattice.v1\x1a\x16lattice/v1/usage.proto\"K\n" +
 	"\x12SubmitBatchRequest\x125\n" +
 	"\brequests\x18\x01 \x03(\v2\x19.lattice.v1.SubmitRequestR\brequests\"n\n" +
 	"\x11SubmitBatchResult\x12\x10\n" +
@@ -3102,7 +3130,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xf6\t\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xc4\n" +
+	"\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3145,7 +3174,9 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
 	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
-	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\"\xda\x01\n" +
+	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12&\n" +
+	"\x0fmem_per_node_mb\x18\xac\x02 \x01(\x03R\fmemPerNodeMb\x12$\n" +
+	"\x0emem_per_cpu_mb\x18\xad\x02 \x01(\x03R\vmemPerCpuMb\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -3169,7 +3200,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\x84\b\n" +
+	"timeUnixMs\"\xb1\b\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -3203,7 +3234,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
 	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\x12&\n" +
 	"\x05steps\x18\x18 \x03(\v2\x10.lattice.v1.StepR\x05steps\x12\x12\n" +
-	"\x04held\x18! \x01(\tR\x04held\"\x89\x02\n" +
+	"\x04held\x18! \x01(\tR\x04held\x12+\n" +
+	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\"\x89\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +
@@ -3346,6 +3378,7 @@ var file_lattice_v1_allocation_proto_goTypes = []any{
 	(*FactorScore)(nil),                  // 38: lattice.v1.FactorScore
 	(*FilterCount)(nil),                  // 39: lattice.v1.FilterCount
 	(*Explanation)(nil),                  // 40: lattice.v1.Explanation
+	(*JobUsage)(nil),                     // 41: lattice.v1.JobUsage
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	24, // 0: lattice.v1.SubmitBatchRequest.requests:type_name -> lattice.v1.SubmitRequest
@@ -3362,49 +3395,50 @@ var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	40, // 11: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
 	23, // 12: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
 	28, // 13: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
-	27, // 14: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	33, // 15: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	38, // 16: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	39, // 17: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	24, // 18: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	29, // 19: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	30, // 20: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	32, // 21: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	35, // 22: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	37, // 23: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	16, // 24: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	18, // 25: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	3,  // 26: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
-	3,  // 27: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
-	3,  // 28: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
-	6,  // 29: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
-	7,  // 30: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
-	10, // 31: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
-	12, // 32: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
-	14, // 33: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
-	0,  // 34: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
-	25, // 35: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	27, // 36: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	31, // 37: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	34, // 38: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	36, // 39: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	40, // 40: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	17, // 41: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	19, // 42: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	5,  // 43: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
-	5,  // 44: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
-	5,  // 45: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
-	27, // 46: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
-	5,  // 47: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
-	11, // 48: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
-	13, // 49: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
-	15, // 50: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
-	2,  // 51: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
-	35, // [35:52] is the sub-list for method output_type
-	18, // [18:35] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	41, // 14: lattice.v1.Allocation.usage:type_name -> lattice.v1.JobUsage
+	27, // 15: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	33, // 16: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	38, // 17: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	39, // 18: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	24, // 19: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	29, // 20: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	30, // 21: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	32, // 22: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	35, // 23: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	37, // 24: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	16, // 25: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	18, // 26: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	3,  // 27: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
+	3,  // 28: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
+	3,  // 29: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
+	6,  // 30: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
+	7,  // 31: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
+	10, // 32: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
+	12, // 33: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
+	14, // 34: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
+	0,  // 35: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
+	25, // 36: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	27, // 37: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	31, // 38: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	34, // 39: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	36, // 40: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	40, // 41: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	17, // 42: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	19, // 43: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	5,  // 44: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
+	5,  // 45: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
+	5,  // 46: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
+	27, // 47: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
+	5,  // 48: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
+	11, // 49: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
+	13, // 50: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
+	15, // 51: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
+	2,  // 52: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
+	36, // [36:53] is the sub-list for method output_type
+	19, // [19:36] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -3412,6 +3446,7 @@ func file_lattice_v1_allocation_proto_init() {
 	if File_lattice_v1_allocation_proto != nil {
 		return
 	}
+	file_lattice_v1_usage_proto_init()
 	file_lattice_v1_allocation_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
