@@ -113,6 +113,11 @@ func assertNoneLeft(t *testing.T, marker string) {
 
 var cgroupModes = []string{CgroupsV2, CgroupsV1}
 
+// daemonThenExit starts `setsid sleep 1000` and exits once it has left the
+// job's process group and session (the handshake file): a loaded machine
+// must not let the job's own process-group kill take it first.
+const daemonThenExit = `setsid sh -c 'touch "$HANDSHAKE/ok"; exec sleep 1000' & while [ ! -f "$HANDSHAKE/ok" ]; do sleep 0.05; done; exit 0`
+
 // A job that starts `setsid sleep 1000 &` leaves nothing behind, whether it
 // exits by itself or is stopped for any reason, in either layout.
 func TestCgroupNothingEscapes(t *testing.T) {
@@ -123,7 +128,7 @@ func TestCgroupNothingEscapes(t *testing.T) {
 		wall    time.Duration
 		state   model.AllocState
 	}{
-		{"exits", "setsid sleep 1000 & sleep 0.2; exit 0", "", 0, model.StateCompleted},
+		{"exits", daemonThenExit, "", 0, model.StateCompleted},
 		{"cancelled", "setsid sleep 1000 & sleep 1000", model.ReasonCancelled, 0, model.StateCancelled},
 		{"walltime", "setsid sleep 1000 & sleep 1000", "", 1500 * time.Millisecond, model.StateFailed},
 		{"requeued", "setsid sleep 1000 & sleep 1000", model.ReasonRequeued, 0, model.StateFailed},
@@ -136,7 +141,7 @@ func TestCgroupNothingEscapes(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					r, exits := newCgroupRunner(t, mode, CgroupConfig{})
 					marker := newMarker(t)
-					if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, Env: []string{marker}, Command: []string{tc.command},
+					if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, Env: []string{marker, "HANDSHAKE=" + t.TempDir()}, Command: []string{tc.command},
 						Walltime: tc.wall, Grace: time.Second}); err != nil {
 						t.Fatal(err)
 					}
@@ -164,7 +169,7 @@ func TestNoCgroupFallback(t *testing.T) {
 		t.Fatalf("layout %s, want none", r.CgroupLayout())
 	}
 	marker := newMarker(t)
-	if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, Env: []string{marker}, Command: []string{"setsid sleep 1000 & sleep 0.2; exit 0"}}); err != nil {
+	if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, Env: []string{marker, "HANDSHAKE=" + t.TempDir()}, Command: []string{daemonThenExit}}); err != nil {
 		t.Fatal(err)
 	}
 	if e := waitExit(t, exits); e.State != model.StateCompleted || e.Usage != nil {
@@ -275,6 +280,47 @@ func TestCgroupOutOfMemory(t *testing.T) {
 			}
 			if e := waitExit(t, exits); e.State != model.StateCompleted || readOut(t, r, 2) != "next\n" {
 				t.Fatalf("the next job: %s/%s, output %q", e.State, e.Reason, readOut(t, r, 2))
+			}
+		})
+	}
+}
+
+// Suspend and resume through the freezer: a frozen job uses no CPU, and its
+// walltime does not run while it is frozen.
+func TestCgroupFreeze(t *testing.T) {
+	for _, mode := range cgroupModes {
+		t.Run(mode, func(t *testing.T) {
+			requireCgroups(t, mode)
+			r, exits := newCgroupRunner(t, mode, CgroupConfig{})
+			if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, Command: []string{"while :; do :; done"}, Walltime: 2 * time.Second, Grace: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			cpu := func() float64 { u, _ := r.LiveUsage(1); return u.UserSec + u.SystemSec }
+			time.Sleep(300 * time.Millisecond)
+			if err := r.Freeze(1, true); err != nil {
+				t.Fatal(err)
+			}
+			before := cpu()
+			time.Sleep(2500 * time.Millisecond) // past the walltime: frozen time does not count
+			if after := cpu(); after-before > 0.05 {
+				t.Errorf("a frozen job used %.2f s of CPU", after-before)
+			}
+			select {
+			case e := <-exits:
+				t.Fatalf("the job ended while frozen: %s/%s", e.State, e.Reason)
+			default:
+			}
+			if err := r.Freeze(1, false); err != nil {
+				t.Fatal(err)
+			}
+			before = cpu()
+			time.Sleep(300 * time.Millisecond)
+			if after := cpu(); after-before < 0.01 {
+				t.Errorf("a resumed job used no CPU (%.3f s)", after-before)
+			}
+			e := waitExit(t, exits)
+			if e.State != model.StateFailed || e.Reason != model.ReasonWalltimeExceeded {
+				t.Errorf("exit %s/%s, want its walltime to end it after the resume", e.State, e.Reason)
 			}
 		})
 	}

@@ -200,6 +200,8 @@ type process struct {
 	exited chan daemonExit
 	// cg is the run's cgroup (runner_cgroup.go); nil without one.
 	cg *runCgroup
+	// frozenAt: suspended since (Runner.Freeze; under Runner.mu).
+	frozenAt time.Time
 }
 
 // signal sends sig to the process group; a virtual run has none, and ends
@@ -429,6 +431,9 @@ func (r *Runner) Start(l Launch) error {
 	r.mu.Unlock()
 	var p *process
 	var err error
+	if l.Started.IsZero() {
+		l.Started = time.Now()
+	}
 	if r.virtual {
 		p = &process{launch: l, done: make(chan struct{}), stopped: make(chan struct{})}
 	} else {
@@ -799,6 +804,7 @@ func (r *Runner) stop(p *process, reason string, grace time.Duration) {
 		p.why = reason
 		r.mu.Unlock()
 		r.log.Info("stopping allocation", "alloc", p.launch.AllocID, "reason", reason, "grace", grace)
+		r.thawToStop(p)
 		_ = p.signal(syscall.SIGTERM)
 		go func() {
 			select {

@@ -223,20 +223,56 @@ func (r *Runner) killCgroupOf(p *process) {
 }
 
 // Freeze stops (true) or resumes every process of a running allocation
-// through the freezer (latticectl suspend/resume).
+// through the freezer (latticectl suspend/resume; SIGSTOP/SIGCONT to its
+// process group without cgroups). Its walltime does not run while it is
+// frozen.
 func (r *Runner) Freeze(id uint64, on bool) error {
 	r.mu.Lock()
 	p := r.running[id]
-	r.mu.Unlock()
 	if p == nil {
+		r.mu.Unlock()
 		return errNotRunning
 	}
-	if r.cg == nil || p.cg == nil {
-		// No freezer: SIGSTOP/SIGCONT to its process group.
-		sig := map[bool]syscall.Signal{true: syscall.SIGSTOP, false: syscall.SIGCONT}[on]
-		return p.signal(sig)
+	if on == !p.frozenAt.IsZero() {
+		r.mu.Unlock()
+		return nil // already so
 	}
-	return r.cg.freeze(p.cg.id, on)
+	r.mu.Unlock()
+	var err error
+	if r.cg == nil || p.cg == nil {
+		err = p.signal(map[bool]syscall.Signal{true: syscall.SIGSTOP, false: syscall.SIGCONT}[on])
+	} else {
+		err = r.cg.freeze(p.cg.id, on)
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if on {
+		p.frozenAt = time.Now()
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		return nil
+	}
+	p.launch.Walltime += time.Since(p.frozenAt)
+	p.frozenAt = time.Time{}
+	if p.timer != nil && p.launch.Walltime > 0 {
+		p.timer.Reset(max(time.Until(p.launch.Started.Add(p.launch.Walltime)), 0))
+	}
+	return nil
+}
+
+// thawToStop resumes a frozen run before it is stopped: a frozen process
+// cannot act on its SIGTERM.
+func (r *Runner) thawToStop(p *process) {
+	r.mu.Lock()
+	frozen := !p.frozenAt.IsZero()
+	r.mu.Unlock()
+	if frozen {
+		_ = r.Freeze(p.launch.AllocID, false)
+	}
 }
 
 // LiveUsage is the usage of a running allocation so far (latticectl stat).

@@ -193,6 +193,7 @@ func (r *runner) app() *cli.App {
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
+	app.Commands = append(app.Commands, r.suspendCommands()...)    // suspend, resume (usage_job.go)
 	fastNames(app.Flags)
 	return app
 }

@@ -91,6 +91,9 @@ func shortState(a *latticev1.Allocation) string {
 	case model.StateStaging:
 		return "CF"
 	case model.StateRunning:
+		if a.GetSuspendedUnixMs() != 0 {
+			return "S" // suspended by an admin (latticectl suspend)
+		}
 		return "R"
 	case model.StateCheckpointing:
 		return "CK"

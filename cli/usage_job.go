@@ -237,3 +237,54 @@ func (r *runner) usageReport(c *cli.Context, format string) error {
 		return nil
 	})
 }
+
+// ---- suspend / resume (scontrol suspend) ----
+
+func (r *runner) suspendCommands() []*cli.Command {
+	mk := func(name, usage string, resume bool) *cli.Command {
+		return &cli.Command{Name: name, Usage: usage, ArgsUsage: "ID", Flags: listingFlags(),
+			Action: func(c *cli.Context) error { return r.suspend(c, resume) }}
+	}
+	return []*cli.Command{
+		mk("suspend", "admins: freeze every process of a running allocation (its nodes stay its own; its walltime stops)", false),
+		mk("resume", "admins: thaw an allocation suspended with latticectl suspend", true),
+	}
+}
+
+func (r *runner) suspend(c *cli.Context, resume bool) error {
+	format, err := r.format(c)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(c, 1, 1, "ID"); err != nil {
+		return err
+	}
+	id := c.Args().First()
+	if err := checkIDs([]string{id}); err != nil {
+		return err
+	}
+	cn, err := r.connect(c)
+	if err != nil {
+		return err
+	}
+	var rep *latticev1.SuspendJobReply
+	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		rep, err = latticev1.NewUsageServiceClient(cc).Suspend(ctx, &latticev1.SuspendJobRequest{Id: id, Resume: resume})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	v := struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	}{id, rep.GetState()}
+	return r.emitAs(format, v, func(w io.Writer, _ bool) error {
+		verb := "suspended"
+		if resume {
+			verb = "resumed"
+		}
+		_, err := fmt.Fprintf(w, "allocation %s %s\n", id, verb)
+		return err
+	})
+}

@@ -457,6 +457,11 @@ type Allocation struct {
 	// RequeueRequested marks an active allocation a user requeued: its agent
 	// is stopping it, and its end sends it back to PENDING.
 	RequeueRequested bool `json:"requeue_requested,omitempty"`
+	// SuspendedAt is when an admin suspended its run (latticectl suspend;
+	// zero: not suspended); SuspendedFor is how long its run was suspended
+	// before, which its walltime does not count.
+	SuspendedAt  time.Time     `json:"suspended_at,omitzero"`
+	SuspendedFor time.Duration `json:"suspended_for,omitempty"`
 	// Usage is what its latest ended run used, as its agent measured it
 	// (cgroups); nil when not measured.
 	Usage *Usage `json:"usage,omitempty"`

@@ -125,6 +125,11 @@ func (s *State) dispatch(c Command) *Result {
 	if r := s.dispatchJobControl(c); r != nil {
 		return r
 	}
+	for _, apply := range extraAppliers {
+		if r := apply(s, c); r != nil {
+			return r
+		}
+	}
 	panic(fmt.Sprintf("quorum: no applier for %T", c))
 }
 
@@ -445,6 +450,7 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		transition(c, model.StateRunning, reason, t)
 		if c.StartTime.IsZero() {
 			c.StartTime = t
+			c.SuspendedAt, c.SuspendedFor = time.Time{}, 0 // a new run
 		}
 		if a.State == model.StateCheckpointing {
 			s.checkpointEnded(c, reason, t)

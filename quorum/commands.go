@@ -423,6 +423,10 @@ func Decode(data []byte) (Command, error) {
 			c = jc
 			break
 		}
+		if ec := decodeExtra(CommandType(data[0])); ec != nil {
+			c = ec
+			break
+		}
 		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
 	}
 	if err := json.Unmarshal(data[1:], c); err != nil {

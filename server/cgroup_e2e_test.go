@@ -227,3 +227,52 @@ func cmdlines(pids []int) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// latticectl suspend/resume through the whole stack: the quorum records
+// it, the agent freezes the job (no CPU while suspended), resume thaws it.
+func TestSuspendResumeEndToEnd(t *testing.T) {
+	s := startCgroupStack(t, "v2")
+	cc, err := grpc.NewClient(s.srv.APIAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	us := latticev1.NewUsageServiceClient(cc)
+	id := submitReq(t, s, &latticev1.AllocationRequest{Command: []string{"while :; do :; done"}})
+	waitFor(t, 20*time.Second, "running", func() bool { return s.get(t, id).State == string(model.StateRunning) })
+	cpu := func() float64 {
+		st, err := us.Stat(context.Background(), &latticev1.StatRequest{Id: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.GetUsage().GetUserCpuSeconds() + st.GetUsage().GetSystemCpuSeconds()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := us.Suspend(context.Background(), &latticev1.SuspendJobRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.get(t, id); a.SuspendedUnixMs == 0 || a.State != string(model.StateRunning) {
+		t.Fatalf("after suspend: state %s suspended_unix_ms %d", a.State, a.SuspendedUnixMs)
+	}
+	time.Sleep(500 * time.Millisecond) // the agent freezes it
+	before := cpu()
+	time.Sleep(time.Second)
+	if d := cpu() - before; d > 0.05 {
+		t.Errorf("a suspended job used %.2f s of CPU", d)
+	}
+	if _, err := us.Suspend(context.Background(), &latticev1.SuspendJobRequest{Id: id, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.get(t, id); a.SuspendedUnixMs != 0 || a.SuspendedSeconds < 1 {
+		t.Errorf("after resume: suspended_unix_ms %d suspended_seconds %d", a.SuspendedUnixMs, a.SuspendedSeconds)
+	}
+	waitFor(t, 10*time.Second, "it runs again", func() bool {
+		before := cpu()
+		time.Sleep(200 * time.Millisecond)
+		return cpu()-before > 0.01
+	})
+	if _, err := s.allocs.Cancel(context.Background(), &latticev1.CancelRequest{Ids: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitEnd(t, id, 30*time.Second)
+}

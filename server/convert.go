@@ -117,6 +117,7 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)
 	}
 	p.Usage = UsageToProto(a.Usage)
+	p.SuspendedUnixMs, p.SuspendedSeconds = unixMS(a.SuspendedAt), int64(a.SuspendedFor/time.Second)
 	for _, h := range a.History {
 		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
 	}

@@ -164,3 +164,55 @@ func (u *usageService) Report(ctx context.Context, req *latticev1.UsageReportReq
 	sort.Slice(out.Tenants, func(i, j int) bool { return out.Tenants[i].Tenant < out.Tenants[j].Tenant })
 	return out, nil
 }
+
+// suspendedFor is how long a's run has been suspended (latticectl
+// suspend) so far: its walltime does not count that time.
+func suspendedFor(a *model.Allocation, now time.Time) time.Duration {
+	d := a.SuspendedFor
+	if !a.SuspendedAt.IsZero() && now.After(a.SuspendedAt) {
+		d += now.Sub(a.SuspendedAt)
+	}
+	return d
+}
+
+// Suspend freezes every process of a running allocation (Resume: thaws
+// them) through its agent, after the quorum recorded it; admins only.
+func (u *usageService) Suspend(ctx context.Context, req *latticev1.SuspendJobRequest) (*latticev1.SuspendJobReply, error) {
+	l := u.s.currentLeader()
+	if l == nil {
+		return nil, status.Error(codes.Unavailable, "no quorum leader right now; retry")
+	}
+	var al *model.Allocation
+	var err error
+	u.s.view(func(st *quorum.State) {
+		var found []*model.Allocation
+		if found, err = resolveIDs(st, req.Id, false); err == nil {
+			al = found[0]
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if al.State != model.StateRunning || len(al.Nodes) == 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "allocation %s is %s: only RUNNING allocations can be suspended or resumed", req.Id, al.State)
+	}
+	c := l.disp.connFor(al.Nodes[0])
+	if c == nil {
+		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is not connected; the allocation cannot be frozen now", al.Nodes[0])
+	}
+	res, err := u.s.propose(ctx, &quorum.SuspendJob{ID: al.ID, Resume: req.Resume})
+	if err != nil {
+		return nil, err
+	}
+	if res.Rejection != nil {
+		return nil, rejectionError(res.Rejection)
+	}
+	if !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Freeze{Freeze: &latticev1.FreezeAllocation{AllocationId: al.ID, Freeze: !req.Resume}}}) {
+		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is busy; retry", al.Nodes[0])
+	}
+	state := "SUSPENDED"
+	if req.Resume {
+		state = string(model.StateRunning)
+	}
+	return &latticev1.SuspendJobReply{State: state}, nil
+}

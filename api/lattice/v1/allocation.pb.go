@@ -1916,9 +1916,14 @@ type Allocation struct {
 	Held                     string       `protobuf:"bytes,33,opt,name=held,proto3" json:"held,omitempty"`                                                                              // while PENDING: user or admin when held
 	// usage: what its last run used (its first node's cgroup); absent
 	// without cgroups and while it runs (latticectl stat asks the agent).
-	Usage         *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usage *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
+	// suspended_unix_ms: when an admin suspended its run (latticectl
+	// suspend; 0 = not suspended); suspended_seconds: how long its run was
+	// suspended before (its walltime does not count it).
+	SuspendedUnixMs  int64 `protobuf:"varint,301,opt,name=suspended_unix_ms,json=suspendedUnixMs,proto3" json:"suspended_unix_ms,omitempty"`
+	SuspendedSeconds int64 `protobuf:"varint,302,opt,name=suspended_seconds,json=suspendedSeconds,proto3" json:"suspended_seconds,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2138,6 +2143,20 @@ func (x *Allocation) GetUsage() *JobUsage {
 		return x.Usage
 	}
 	return nil
+}
+
+func (x *Allocation) GetSuspendedUnixMs() int64 {
+	if x != nil {
+		return x.SuspendedUnixMs
+	}
+	return 0
+}
+
+func (x *Allocation) GetSuspendedSeconds() int64 {
+	if x != nil {
+		return x.SuspendedSeconds
+	}
+	return 0
 }
 
 // Step is one step launched inside an allocation.
@@ -3200,7 +3219,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\xb1\b\n" +
+	"timeUnixMs\"\x8c\t\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -3235,7 +3254,9 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\x12&\n" +
 	"\x05steps\x18\x18 \x03(\v2\x10.lattice.v1.StepR\x05steps\x12\x12\n" +
 	"\x04held\x18! \x01(\tR\x04held\x12+\n" +
-	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\"\x89\x02\n" +
+	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\x12+\n" +
+	"\x11suspended_unix_ms\x18\xad\x02 \x01(\x03R\x0fsuspendedUnixMs\x12,\n" +
+	"\x11suspended_seconds\x18\xae\x02 \x01(\x03R\x10suspendedSeconds\"\x89\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +
