@@ -190,8 +190,9 @@ func ownCgroups(fs string) map[string]string {
 	return out
 }
 
-// agentLeaf is where a v2 agent moves itself when its own cgroup must
-// hand its controllers down (no process may stay in a cgroup that does).
+// agentLeaf is the leaf a v2 agent runs in when its service's cgroup hands
+// controllers down to the jobs (no process may stay in a cgroup that does):
+// systemd's DelegateSubgroup=lattice-agent. Its jobs' cgroups go beside it.
 const agentLeaf = "lattice-agent"
 
 func cgroupParent(cfg CgroupConfig, own string) string {
@@ -225,17 +226,20 @@ func setupV2(cfg CgroupConfig, mount string, v1mounts, own map[string]string, na
 	}
 	m := &cgroupManager{layout: CgroupsV2, v2: dir, v2ctl: map[string]bool{}, v1: map[string]string{}, pidsMax: cfg.PidsMax, log: log}
 	avail := strings.Fields(readTrim("", filepath.Join(parent, "cgroup.controllers")))
+	var busy []string
 	for _, c := range []string{"memory", "pids", "cpu"} {
 		if !slices.Contains(avail, c) {
 			continue
 		}
 		err := enableController(parent, c)
-		if errors.Is(err, syscall.EBUSY) && cfg.Root == "" && filepath.Join(mount, ownPath) == parent {
-			// Processes in our own cgroup (us, the supervisor daemon):
-			// move them to a leaf, then the controllers can go down.
-			if merr := moveProcs(parent, filepath.Join(parent, agentLeaf)); merr == nil {
-				err = enableController(parent, c)
-			}
+		if errors.Is(err, syscall.EBUSY) {
+			// Processes in the parent (the agent itself, in its own
+			// cgroup): a cgroup that hands controllers down holds none.
+			// systemd's DelegateSubgroup=lattice-agent starts the agent in
+			// a leaf; the agent does not move itself (systemd would start
+			// its successor in the parent, and fail).
+			busy = append(busy, c)
+			continue
 		}
 		if err == nil {
 			err = enableController(dir, c)
@@ -253,6 +257,10 @@ func setupV2(cfg CgroupConfig, mount string, v1mounts, own map[string]string, na
 		if err := os.MkdirAll(d, 0o755); err == nil {
 			m.v1[c] = d
 		}
+	}
+	if len(busy) > 0 {
+		log.Warn("cgroups: v2 controllers cannot be handed to the jobs while the agent's own cgroup holds processes; start the agent in a leaf (systemd: DelegateSubgroup="+agentLeaf+", or --cgroup-root)",
+			"controllers", busy, "cgroup", parent)
 	}
 	m.reserve(cfg.ReservedMemMB)
 	log.Info("cgroups: v2", "dir", dir, "v2_controllers", keys(m.v2ctl), "v1_controllers", keys(m.v1),
@@ -302,19 +310,6 @@ func keys[V any](m map[string]V) []string {
 
 func enableController(dir, c string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0)
-}
-
-// moveProcs moves every process of cgroup v2 dir from into to.
-func moveProcs(from, to string) error {
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return err
-	}
-	for _, pid := range readPids(filepath.Join(from, "cgroup.procs")) {
-		if err := os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return err
-		}
-	}
-	return nil
 }
 
 // reserve limits all jobs together to the node's memory less mb.

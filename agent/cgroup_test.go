@@ -325,3 +325,119 @@ func TestCgroupFreeze(t *testing.T) {
 		})
 	}
 }
+
+// The site's limits: --cgroup-pids-max bounds a job's tasks (a fork bomb
+// stops there) and --cgroup-reserved-mem keeps the system's share out of
+// every job's reach (the limit on the agent's cgroup of jobs).
+func TestCgroupSiteLimits(t *testing.T) {
+	for _, mode := range cgroupModes {
+		t.Run(mode, func(t *testing.T) {
+			requireCgroups(t, mode)
+			r, exits := newCgroupRunner(t, mode, CgroupConfig{PidsMax: 20, ReservedMemMB: 512})
+			if r.cg.v1["pids"] == "" && !r.cg.v2ctl["pids"] {
+				t.Skip("no pids controller here")
+			}
+			marker := newMarker(t)
+			if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, Env: []string{marker},
+				Command: []string{"for i in $(seq 60); do sleep 30 & done; sleep 0.5; exit 0"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitExit(t, exits)
+			if got := readOut(t, r, 1); !strings.Contains(got, "fork") && !strings.Contains(got, "Resource") {
+				lp, _ := r.Paths(1)
+				b, _ := os.ReadFile(lp.Stderr)
+				if !strings.Contains(string(b), "fork") && !strings.Contains(string(b), "Resource") {
+					t.Errorf("60 background sleeps under a limit of 20 tasks: no fork failure in the output %q %q", got, b)
+				}
+			}
+			assertNoneLeft(t, marker)
+			var limitFile string
+			if r.cg.v2ctl["memory"] {
+				limitFile = filepath.Join(r.cg.v2, "memory.max")
+			} else if d := r.cg.v1["memory"]; d != "" {
+				limitFile = filepath.Join(d, "memory.limit_in_bytes")
+			} else {
+				return
+			}
+			got, _ := strconv.ParseInt(strings.TrimSpace(readFile(t, limitFile)), 10, 64)
+			if want := memTotalBytes() - 512<<20; got > want || got < want-(1<<20) {
+				t.Errorf("the jobs' memory limit %d, want the node's memory less 512 MB (%d)", got, want)
+			}
+		})
+	}
+}
+
+// Energy: the RAPL counters over the run where they exist ("rapl"), else
+// the node's busy draw x elapsed ("model").
+func TestRunEnergyFromRAPL(t *testing.T) {
+	root := t.TempDir()
+	dom := filepath.Join(root, "sys/class/powercap/intel-rapl:0")
+	if err := os.MkdirAll(dom, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set := func(uj uint64) {
+		if err := os.WriteFile(filepath.Join(dom, "energy_uj"), []byte(strconv.FormatUint(uj, 10)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(1_000_000)
+	m, err := NewPowerMeter(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := m.energyCounter()
+	if v, ok := read(); !ok || v != 1_000_000 {
+		t.Fatalf("counter %d %v", v, ok)
+	}
+	requireCgroups(t, CgroupsAuto)
+	exits := make(chan Exit, 1)
+	r, err := NewRunner(RunnerConfig{Dir: t.TempDir(), OnExit: func(e Exit) { exits <- e }, Energy: read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(time.Second) })
+	hs := t.TempDir()
+	if err := r.Start(Launch{AllocID: 1, Nodes: []string{"n1"}, BusyWatts: 400, Env: []string{"HS=" + hs},
+		Command: []string{`while [ ! -f "$HS/go" ]; do sleep 0.05; done`}}); err != nil {
+		t.Fatal(err)
+	}
+	set(4_500_000) // 3.5 J during the run
+	if err := os.WriteFile(filepath.Join(hs, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := waitExit(t, exits)
+	if e.Usage == nil || e.Usage.EnergySource != "rapl" || math.Abs(e.Usage.EnergyJoules-3.5) > 1e-9 {
+		t.Fatalf("usage %+v, want 3.5 J from rapl", e.Usage)
+	}
+}
+
+// A job a supervisor daemon of an older version started outside its cgroup
+// is moved into it.
+func TestEnsurePlacedMovesAnUnplacedJob(t *testing.T) {
+	for _, mode := range cgroupModes {
+		t.Run(mode, func(t *testing.T) {
+			requireCgroups(t, mode)
+			r, _ := newCgroupRunner(t, mode, CgroupConfig{})
+			if err := r.cg.create("9.1", 0); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = r.cg.kill("9.1"); r.cg.remove("9.1") }()
+			place, err := r.cg.place("9.1", batchCgroup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sleep", "30")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			if len(r.cg.pids("9.1", "")) != 0 {
+				t.Fatal("the process is in the job's cgroup before the move")
+			}
+			r.ensurePlaced(cmd.Process.Pid, place)
+			if got := r.cg.pids("9.1", ""); len(got) != 1 || got[0] != cmd.Process.Pid {
+				t.Fatalf("pids in the job's cgroup after the move: %v, want [%d]", got, cmd.Process.Pid)
+			}
+		})
+	}
+}

@@ -374,3 +374,51 @@ func inCgroupOf(pid int, names []string) bool {
 	}
 	return false
 }
+
+// ensurePlaced moves a job the supervisor daemon started into its cgroups
+// when the daemon did not (one of an older version, which ignores
+// Msg.Cgroups, still runs after an upgrade): what it forked before the
+// move escapes, as without cgroups.
+func (r *Runner) ensurePlaced(pid int, place *supervise.Cgroups) {
+	if place.Empty() || pid <= 0 {
+		return
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return // it ended already
+	}
+	want := place.V2
+	if want == "" && len(place.V1) > 0 {
+		want = filepath.Dir(place.V1[0])
+	}
+	if strings.Contains(string(b), ":"+strings.TrimPrefix(want, r.cgMountOf(want))+"\n") {
+		return
+	}
+	r.log.Warn("the job supervisor daemon (an older version) did not start the job in its cgroup; moving it", "pid", pid)
+	if place.V2 != "" {
+		_ = os.WriteFile(filepath.Join(place.V2, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+	}
+	for _, tasks := range place.V1 {
+		_ = os.WriteFile(filepath.Join(filepath.Dir(tasks), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+	}
+}
+
+// cgMountOf is the mount point of the hierarchy holding dir.
+func (r *Runner) cgMountOf(dir string) string {
+	v2, v1 := cgroupMounts("")
+	best := ""
+	for _, m := range append([]string{v2}, valuesOf(v1)...) {
+		if m != "" && strings.HasPrefix(dir, m+"/") && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best
+}
+
+func valuesOf(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -401,6 +401,7 @@ func (r *Runner) spawnDaemon(cmd *exec.Cmd, l Launch, cred *syscall.Credential, 
 	if err != nil {
 		return nil, true, fmt.Errorf("start entrypoint: %w", err)
 	}
+	r.ensurePlaced(pid, place)
 	return &process{pgid: pid, launch: l, done: make(chan struct{}), exited: exit}, true, nil
 }
 
