@@ -90,10 +90,13 @@ type cgroupManager struct {
 // jobCgroupName is the cgroup of one run: its launch id.
 func jobCgroupName(launchID string) string { return "job_" + launchID }
 
-// batchCgroup holds the entrypoint; stepCgroup(N) the tasks of step N.
+// batchCgroup holds the entrypoint; stepCgroup(N, NODE) the tasks of step
+// N on NODE (an agent may run several nodes: simulated ones).
 const batchCgroup = "batch"
 
-func stepCgroup(step int32) string { return "step_" + strconv.Itoa(int(step)) }
+func stepCgroup(step int32, node string) string {
+	return "step_" + strconv.Itoa(int(step)) + "." + strings.ReplaceAll(node, "/", "_")
+}
 
 // newCgroupManager detects the layout and prepares the agent's directory
 // of jobs; nil (and the reason, logged once) when no cgroup can be used.

@@ -299,7 +299,7 @@ func (r *Runner) CgroupLayout() string {
 // cgroup of the allocation's steps on this node (job_ALLOC.steps).
 // It returns the run's cgroup id ("" without cgroups) and where the
 // step's tasks start.
-func (r *Runner) stepCgroupOf(alloc uint64, step int32) (string, *supervise.Cgroups, error) {
+func (r *Runner) stepCgroupOf(alloc uint64, step int32, node string) (string, *supervise.Cgroups, error) {
 	if r.cg == nil {
 		return "", nil, nil
 	}
@@ -312,7 +312,7 @@ func (r *Runner) stepCgroupOf(alloc uint64, step int32) (string, *supervise.Cgro
 	} else if err := r.cg.create(id, 0); err != nil {
 		return "", nil, err
 	}
-	place, err := r.cg.place(id, stepCgroup(step))
+	place, err := r.cg.place(id, stepCgroup(step, node))
 	if err != nil {
 		return "", nil, err
 	}
@@ -321,16 +321,15 @@ func (r *Runner) stepCgroupOf(alloc uint64, step int32) (string, *supervise.Cgro
 
 // endStepCgroup ends what the tasks of a step left in its cgroup, and
 // removes it (and the allocation's cgroup of steps once it is empty).
-func (r *Runner) endStepCgroup(id string, step int32) {
+func (r *Runner) endStepCgroup(id string, step int32, node string) *Usage {
 	if r.cg == nil || id == "" {
-		return
+		return nil
 	}
-	rel := filepath.Join(jobCgroupName(id), stepCgroup(step))
+	rel := filepath.Join(jobCgroupName(id), stepCgroup(step, node))
 	if err := r.cg.killRel(rel); err != nil {
 		r.log.Error("cgroup: processes of an ended step are left", "cgroup", rel, "err", err)
 	}
-	s := r.cg.stats(id, stepCgroup(step))
-	r.log.Info("step ended", "cgroup", rel, "user_cpu_s", s.UserSec, "system_cpu_s", s.SystemSec, "max_rss", s.MaxRSS)
+	s := r.cg.stats(id, stepCgroup(step, node))
 	for _, d := range r.cg.dirs(rel) {
 		removeTree(d)
 	}
@@ -339,6 +338,9 @@ func (r *Runner) endStepCgroup(id string, step int32) {
 			_ = syscall.Rmdir(d) // only once no other step is in it
 		}
 	}
+	// A step's peak is its cgroup's where a hierarchy keeps one (no
+	// sampling per step).
+	return &Usage{UserSec: s.UserSec, SystemSec: s.SystemSec, MaxRSS: s.MaxRSS, OOMKills: s.OOMKills}
 }
 
 // adoptedCgroups are the cgroup names (job_ID.RUN) of the runs adopted

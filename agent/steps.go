@@ -72,7 +72,7 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	a.steps.runs[key] = append(a.steps.runs[key], run)
 	a.steps.mu.Unlock()
 
-	cgID, place, cgErr := a.runner.stepCgroupOf(m.AllocationId, m.StepId)
+	cgID, place, cgErr := a.runner.stepCgroupOf(m.AllocationId, m.StepId, m.Node)
 	var wg sync.WaitGroup
 	for _, t := range m.Tasks {
 		task, err := (*stepTask)(nil), cgErr // nothing runs outside its cgroup
@@ -105,7 +105,8 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	}
 	go func() {
 		wg.Wait()
-		a.runner.endStepCgroup(cgID, m.StepId)
+		u := a.runner.endStepCgroup(cgID, m.StepId, m.Node)
+		a.sendStepEvent(&latticev1.StepEvent{AllocationId: m.AllocationId, StepId: m.StepId, NodeDone: true, Usage: u.proto()})
 		a.steps.mu.Lock()
 		defer a.steps.mu.Unlock()
 		rs := a.steps.runs[key]

@@ -276,3 +276,43 @@ func TestSuspendResumeEndToEnd(t *testing.T) {
 	}
 	s.waitEnd(t, id, 30*time.Second)
 }
+
+// A step's usage (its cgroup on each node) is recorded with its end.
+func TestStepUsageEndToEnd(t *testing.T) {
+	s := startCgroupStack(t, "v2")
+	bin := memburn(t)
+	id := submitReq(t, s, &latticev1.AllocationRequest{Command: []string{"sleep 120"}})
+	waitFor(t, 20*time.Second, "running", func() bool { return s.get(t, id).State == string(model.StateRunning) })
+	cc, err := grpc.NewClient(s.srv.APIAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	alloc := s.get(t, id)
+	st, err := latticev1.NewStepServiceClient(cc).Launch(context.Background(), &latticev1.LaunchStepRequest{
+		AllocationId: alloc.Id, Command: []string{bin, "100", "1", "0"}, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		out, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.GetEnd() != nil {
+			break
+		}
+	}
+	a := s.get(t, id)
+	if len(a.Steps) != 1 || a.Steps[0].Usage == nil {
+		t.Fatalf("steps %v, want one with its usage", a.Steps)
+	}
+	u := a.Steps[0].Usage
+	if cpu := u.UserCpuSeconds + u.SystemCpuSeconds; !near(cpu, 1) || !near(float64(u.MaxRssBytes), 100<<20) {
+		t.Errorf("step usage: CPU %.2f s, max RSS %d MB; want 1 s and 100 MB within 10 %%", cpu, u.MaxRssBytes>>20)
+	}
+	if _, err := s.allocs.Cancel(context.Background(), &latticev1.CancelRequest{Ids: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitEnd(t, id, 30*time.Second)
+}

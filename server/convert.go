@@ -127,6 +127,7 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 		if st.ExitCode != nil {
 			ps.HasExitCode, ps.ExitCode = true, int32(*st.ExitCode)
 		}
+		ps.Usage = UsageToProto(st.Usage)
 		p.Steps = append(p.Steps, ps)
 	}
 	return p

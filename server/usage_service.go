@@ -216,3 +216,45 @@ func (u *usageService) Suspend(ctx context.Context, req *latticev1.SuspendJobReq
 	}
 	return &latticev1.SuspendJobReply{State: state}, nil
 }
+
+// stepUsage sums what a step used on its nodes, from the agents' NodeDone
+// events: CPU times and OOM kills added, the largest peak memory.
+type stepUsage struct {
+	nodes int
+	sum   *model.Usage
+}
+
+func (s *stepUsage) add(ev *latticev1.StepEvent) {
+	s.nodes++
+	u := usageFromProto(ev.Usage)
+	if u == nil {
+		return
+	}
+	if s.sum == nil {
+		s.sum = &model.Usage{}
+	}
+	s.sum.UserCPUSeconds += u.UserCPUSeconds
+	s.sum.SystemCPUSeconds += u.SystemCPUSeconds
+	s.sum.MaxRSSBytes = max(s.sum.MaxRSSBytes, u.MaxRSSBytes)
+	s.sum.OOMKills += u.OOMKills
+}
+
+// stepUsageWait bounds how long a step's end waits for its nodes' usage
+// after its tasks' ends (an agent ends the step's cgroup first).
+const stepUsageWait = time.Second
+
+// wait takes the NodeDone events of the nodes not heard yet, for at most
+// stepUsageWait (agents of an older version send none).
+func (s *stepUsage) wait(events <-chan *latticev1.StepEvent, nodes int) {
+	deadline := time.After(stepUsageWait)
+	for s.nodes < nodes {
+		select {
+		case ev := <-events:
+			if ev.NodeDone {
+				s.add(ev)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}

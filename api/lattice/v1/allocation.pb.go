@@ -2171,8 +2171,11 @@ type Step struct {
 	ExitCode        int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	StartTimeUnixMs int64                  `protobuf:"varint,8,opt,name=start_time_unix_ms,json=startTimeUnixMs,proto3" json:"start_time_unix_ms,omitempty"`
 	EndTimeUnixMs   int64                  `protobuf:"varint,9,opt,name=end_time_unix_ms,json=endTimeUnixMs,proto3" json:"end_time_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// usage: what its tasks used, summed over its nodes (max RSS: the
+	// largest node's); absent when no node measured it.
+	Usage         *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -2266,6 +2269,13 @@ func (x *Step) GetEndTimeUnixMs() int64 {
 		return x.EndTimeUnixMs
 	}
 	return 0
+}
+
+func (x *Step) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 type GetAllocationRequest struct {
@@ -3256,7 +3266,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x04held\x18! \x01(\tR\x04held\x12+\n" +
 	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\x12+\n" +
 	"\x11suspended_unix_ms\x18\xad\x02 \x01(\x03R\x0fsuspendedUnixMs\x12,\n" +
-	"\x11suspended_seconds\x18\xae\x02 \x01(\x03R\x10suspendedSeconds\"\x89\x02\n" +
+	"\x11suspended_seconds\x18\xae\x02 \x01(\x03R\x10suspendedSeconds\"\xb6\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +
@@ -3266,7 +3276,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\rhas_exit_code\x18\x06 \x01(\bR\vhasExitCode\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12+\n" +
 	"\x12start_time_unix_ms\x18\b \x01(\x03R\x0fstartTimeUnixMs\x12'\n" +
-	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\"&\n" +
+	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\x12+\n" +
+	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\xea\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
@@ -3417,49 +3428,50 @@ var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	23, // 12: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
 	28, // 13: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
 	41, // 14: lattice.v1.Allocation.usage:type_name -> lattice.v1.JobUsage
-	27, // 15: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	33, // 16: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	38, // 17: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	39, // 18: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	24, // 19: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	29, // 20: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	30, // 21: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	32, // 22: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	35, // 23: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	37, // 24: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	16, // 25: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	18, // 26: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	3,  // 27: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
-	3,  // 28: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
-	3,  // 29: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
-	6,  // 30: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
-	7,  // 31: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
-	10, // 32: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
-	12, // 33: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
-	14, // 34: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
-	0,  // 35: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
-	25, // 36: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	27, // 37: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	31, // 38: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	34, // 39: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	36, // 40: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	40, // 41: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	17, // 42: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	19, // 43: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	5,  // 44: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
-	5,  // 45: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
-	5,  // 46: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
-	27, // 47: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
-	5,  // 48: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
-	11, // 49: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
-	13, // 50: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
-	15, // 51: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
-	2,  // 52: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
-	36, // [36:53] is the sub-list for method output_type
-	19, // [19:36] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	41, // 15: lattice.v1.Step.usage:type_name -> lattice.v1.JobUsage
+	27, // 16: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	33, // 17: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	38, // 18: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	39, // 19: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	24, // 20: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	29, // 21: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	30, // 22: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	32, // 23: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	35, // 24: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	37, // 25: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	16, // 26: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	18, // 27: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	3,  // 28: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
+	3,  // 29: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
+	3,  // 30: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
+	6,  // 31: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
+	7,  // 32: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
+	10, // 33: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
+	12, // 34: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
+	14, // 35: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
+	0,  // 36: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
+	25, // 37: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	27, // 38: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	31, // 39: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	34, // 40: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	36, // 41: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	40, // 42: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	17, // 43: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	19, // 44: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	5,  // 45: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
+	5,  // 46: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
+	5,  // 47: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
+	27, // 48: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
+	5,  // 49: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
+	11, // 50: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
+	13, // 51: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
+	15, // 52: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
+	2,  // 53: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
+	37, // [37:54] is the sub-list for method output_type
+	20, // [20:37] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }

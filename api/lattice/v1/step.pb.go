@@ -647,15 +647,20 @@ func (x *StepKill) GetGraceSeconds() int64 {
 
 // StepEvent (agent → leader): output of a task, or its end.
 type StepEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
-	StepId        int32                  `protobuf:"varint,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
-	Stderr        bool                   `protobuf:"varint,4,opt,name=stderr,proto3" json:"stderr,omitempty"`
-	Data          []byte                 `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
-	Exited        bool                   `protobuf:"varint,6,opt,name=exited,proto3" json:"exited,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Message       string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"` // why a task could not start
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	StepId       int32                  `protobuf:"varint,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Rank         int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	Stderr       bool                   `protobuf:"varint,4,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	Data         []byte                 `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	Exited       bool                   `protobuf:"varint,6,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode     int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Message      string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"` // why a task could not start
+	// node_done: the step's tasks on this node have all ended and what they
+	// left is gone (its cgroup ended); usage is what they used there, absent
+	// without cgroups.
+	NodeDone      bool      `protobuf:"varint,300,opt,name=node_done,json=nodeDone,proto3" json:"node_done,omitempty"`
+	Usage         *JobUsage `protobuf:"bytes,301,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,12 +751,26 @@ func (x *StepEvent) GetMessage() string {
 	return ""
 }
 
+func (x *StepEvent) GetNodeDone() bool {
+	if x != nil {
+		return x.NodeDone
+	}
+	return false
+}
+
+func (x *StepEvent) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_lattice_v1_step_proto protoreflect.FileDescriptor
 
 const file_lattice_v1_step_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/step.proto\x12\n" +
-	"lattice.v1\"\xf0\x01\n" +
+	"lattice.v1\x1a\x16lattice/v1/usage.proto\"\xf0\x01\n" +
 	"\x11LaunchStepRequest\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12\x14\n" +
@@ -803,7 +822,7 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\bStepKill\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12#\n" +
-	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"\xd8\x01\n" +
+	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"\xa3\x02\n" +
 	"\tStepEvent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12\x12\n" +
@@ -812,7 +831,9 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\x04data\x18\x05 \x01(\fR\x04data\x12\x16\n" +
 	"\x06exited\x18\x06 \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x18\n" +
-	"\amessage\x18\b \x01(\tR\amessage2P\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x12\x1c\n" +
+	"\tnode_done\x18\xac\x02 \x01(\bR\bnodeDone\x12+\n" +
+	"\x05usage\x18\xad\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage2P\n" +
 	"\vStepService\x12A\n" +
 	"\x06Launch\x12\x1d.lattice.v1.LaunchStepRequest\x1a\x16.lattice.v1.StepOutput0\x01B8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
@@ -839,19 +860,21 @@ var file_lattice_v1_step_proto_goTypes = []any{
 	(*StepLaunch)(nil),        // 6: lattice.v1.StepLaunch
 	(*StepKill)(nil),          // 7: lattice.v1.StepKill
 	(*StepEvent)(nil),         // 8: lattice.v1.StepEvent
+	(*JobUsage)(nil),          // 9: lattice.v1.JobUsage
 }
 var file_lattice_v1_step_proto_depIdxs = []int32{
 	2, // 0: lattice.v1.StepOutput.started:type_name -> lattice.v1.StepStarted
 	3, // 1: lattice.v1.StepOutput.data:type_name -> lattice.v1.StepData
 	4, // 2: lattice.v1.StepOutput.end:type_name -> lattice.v1.StepEnd
 	5, // 3: lattice.v1.StepLaunch.tasks:type_name -> lattice.v1.StepTask
-	0, // 4: lattice.v1.StepService.Launch:input_type -> lattice.v1.LaunchStepRequest
-	1, // 5: lattice.v1.StepService.Launch:output_type -> lattice.v1.StepOutput
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	9, // 4: lattice.v1.StepEvent.usage:type_name -> lattice.v1.JobUsage
+	0, // 5: lattice.v1.StepService.Launch:input_type -> lattice.v1.LaunchStepRequest
+	1, // 6: lattice.v1.StepService.Launch:output_type -> lattice.v1.StepOutput
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_step_proto_init() }
@@ -859,6 +882,7 @@ func file_lattice_v1_step_proto_init() {
 	if File_lattice_v1_step_proto != nil {
 		return
 	}
+	file_lattice_v1_usage_proto_init()
 	file_lattice_v1_step_proto_msgTypes[1].OneofWrappers = []any{
 		(*StepOutput_Started)(nil),
 		(*StepOutput_Data)(nil),
