@@ -936,6 +936,9 @@ func (r *Runner) Detach() {
 		}
 	}
 	r.closeDaemon()
+	if r.cg != nil {
+		r.cg.close() // only when no job's cgroup is left in it
+	}
 }
 
 // closeDaemon disconnects from the supervisor daemon, which ends once it

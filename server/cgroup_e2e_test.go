@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -315,4 +317,43 @@ func TestStepUsageEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitEnd(t, id, 30*time.Second)
+}
+
+// removeAgentCgroups ends and removes the cgroups a killed agent of
+// dataDir left (agent/cgroup.go names them lattice-HASH of its data dir).
+func removeAgentCgroups(dataDir string) {
+	abs, _ := filepath.Abs(dataDir)
+	h := sha256.Sum256([]byte(abs))
+	name := "lattice-" + hex.EncodeToString(h[:6])
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() != name {
+			return nil
+		}
+		var dirs []string
+		_ = filepath.WalkDir(p, func(q string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				dirs = append(dirs, q)
+				for _, f := range strings.Fields(readOr(filepath.Join(q, "cgroup.procs"))) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			for try := 0; try < 50 && syscall.Rmdir(dirs[i]) == syscall.EBUSY; try++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		return filepath.SkipDir
+	})
+}
+
+func readOr(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
