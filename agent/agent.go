@@ -111,6 +111,7 @@ type Agent struct {
 	connected bool
 
 	steps stepTable // step tasks running here (steps.go)
+	ptys  ptyTable  // the terminals of pty step tasks (pty.go)
 
 	// durable is what the state file holds (state.go), under mu;
 	// detached: this agent stopped leaving its jobs to a successor.
@@ -658,6 +659,8 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.checkpoint(msg.Checkpoint)
 	case *latticev1.ServerMessage_StepLaunch:
 		a.launchStep(msg.StepLaunch)
+	case *latticev1.ServerMessage_StepInput:
+		a.stepInput(msg.StepInput) // pty.go
 	case *latticev1.ServerMessage_StepKill:
 		grace := a.cfg.Grace
 		if msg.StepKill.GraceSeconds > 0 {
@@ -740,7 +743,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
-		GPUs: a.nodeGPUs(as.LaunchNode),
+		GPUs: a.nodeGPUs(as.LaunchNode), Placeholder: req.GetInteractive(),
 	}
 	a.limitLaunch(&l, req, as.LaunchNode)
 	if s := req.GetCheckpointSignal(); s != "" {

@@ -67,6 +67,8 @@ var Rules = map[string]Access{
 	// A step runs inside an allocation its caller may change (the object rule
 	// is checked by the handler); the srun shim calls it from the job.
 	"/lattice.v1.StepService/Launch": Human,
+	// A terminal step or attach, checked the same way (terminal_service.go).
+	"/lattice.v1.TerminalService/Terminal": Human,
 
 	// Usage: reading follows CanRead (the handler); suspend is for admins.
 	"/lattice.v1.UsageService/Stat":    Human,
@@ -102,8 +104,9 @@ var Rules = map[string]Access{
 	"/lattice.v1.AdminService/InjectFault":              Admin,
 
 	// The dashboard's login: a code for the caller's own identity.
-	"/lattice.v1.DashboardService/CreateLogin": Human,
-	"/lattice.v1.DashboardService/WhoAmI":      Human,
+	"/lattice.v1.DashboardService/CreateLogin":  Human,
+	"/lattice.v1.DashboardService/WhoAmI":       Human,
+	"/lattice.v1.DashboardService/PowerHistory": Human,
 }
 
 // Denied says what was refused and why; the server maps it to

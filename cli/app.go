@@ -114,15 +114,19 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 	}()
 	app := r.app()
 	if len(args) > 0 && args[0] == "srun" { // the srun shim on a job's PATH
-		translated, err := srunArgs(args[1:])
+		ptyArgs, rest := srunPtyArgs(args[1:]) // pty.go
+		translated, err := srunArgs(rest)
 		if err != nil {
 			fmt.Fprintf(r.Stderr, "srun: %v\n", err)
 			return ExitCode(err)
 		}
-		args = translated
+		args = append(append(translated[:1:1], ptyArgs...), translated[1:]...)
 	}
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run"}, runArgs(r.runCommand().Flags, args[1:])...)
+	}
+	if len(args) > 0 && args[0] == "alloc" { // salloc: its command's flags stay its own
+		args = append([]string{"alloc"}, runArgs(allocFlags(), args[1:])...)
 	}
 	args = r.reorder(app.Flags, app.Commands, args)
 	if r.ran == nil {
@@ -178,6 +182,8 @@ func (r *runner) app() *cli.App {
 			r.cancelCommand(),
 			r.checkpointCommand(),
 			r.runCommand(),
+			r.allocCommand(),  // interactive.go
+			r.attachCommand(), // pty.go
 			r.dagCommand(),
 			r.logsCommand(),
 			r.historyCommand(),

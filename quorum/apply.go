@@ -438,6 +438,9 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	}
 	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled || u.State == model.StateSuspended) {
 		u.State, reason = model.StateCancelled, model.ReasonCancelled
+		if a.CancelReason != "" {
+			reason = a.CancelReason // the leader's own cancel (IdleTimeout)
+		}
 	}
 	if u.State == model.StateFailed && reason == model.ReasonNodeFailure && requeuesOnLoss(a) {
 		s.requeueLost(c, t) // --requeue: back to the queue, not failed
@@ -614,6 +617,7 @@ func (s *State) applyCancel(c *Cancel) *Result {
 				continue
 			}
 			cp.CancelRequested, cp.RequeueRequested = true, false
+			cp.CancelReason = c.Reason
 		} else {
 			s.finish(cp, model.StateCancelled, reason, nil, c.Time)
 		}

@@ -142,6 +142,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				l.disp.usage.deliver(msg.UsageAnswer)
 			case *latticev1.AgentMessage_StepEvent:
 				l.steps.deliver(msg.StepEvent)
+				l.terms.publish(msg.StepEvent)
 			}
 		}
 	}()

@@ -58,6 +58,7 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	if err := a.s.resolveSite(&r); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
+	a.s.interactiveVCluster(&r) // interactive.go
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {
@@ -431,6 +432,7 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 	}
 	if e := a.explanation(al); e != nil && al.State == model.StatePending {
 		out := explanationToProto(al.DisplayID(), al.State, e)
+		defer a.s.explainInteractive(al, out) // interactive.go
 		if why := al.Waiting(a.s.cfg.Clock()); why != "" {
 			out.Reason, out.Message = why, waitingSentence(al)
 		}
@@ -440,6 +442,7 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		return out, nil
 	}
 	out := &latticev1.Explanation{Id: al.DisplayID(), State: string(al.State), Reason: al.Reason, Nodes: al.Nodes}
+	defer a.s.explainInteractive(al, out) // interactive.go
 	defer func() {
 		if p := preemptionSentence(al); p != "" {
 			out.Message = p + "; " + out.Message

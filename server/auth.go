@@ -324,20 +324,21 @@ func (s *Server) audit(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 
 // readOnlyMethods are left out of the audit log.
 var readOnlyMethods = map[string]bool{
-	"/grpc.health.v1.Health/Check":           true,
-	"/grpc.health.v1.Health/List":            true,
-	"/lattice.v1.AllocationService/Get":      true,
-	"/lattice.v1.AllocationService/List":     true,
-	"/lattice.v1.AllocationService/Explain":  true,
-	"/lattice.v1.DAGService/GetDAG":          true,
-	"/lattice.v1.DAGService/ListDAGs":        true,
-	"/lattice.v1.NodeService/List":           true,
-	"/lattice.v1.NodeService/Heartbeat":      true,
-	"/lattice.v1.AdminService/QuorumStatus":  true,
-	"/lattice.v1.AdminService/ListVClusters": true,
-	"/lattice.v1.AdminService/GetPower":      true,
-	"/lattice.v1.AdminService/ListTenants":   true,
-	"/lattice.v1.DashboardService/WhoAmI":    true,
+	"/grpc.health.v1.Health/Check":              true,
+	"/grpc.health.v1.Health/List":               true,
+	"/lattice.v1.AllocationService/Get":         true,
+	"/lattice.v1.AllocationService/List":        true,
+	"/lattice.v1.AllocationService/Explain":     true,
+	"/lattice.v1.DAGService/GetDAG":             true,
+	"/lattice.v1.DAGService/ListDAGs":           true,
+	"/lattice.v1.NodeService/List":              true,
+	"/lattice.v1.NodeService/Heartbeat":         true,
+	"/lattice.v1.AdminService/QuorumStatus":     true,
+	"/lattice.v1.AdminService/ListVClusters":    true,
+	"/lattice.v1.AdminService/GetPower":         true,
+	"/lattice.v1.AdminService/ListTenants":      true,
+	"/lattice.v1.DashboardService/WhoAmI":       true,
+	"/lattice.v1.DashboardService/PowerHistory": true,
 }
 
 // auditRefused logs a state-changing call the interceptor refused: who
@@ -448,6 +449,7 @@ func (s *Server) auditStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 }
 
 var auditedStreams = map[string]bool{
-	"/lattice.v1.StepService/Launch":  true,
-	"/lattice.v1.AdminService/Backup": true,
+	"/lattice.v1.StepService/Launch":       true,
+	"/lattice.v1.TerminalService/Terminal": true,
+	"/lattice.v1.AdminService/Backup":      true,
 }

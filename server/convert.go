@@ -57,6 +57,10 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 	}
 	r.DependencyAny = p.DependencyAny
 	r.MemPerNodeMB, r.MemPerCPUMB = p.MemPerNodeMb, p.MemPerCpuMb
+	if p.Interactive {
+		// Nothing runs on the nodes until steps come (the agent's placeholder).
+		r.Interactive, r.Command, r.Script, r.ScriptBytes = true, nil, "", nil
+	}
 	if a := p.Array; a != nil {
 		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
 		if r.Array.Step == 0 {
@@ -88,7 +92,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 	for _, d := range r.DependsOn {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
-	p.DependencyAny = r.DependencyAny
+	p.DependencyAny, p.Interactive = r.DependencyAny, r.Interactive
 	p.MemPerNodeMb, p.MemPerCpuMb = r.MemPerNodeMB, r.MemPerCPUMB
 	if a := r.Array; a != nil {
 		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}

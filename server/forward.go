@@ -38,10 +38,11 @@ var localMethods = map[string]bool{
 	"/lattice.v1.AdminService/QuorumStatus": true,
 	"/lattice.v1.AdminService/InjectFault":  true,
 	// The dashboard's codes and sessions live in the receiving member.
-	"/lattice.v1.DashboardService/CreateLogin": true,
-	"/lattice.v1.DashboardService/WhoAmI":      true,
-	"/grpc.health.v1.Health/Check":             true,
-	"/grpc.health.v1.Health/List":              true,
+	"/lattice.v1.DashboardService/CreateLogin":  true,
+	"/lattice.v1.DashboardService/WhoAmI":       true,
+	"/lattice.v1.DashboardService/PowerHistory": true, // each member samples its own copy
+	"/grpc.health.v1.Health/Check":              true,
+	"/grpc.health.v1.Health/List":               true,
 }
 
 func forwarded(ctx context.Context) bool {

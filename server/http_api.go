@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -22,6 +23,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/rpc/rest"
 )
 
@@ -205,14 +207,22 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := rest.New(ctx, rest.Config{Conn: conn, Sessions: s.sessions, Secure: s.httpTLS != nil, Logger: s.log})
+	h, err := rest.New(ctx, rest.Config{Conn: conn, Sessions: s.sessions, Secure: s.httpTLS != nil, Logger: s.log,
+		StateVersion: func() (v uint64) {
+			s.view(func(st *quorum.State) { v = st.Version })
+			return v
+		}})
 	if err != nil {
 		conn.Close()
 		return err
 	}
 	s.inprocConn = conn
 	s.restSrv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		s.samplePower(ctx)
+	}()
 	go func() {
 		defer s.wg.Done()
 		if err := s.grpc.Serve(inproc); err != nil {
@@ -243,4 +253,64 @@ func (s *Server) stopHTTP() {
 	}
 	cancel()
 	s.inprocConn.Close()
+}
+
+// The power history the dashboard draws: this member samples its committed
+// state's system-wide figures every powerSampleEvery and keeps a day.
+const (
+	powerSampleEvery = 10 * time.Second
+	powerSamplesKept = int(24 * time.Hour / powerSampleEvery)
+)
+
+type powerHistory struct {
+	mu      sync.Mutex
+	samples []*latticev1.PowerSample // a ring once full
+	next    int
+}
+
+func (h *powerHistory) add(p *latticev1.PowerSample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) < powerSamplesKept {
+		h.samples = append(h.samples, p)
+		return
+	}
+	h.samples[h.next] = p
+	h.next = (h.next + 1) % powerSamplesKept
+}
+
+// since lists the samples after t (ms), oldest first.
+func (h *powerHistory) since(t int64) []*latticev1.PowerSample {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*latticev1.PowerSample, 0, len(h.samples))
+	for i := range h.samples {
+		p := h.samples[(h.next+i)%len(h.samples)]
+		if p.TimeUnixMs > t {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// samplePower records the power figures now and every powerSampleEvery
+// until ctx ends.
+func (s *Server) samplePower(ctx context.Context) {
+	admin := &adminService{s: s}
+	tick := time.NewTicker(powerSampleEvery)
+	defer tick.Stop()
+	for {
+		p := admin.power()
+		s.powerHist.add(&latticev1.PowerSample{TimeUnixMs: s.cfg.Clock().UnixMilli(), BudgetWatts: p.BudgetWatts,
+			EstimatedWatts: p.EstimatedWatts, MeasuredWatts: p.MeasuredWatts, CountedWatts: p.CountedWatts})
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (d *dashboardService) PowerHistory(_ context.Context, req *latticev1.PowerHistoryRequest) (*latticev1.PowerHistoryResponse, error) {
+	return &latticev1.PowerHistoryResponse{Samples: d.s.powerHist.since(req.SinceUnixMs), IntervalMs: powerSampleEvery.Milliseconds()}, nil
 }

@@ -28,8 +28,9 @@ type leaderState struct {
 
 	disp  *dispatcher
 	live  *liveness
-	steps stepRegistry  // step sessions waiting for agents' events (step_service.go)
-	power measuredPower // draw measured by agents (measured_power.go)
+	steps stepRegistry     // step sessions waiting for agents' events (step_service.go)
+	terms terminalRegistry // attached terminals and pty steps' input (terminal_service.go)
+	power measuredPower    // draw measured by agents (measured_power.go)
 
 	board *vcluster.Board // lenders' reservations, shared by this term's loops
 
@@ -91,6 +92,7 @@ func (s *Server) startLeading(parent context.Context) {
 	l.run(l.broker)
 	l.run(l.walltimeBackstop)
 	l.run(l.commitMeasuredPower)
+	l.run(l.endIdleInteractive)
 }
 
 func (s *Server) stopLeading() {

@@ -80,6 +80,10 @@ type Config struct {
 	// its agent, and then as long again before it ends it (backstop.go;
 	// default 1 min).
 	WalltimeBackstop time.Duration
+	// InteractiveIdleTimeout ends an interactive allocation (latticectl
+	// alloc, salloc) that has had no step running for this long
+	// (interactive_idle.go); 0 = 30 min, negative = never.
+	InteractiveIdleTimeout time.Duration
 	// MeasuredPowerMaxAge is how old a node's measured draw may be and
 	// still stand for its configured figures in the power check (default
 	// 30 s; negative: measurements are shown but never used);
@@ -182,6 +186,9 @@ func (c *Config) defaults() error {
 	if err := c.Checkpoint.Validate(); err != nil {
 		return err
 	}
+	if c.InteractiveIdleTimeout == 0 {
+		c.InteractiveIdleTimeout = DefaultInteractiveIdleTimeout
+	}
 	if c.WalltimeBackstop <= 0 {
 		c.WalltimeBackstop = time.Minute
 	}
@@ -239,6 +246,7 @@ type Server struct {
 	httpTLS    *tls.Config
 	restSrv    *http.Server
 	inprocConn *grpc.ClientConn
+	powerHist  powerHistory
 	// clientTLS is used for calls to other members (nil = plaintext).
 	clientTLS *tls.Config
 
@@ -345,6 +353,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	latticev1.RegisterUsageServiceServer(s.grpc, &usageService{s: s})
+	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
 	return s, nil
 }

@@ -104,7 +104,7 @@ func devCommand() *cli.Command {
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
 			&cli.BoolFlag{Name: "tls", Usage: "serve the API over TLS with a dev CA made in DATA_DIR/pki (latticectl then needs --cacert DATA_DIR/pki/ca.crt)", EnvVars: env("tls")},
-			maxArraySizeFlag(), maxDAGStagesFlag(), maxStartsFlag(), mailHookFlag(),
+			maxArraySizeFlag(), maxDAGStagesFlag(), maxStartsFlag(), mailHookFlag(), interactiveIdleFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
@@ -187,7 +187,7 @@ func runDev(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
-		MailHook: c.String("mail-hook"),
+		MailHook: c.String("mail-hook"), InteractiveIdleTimeout: interactiveIdle(c),
 	})
 	if err != nil {
 		return err
@@ -301,6 +301,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
 		altsrc.NewIntFlag(maxStartsFlag()),
 		altsrc.NewStringFlag(mailHookFlag()),
+		altsrc.NewDurationFlag(interactiveIdleFlag()),
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
 		tlsFlags("the member")[0], tlsFlags("the member")[1], tlsFlags("the member")[2],
@@ -388,7 +389,7 @@ func runServer(c *cli.Context) error {
 		return err
 	}
 	if !tlsFiles(c).Enabled() {
-		for _, flag := range []string{"api-addr", "raft-addr"} {
+		for _, flag := range []string{"api-addr", "raft-addr", "http"} {
 			if loopbackOnly(flag, c.String(flag)) != nil {
 				slog.Warn("TLS is off: tokens and job environments cross the network in clear text (latticed ca init, then --tls-ca, --tls-cert, --tls-key)", "flag", flag, "addr", c.String(flag))
 			}
@@ -405,7 +406,7 @@ func runServer(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
-		MailHook: c.String("mail-hook"),
+		MailHook: c.String("mail-hook"), InteractiveIdleTimeout: interactiveIdle(c),
 	})
 	if err != nil {
 		return tlsUsage(err)

@@ -34,11 +34,23 @@ func TestRESTAPI(t *testing.T) {
 		for _, path := range []string{
 			"/api/v1/allocations", "/api/v1/allocations/" + mine, "/api/v1/allocations/" + theirs + "/explain",
 			"/api/v1/allocations/" + mine + "/logs", "/api/v1/history?states=COMPLETED", "/api/v1/nodes", "/api/v1/vclusters",
-			"/api/v1/tenants", "/api/v1/power", "/api/v1/dags", "/api/v1/qos", "/api/v1/quorum", "/api/v1/whoami", "/api/v1/openapi.json",
+			"/api/v1/tenants", "/api/v1/power", "/api/v1/power/history", "/api/v1/dags", "/api/v1/qos", "/api/v1/quorum", "/api/v1/whoami", "/api/v1/openapi.json",
 		} {
 			if r := s.call(t, "root", "GET", path, nil); r.status != http.StatusOK {
 				t.Errorf("GET %s: %d %s", path, r.status, r.body)
 			}
+		}
+	})
+
+	t.Run("power over time", func(t *testing.T) {
+		h := s.call(t, "alice", "GET", "/api/v1/power/history", nil).json(t)
+		samples := h["samples"].([]any)
+		if len(samples) == 0 || h["interval_ms"] != "10000" {
+			t.Fatalf("power history: %v", h)
+		}
+		first := samples[0].(map[string]any)
+		if first["time_unix_ms"] == "0" || first["estimated_watts"] == nil {
+			t.Fatalf("power sample: %v", first)
 		}
 	})
 

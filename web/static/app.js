@@ -501,23 +501,25 @@ function pageNodes(main) {
   return () => { clearInterval(timer); off(); };
 }
 
-// power: the budget against the draw, sampled while the page is open and
-// kept for the browser session.
+// power: the budget against the draw over time: the member's history (a
+// sample every 10 s, a day kept), then a sample every 5 s while the page is
+// open.
 function pagePower(main) {
-  const KEY = 'lattice-power-samples';
   let samples = [];
-  try { samples = JSON.parse(sessionStorage.getItem(KEY) || '[]'); } catch (e) { samples = []; }
   const now = el('div', { class: 'summary' }), chart = el('div'), table = el('div');
   main.append(el('h1', {}, 'Power'), now,
     el('div', { class: 'legend', 'aria-label': 'legend' }, el('span', { class: 'budget' }, 'budget (dashed)'), el('span', { class: 'counted' }, 'counted draw (solid)'),
       el('span', { class: 'measured' }, 'measured draw (dotted)'), el('span', { class: 'estimated' }, 'configured estimate')),
     chart, table);
+  const history = api('/power/history').then((h) => {
+    samples = (h.samples || []).map((p) => ({ t: num(p.time_unix_ms), budget: num(p.budget_watts), counted: num(p.counted_watts), measured: num(p.measured_watts), estimated: num(p.estimated_watts) }));
+  }).catch((e) => say(`power history: ${e.message}`, true));
   async function sample() {
     let p;
     try { p = await api('/power'); } catch (e) { say(e.message, true); return; }
+    await history;
     samples.push({ t: Date.now(), budget: num(p.budget_watts), counted: num(p.counted_watts), measured: num(p.measured_watts), estimated: num(p.estimated_watts) });
-    samples = samples.filter((s) => s.t > Date.now() - 6 * 3600e3).slice(-2000);
-    try { sessionStorage.setItem(KEY, JSON.stringify(samples)); } catch (e) { /* full: keep in memory */ }
+    samples = samples.filter((s) => s.t > Date.now() - 24 * 3600e3).slice(-20000);
     now.replaceChildren(...[['Budget', num(p.budget_watts) ? watts(p.budget_watts) : 'none set'], ['Counted draw', watts(p.counted_watts)],
       ['Measured', `${watts(p.measured_watts)} on ${p.measured_nodes} node(s)`], ['Configured estimate', watts(p.estimated_watts)]]
       .map(([k, v]) => el('div', { class: 'tile' }, el('b', {}, v), k)));

@@ -713,6 +713,7 @@ type ServerMessage struct {
 	//	*ServerMessage_SetWalltime
 	//	*ServerMessage_UsageQuery
 	//	*ServerMessage_Freeze
+	//	*ServerMessage_StepInput
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -863,6 +864,15 @@ func (x *ServerMessage) GetFreeze() *FreezeAllocation {
 	return nil
 }
 
+func (x *ServerMessage) GetStepInput() *StepInput {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepInput); ok {
+			return x.StepInput
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -915,6 +925,10 @@ type ServerMessage_Freeze struct {
 	Freeze *FreezeAllocation `protobuf:"bytes,301,opt,name=freeze,proto3,oneof"`
 }
 
+type ServerMessage_StepInput struct {
+	StepInput *StepInput `protobuf:"bytes,260,opt,name=step_input,json=stepInput,proto3,oneof"` // a terminal's input (interactive.proto)
+}
+
 func (*ServerMessage_Assign) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
@@ -938,6 +952,8 @@ func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
 func (*ServerMessage_UsageQuery) isServerMessage_Msg() {}
 
 func (*ServerMessage_Freeze) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepInput) isServerMessage_Msg() {}
 
 // SetWalltime gives a running allocation a new time limit (latticectl
 // update --time): the agent moves its walltime timer, counted from the
@@ -1464,7 +1480,7 @@ var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/agent.proto\x12\n" +
-	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x16lattice/v1/usage.proto\"\x95\x03\n" +
+	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x16lattice/v1/usage.proto\x1a\x1clattice/v1/interactive.proto\"\x95\x03\n" +
 	"\fAgentMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.lattice.v1.AgentHelloH\x00R\x05hello\x126\n" +
 	"\x06report\x18\x02 \x01(\v2\x1c.lattice.v1.AllocationReportH\x00R\x06report\x120\n" +
@@ -1514,7 +1530,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xc6\x05\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xff\x05\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1533,7 +1549,9 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x12:\n" +
 	"\vusage_query\x18\xac\x02 \x01(\v2\x16.lattice.v1.UsageQueryH\x00R\n" +
 	"usageQuery\x127\n" +
-	"\x06freeze\x18\xad\x02 \x01(\v2\x1c.lattice.v1.FreezeAllocationH\x00R\x06freezeB\x05\n" +
+	"\x06freeze\x18\xad\x02 \x01(\v2\x1c.lattice.v1.FreezeAllocationH\x00R\x06freeze\x127\n" +
+	"\n" +
+	"step_input\x18\x84\x02 \x01(\v2\x15.lattice.v1.StepInputH\x00R\tstepInputB\x05\n" +
 	"\x03msg\"]\n" +
 	"\vSetWalltime\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12)\n" +
@@ -1618,7 +1636,8 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*StepKill)(nil),          // 22: lattice.v1.StepKill
 	(*UsageQuery)(nil),        // 23: lattice.v1.UsageQuery
 	(*FreezeAllocation)(nil),  // 24: lattice.v1.FreezeAllocation
-	(*Allocation)(nil),        // 25: lattice.v1.Allocation
+	(*StepInput)(nil),         // 25: lattice.v1.StepInput
+	(*Allocation)(nil),        // 26: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1644,14 +1663,15 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	9,  // 20: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
 	23, // 21: lattice.v1.ServerMessage.usage_query:type_name -> lattice.v1.UsageQuery
 	24, // 22: lattice.v1.ServerMessage.freeze:type_name -> lattice.v1.FreezeAllocation
-	25, // 23: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 24: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 25: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	25, // [25:26] is the sub-list for method output_type
-	24, // [24:25] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	25, // 23: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
+	26, // 24: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 25: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 26: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	26, // [26:27] is the sub-list for method output_type
+	25, // [25:26] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1663,6 +1683,7 @@ func file_lattice_v1_agent_proto_init() {
 	file_lattice_v1_node_proto_init()
 	file_lattice_v1_step_proto_init()
 	file_lattice_v1_usage_proto_init()
+	file_lattice_v1_interactive_proto_init()
 	file_lattice_v1_agent_proto_msgTypes[0].OneofWrappers = []any{
 		(*AgentMessage_Hello)(nil),
 		(*AgentMessage_Report)(nil),
@@ -1685,6 +1706,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_SetWalltime)(nil),
 		(*ServerMessage_UsageQuery)(nil),
 		(*ServerMessage_Freeze)(nil),
+		(*ServerMessage_StepInput)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1307,8 +1307,13 @@ type AllocationRequest struct {
 	ScriptBytes []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
 	// Memory per node (--mem) and per CPU (--mem-per-cpu), in MB (0 =
 	// unset); the agent makes the larger of them the job's memory limit.
-	MemPerNodeMb  int64 `protobuf:"varint,300,opt,name=mem_per_node_mb,json=memPerNodeMb,proto3" json:"mem_per_node_mb,omitempty"`
-	MemPerCpuMb   int64 `protobuf:"varint,301,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`
+	MemPerNodeMb int64 `protobuf:"varint,300,opt,name=mem_per_node_mb,json=memPerNodeMb,proto3" json:"mem_per_node_mb,omitempty"`
+	MemPerCpuMb  int64 `protobuf:"varint,301,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`
+	// interactive: an allocation for a user at a terminal (latticectl alloc,
+	// salloc, run --pty outside an allocation). Its entrypoint only waits for
+	// steps, and the leader ends it after the server's interactive idle
+	// timeout with no step running.
+	Interactive   bool `protobuf:"varint,260,opt,name=interactive,proto3" json:"interactive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1621,6 +1626,13 @@ func (x *AllocationRequest) GetMemPerCpuMb() int64 {
 		return x.MemPerCpuMb
 	}
 	return 0
+}
+
+func (x *AllocationRequest) GetInteractive() bool {
+	if x != nil {
+		return x.Interactive
+	}
+	return false
 }
 
 // Preemption is the latest reclaim or preemption of an allocation.
@@ -3159,7 +3171,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xc4\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xe7\n" +
 	"\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -3205,7 +3217,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
 	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12&\n" +
 	"\x0fmem_per_node_mb\x18\xac\x02 \x01(\x03R\fmemPerNodeMb\x12$\n" +
-	"\x0emem_per_cpu_mb\x18\xad\x02 \x01(\x03R\vmemPerCpuMb\"\xda\x01\n" +
+	"\x0emem_per_cpu_mb\x18\xad\x02 \x01(\x03R\vmemPerCpuMb\x12!\n" +
+	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +

@@ -224,6 +224,179 @@ func (x *DashboardIdentity) GetTenants() []string {
 	return nil
 }
 
+type PowerHistoryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnixMs   int64                  `protobuf:"varint,1,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"` // only samples after this time; 0 = all kept
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PowerHistoryRequest) Reset() {
+	*x = PowerHistoryRequest{}
+	mi := &file_lattice_v1_dashboard_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PowerHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PowerHistoryRequest) ProtoMessage() {}
+
+func (x *PowerHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_dashboard_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PowerHistoryRequest.ProtoReflect.Descriptor instead.
+func (*PowerHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_dashboard_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PowerHistoryRequest) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+// PowerSample is the system-wide figures of PowerStatus at one time.
+type PowerSample struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixMs     int64                  `protobuf:"varint,1,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
+	BudgetWatts    int64                  `protobuf:"varint,2,opt,name=budget_watts,json=budgetWatts,proto3" json:"budget_watts,omitempty"` // 0 = none
+	EstimatedWatts int64                  `protobuf:"varint,3,opt,name=estimated_watts,json=estimatedWatts,proto3" json:"estimated_watts,omitempty"`
+	MeasuredWatts  int64                  `protobuf:"varint,4,opt,name=measured_watts,json=measuredWatts,proto3" json:"measured_watts,omitempty"`
+	CountedWatts   int64                  `protobuf:"varint,5,opt,name=counted_watts,json=countedWatts,proto3" json:"counted_watts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PowerSample) Reset() {
+	*x = PowerSample{}
+	mi := &file_lattice_v1_dashboard_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PowerSample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PowerSample) ProtoMessage() {}
+
+func (x *PowerSample) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_dashboard_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PowerSample.ProtoReflect.Descriptor instead.
+func (*PowerSample) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_dashboard_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PowerSample) GetTimeUnixMs() int64 {
+	if x != nil {
+		return x.TimeUnixMs
+	}
+	return 0
+}
+
+func (x *PowerSample) GetBudgetWatts() int64 {
+	if x != nil {
+		return x.BudgetWatts
+	}
+	return 0
+}
+
+func (x *PowerSample) GetEstimatedWatts() int64 {
+	if x != nil {
+		return x.EstimatedWatts
+	}
+	return 0
+}
+
+func (x *PowerSample) GetMeasuredWatts() int64 {
+	if x != nil {
+		return x.MeasuredWatts
+	}
+	return 0
+}
+
+func (x *PowerSample) GetCountedWatts() int64 {
+	if x != nil {
+		return x.CountedWatts
+	}
+	return 0
+}
+
+type PowerHistoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Samples       []*PowerSample         `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`                          // oldest first
+	IntervalMs    int64                  `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"` // between samples
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PowerHistoryResponse) Reset() {
+	*x = PowerHistoryResponse{}
+	mi := &file_lattice_v1_dashboard_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PowerHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PowerHistoryResponse) ProtoMessage() {}
+
+func (x *PowerHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_dashboard_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PowerHistoryResponse.ProtoReflect.Descriptor instead.
+func (*PowerHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_dashboard_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PowerHistoryResponse) GetSamples() []*PowerSample {
+	if x != nil {
+		return x.Samples
+	}
+	return nil
+}
+
+func (x *PowerHistoryResponse) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
 var File_lattice_v1_dashboard_proto protoreflect.FileDescriptor
 
 const file_lattice_v1_dashboard_proto_rawDesc = "" +
@@ -240,10 +413,24 @@ const file_lattice_v1_dashboard_proto_rawDesc = "" +
 	"\fauth_enabled\x18\x01 \x01(\bR\vauthEnabled\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x12\n" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12\x18\n" +
-	"\atenants\x18\x04 \x03(\tR\atenants2\xaa\x01\n" +
+	"\atenants\x18\x04 \x03(\tR\atenants\"9\n" +
+	"\x13PowerHistoryRequest\x12\"\n" +
+	"\rsince_unix_ms\x18\x01 \x01(\x03R\vsinceUnixMs\"\xc7\x01\n" +
+	"\vPowerSample\x12 \n" +
+	"\ftime_unix_ms\x18\x01 \x01(\x03R\n" +
+	"timeUnixMs\x12!\n" +
+	"\fbudget_watts\x18\x02 \x01(\x03R\vbudgetWatts\x12'\n" +
+	"\x0festimated_watts\x18\x03 \x01(\x03R\x0eestimatedWatts\x12%\n" +
+	"\x0emeasured_watts\x18\x04 \x01(\x03R\rmeasuredWatts\x12#\n" +
+	"\rcounted_watts\x18\x05 \x01(\x03R\fcountedWatts\"j\n" +
+	"\x14PowerHistoryResponse\x121\n" +
+	"\asamples\x18\x01 \x03(\v2\x17.lattice.v1.PowerSampleR\asamples\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs2\xfd\x01\n" +
 	"\x10DashboardService\x12R\n" +
 	"\vCreateLogin\x12'.lattice.v1.CreateDashboardLoginRequest\x1a\x1a.lattice.v1.DashboardLogin\x12B\n" +
-	"\x06WhoAmI\x12\x19.lattice.v1.WhoAmIRequest\x1a\x1d.lattice.v1.DashboardIdentityB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
+	"\x06WhoAmI\x12\x19.lattice.v1.WhoAmIRequest\x1a\x1d.lattice.v1.DashboardIdentity\x12Q\n" +
+	"\fPowerHistory\x12\x1f.lattice.v1.PowerHistoryRequest\x1a .lattice.v1.PowerHistoryResponseB8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
 var (
 	file_lattice_v1_dashboard_proto_rawDescOnce sync.Once
@@ -257,23 +444,29 @@ func file_lattice_v1_dashboard_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_dashboard_proto_rawDescData
 }
 
-var file_lattice_v1_dashboard_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_lattice_v1_dashboard_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_lattice_v1_dashboard_proto_goTypes = []any{
 	(*CreateDashboardLoginRequest)(nil), // 0: lattice.v1.CreateDashboardLoginRequest
 	(*DashboardLogin)(nil),              // 1: lattice.v1.DashboardLogin
 	(*WhoAmIRequest)(nil),               // 2: lattice.v1.WhoAmIRequest
 	(*DashboardIdentity)(nil),           // 3: lattice.v1.DashboardIdentity
+	(*PowerHistoryRequest)(nil),         // 4: lattice.v1.PowerHistoryRequest
+	(*PowerSample)(nil),                 // 5: lattice.v1.PowerSample
+	(*PowerHistoryResponse)(nil),        // 6: lattice.v1.PowerHistoryResponse
 }
 var file_lattice_v1_dashboard_proto_depIdxs = []int32{
-	0, // 0: lattice.v1.DashboardService.CreateLogin:input_type -> lattice.v1.CreateDashboardLoginRequest
-	2, // 1: lattice.v1.DashboardService.WhoAmI:input_type -> lattice.v1.WhoAmIRequest
-	1, // 2: lattice.v1.DashboardService.CreateLogin:output_type -> lattice.v1.DashboardLogin
-	3, // 3: lattice.v1.DashboardService.WhoAmI:output_type -> lattice.v1.DashboardIdentity
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	5, // 0: lattice.v1.PowerHistoryResponse.samples:type_name -> lattice.v1.PowerSample
+	0, // 1: lattice.v1.DashboardService.CreateLogin:input_type -> lattice.v1.CreateDashboardLoginRequest
+	2, // 2: lattice.v1.DashboardService.WhoAmI:input_type -> lattice.v1.WhoAmIRequest
+	4, // 3: lattice.v1.DashboardService.PowerHistory:input_type -> lattice.v1.PowerHistoryRequest
+	1, // 4: lattice.v1.DashboardService.CreateLogin:output_type -> lattice.v1.DashboardLogin
+	3, // 5: lattice.v1.DashboardService.WhoAmI:output_type -> lattice.v1.DashboardIdentity
+	6, // 6: lattice.v1.DashboardService.PowerHistory:output_type -> lattice.v1.PowerHistoryResponse
+	4, // [4:7] is the sub-list for method output_type
+	1, // [1:4] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_dashboard_proto_init() }
@@ -287,7 +480,7 @@ func file_lattice_v1_dashboard_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_dashboard_proto_rawDesc), len(file_lattice_v1_dashboard_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,8 +19,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DashboardService_CreateLogin_FullMethodName = "/lattice.v1.DashboardService/CreateLogin"
-	DashboardService_WhoAmI_FullMethodName      = "/lattice.v1.DashboardService/WhoAmI"
+	DashboardService_CreateLogin_FullMethodName  = "/lattice.v1.DashboardService/CreateLogin"
+	DashboardService_WhoAmI_FullMethodName       = "/lattice.v1.DashboardService/WhoAmI"
+	DashboardService_PowerHistory_FullMethodName = "/lattice.v1.DashboardService/PowerHistory"
 )
 
 // DashboardServiceClient is the client API for DashboardService service.
@@ -34,6 +35,10 @@ const (
 type DashboardServiceClient interface {
 	CreateLogin(ctx context.Context, in *CreateDashboardLoginRequest, opts ...grpc.CallOption) (*DashboardLogin, error)
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*DashboardIdentity, error)
+	// PowerHistory is the power budget against the draw over time, as this
+	// member sampled its committed state while it serves --http (every 10 s,
+	// the last 24 hours).
+	PowerHistory(ctx context.Context, in *PowerHistoryRequest, opts ...grpc.CallOption) (*PowerHistoryResponse, error)
 }
 
 type dashboardServiceClient struct {
@@ -64,6 +69,16 @@ func (c *dashboardServiceClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, 
 	return out, nil
 }
 
+func (c *dashboardServiceClient) PowerHistory(ctx context.Context, in *PowerHistoryRequest, opts ...grpc.CallOption) (*PowerHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PowerHistoryResponse)
+	err := c.cc.Invoke(ctx, DashboardService_PowerHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DashboardServiceServer is the server API for DashboardService service.
 // All implementations must embed UnimplementedDashboardServiceServer
 // for forward compatibility.
@@ -75,6 +90,10 @@ func (c *dashboardServiceClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, 
 type DashboardServiceServer interface {
 	CreateLogin(context.Context, *CreateDashboardLoginRequest) (*DashboardLogin, error)
 	WhoAmI(context.Context, *WhoAmIRequest) (*DashboardIdentity, error)
+	// PowerHistory is the power budget against the draw over time, as this
+	// member sampled its committed state while it serves --http (every 10 s,
+	// the last 24 hours).
+	PowerHistory(context.Context, *PowerHistoryRequest) (*PowerHistoryResponse, error)
 	mustEmbedUnimplementedDashboardServiceServer()
 }
 
@@ -90,6 +109,9 @@ func (UnimplementedDashboardServiceServer) CreateLogin(context.Context, *CreateD
 }
 func (UnimplementedDashboardServiceServer) WhoAmI(context.Context, *WhoAmIRequest) (*DashboardIdentity, error) {
 	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
+}
+func (UnimplementedDashboardServiceServer) PowerHistory(context.Context, *PowerHistoryRequest) (*PowerHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PowerHistory not implemented")
 }
 func (UnimplementedDashboardServiceServer) mustEmbedUnimplementedDashboardServiceServer() {}
 func (UnimplementedDashboardServiceServer) testEmbeddedByValue()                          {}
@@ -148,6 +170,24 @@ func _DashboardService_WhoAmI_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DashboardService_PowerHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PowerHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DashboardServiceServer).PowerHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DashboardService_PowerHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DashboardServiceServer).PowerHistory(ctx, req.(*PowerHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DashboardService_ServiceDesc is the grpc.ServiceDesc for DashboardService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -162,6 +202,10 @@ var DashboardService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "WhoAmI",
 			Handler:    _DashboardService_WhoAmI_Handler,
+		},
+		{
+			MethodName: "PowerHistory",
+			Handler:    _DashboardService_PowerHistory_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
