@@ -51,6 +51,9 @@ type Config struct {
 	// VirtualRuns starts no processes (RunnerConfig.VirtualRuns): for
 	// scale tests of the control plane with simulated nodes.
 	VirtualRuns bool
+	// MaxRefusals is how many refusals of its credential in a row end Run
+	// with a RefusedError (0 = DefaultMaxRefusals, negative = never).
+	MaxRefusals int
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
@@ -249,11 +252,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	defer a.killAllSteps(min(a.cfg.Grace, 5*time.Second))
 	backoff := 100 * time.Millisecond
+	refusals := 0
 	for i := 0; ; i++ {
 		addr := a.cfg.Servers[i%len(a.cfg.Servers)]
 		err := a.session(ctx, addr)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if rerr := a.noteSession(addr, err, &refusals); rerr != nil {
+			return rerr
 		}
 		if err != nil {
 			a.log.Debug("agent session ended", "server", addr, "err", err)

@@ -805,7 +805,7 @@ func limitText(n int32) string {
 func (r *runner) tenantCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tenant",
-		Usage: "tenants: list them, set quotas and fair-share targets (admins)",
+		Usage: "tenants: list them, set quotas and fair-share targets, delete them (admins)",
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list tenants with their usage (same as usage)", Flags: listingFlags(), Action: r.usage},
 			{
@@ -819,6 +819,7 @@ func (r *runner) tenantCommand() *cli.Command {
 				},
 				Action: r.tenantSet,
 			},
+			r.tenantDeleteCommand(),
 		},
 	}
 }

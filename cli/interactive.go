@@ -119,7 +119,7 @@ func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.Alloca
 	id := resp.GetIds()[0]
 	display := strconv.FormatUint(id, 10)
 	say("Pending job allocation %s", display)
-	told, planned, asked := false, false, time.Time{}
+	told, planned, asked, submitted := false, false, time.Time{}, time.Now()
 	for {
 		a, err := getAllocation(c.Context, cn, display)
 		if err != nil {
@@ -141,7 +141,7 @@ func (r *runner) grantAllocation(c *cli.Context, cn *conn, req *latticev1.Alloca
 				msg += " (" + a.GetReason() + ")"
 			}
 			return nil, errors.New(msg)
-		case !told:
+		case !told && time.Since(submitted) > time.Second: // not granted at once
 			told, waited = true, true
 			say("job %s queued and waiting for resources", display)
 		case !planned && time.Since(asked) > 2*time.Second:

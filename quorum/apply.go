@@ -130,6 +130,9 @@ func (s *State) dispatch(c Command) *Result {
 			return r
 		}
 	}
+	if r := s.dispatchUsers(c); r != nil {
+		return r
+	}
 	panic(fmt.Sprintf("quorum: no applier for %T", c))
 }
 

@@ -145,6 +145,13 @@ type Config struct {
 	// listed (hashed) in it; it is reloaded when it changes (server/auth.go).
 	// Empty = auth off (loopback-only servers and tests).
 	TokensFile string
+	// MungeSocket turns MUNGE authentication on (and authentication with
+	// it): the socket of this member's munged, which decodes the
+	// credentials latticectl sends (server/munge.go).
+	MungeSocket string
+	// AutoUserTenant, when set, makes a MUNGE uid that is no user a user of
+	// this tenant on first contact (sites that let everyone in).
+	AutoUserTenant string
 	// ExtraTokens are accepted besides the file's (latticed dev's own agent).
 	ExtraTokens map[string]auth.Identity
 	// Token is this member's credential for its calls to other members
@@ -321,8 +328,8 @@ func New(cfg Config) (*Server, error) {
 	s.fwd = newForwarder(s)
 	unary := []grpc.UnaryServerInterceptor{s.contract.unary, s.metrics.unaryInterceptor}
 	stream := []grpc.StreamServerInterceptor{s.contract.stream}
-	if cfg.TokensFile != "" {
-		if s.auth, err = newAuthenticator(cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
+	if cfg.TokensFile != "" || cfg.MungeSocket != "" {
+		if s.auth, err = newAuthenticator(s, cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
 			q.Shutdown()
 			lis.Close()
 			s.stopHTTP()
@@ -353,6 +360,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	latticev1.RegisterUsageServiceServer(s.grpc, &usageService{s: s})
+	latticev1.RegisterAccountServiceServer(s.grpc, &accountService{s: s})
 	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
 	return s, nil
