@@ -186,6 +186,7 @@ func (r *runner) app() *cli.App {
 			r.tenantCommand(),
 			r.replayCommand(),
 			r.completionCommand(),
+			r.slurmCommandsCommand(),
 			r.dashboardCommand(),
 		},
 	}

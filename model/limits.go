@@ -81,9 +81,6 @@ func (r *Request) CheckLimits() error {
 	if r.GPUsPerNode > MaxGPUsPerNode {
 		return fieldErr("gpus-per-node", itoa(r.GPUsPerNode), fmt.Sprintf("a count of at most %d", MaxGPUsPerNode))
 	}
-	if err := r.checkMemory(); err != nil {
-		return err
-	}
 	return CheckScript(r.ScriptContent())
 }
 

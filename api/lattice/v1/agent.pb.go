@@ -713,6 +713,7 @@ type ServerMessage struct {
 	//	*ServerMessage_SetWalltime
 	//	*ServerMessage_UsageQuery
 	//	*ServerMessage_Freeze
+	//	*ServerMessage_StepPmiFenceDone
 	//	*ServerMessage_StepInput
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
@@ -864,6 +865,15 @@ func (x *ServerMessage) GetFreeze() *FreezeAllocation {
 	return nil
 }
 
+func (x *ServerMessage) GetStepPmiFenceDone() *StepPMIFenceDone {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepPmiFenceDone); ok {
+			return x.StepPmiFenceDone
+		}
+	}
+	return nil
+}
+
 func (x *ServerMessage) GetStepInput() *StepInput {
 	if x != nil {
 		if x, ok := x.Msg.(*ServerMessage_StepInput); ok {
@@ -925,6 +935,10 @@ type ServerMessage_Freeze struct {
 	Freeze *FreezeAllocation `protobuf:"bytes,301,opt,name=freeze,proto3,oneof"`
 }
 
+type ServerMessage_StepPmiFenceDone struct {
+	StepPmiFenceDone *StepPMIFenceDone `protobuf:"bytes,240,opt,name=step_pmi_fence_done,json=stepPmiFenceDone,proto3,oneof"`
+}
+
 type ServerMessage_StepInput struct {
 	StepInput *StepInput `protobuf:"bytes,260,opt,name=step_input,json=stepInput,proto3,oneof"` // a terminal's input (interactive.proto)
 }
@@ -952,6 +966,8 @@ func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
 func (*ServerMessage_UsageQuery) isServerMessage_Msg() {}
 
 func (*ServerMessage_Freeze) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepPmiFenceDone) isServerMessage_Msg() {}
 
 func (*ServerMessage_StepInput) isServerMessage_Msg() {}
 
@@ -1530,7 +1546,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xff\x05\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xcf\x06\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1549,7 +1565,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x12:\n" +
 	"\vusage_query\x18\xac\x02 \x01(\v2\x16.lattice.v1.UsageQueryH\x00R\n" +
 	"usageQuery\x127\n" +
-	"\x06freeze\x18\xad\x02 \x01(\v2\x1c.lattice.v1.FreezeAllocationH\x00R\x06freeze\x127\n" +
+	"\x06freeze\x18\xad\x02 \x01(\v2\x1c.lattice.v1.FreezeAllocationH\x00R\x06freeze\x12N\n" +
+	"\x13step_pmi_fence_done\x18\xf0\x01 \x01(\v2\x1c.lattice.v1.StepPMIFenceDoneH\x00R\x10stepPmiFenceDone\x127\n" +
 	"\n" +
 	"step_input\x18\x84\x02 \x01(\v2\x15.lattice.v1.StepInputH\x00R\tstepInputB\x05\n" +
 	"\x03msg\"]\n" +
@@ -1636,8 +1653,9 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*StepKill)(nil),          // 22: lattice.v1.StepKill
 	(*UsageQuery)(nil),        // 23: lattice.v1.UsageQuery
 	(*FreezeAllocation)(nil),  // 24: lattice.v1.FreezeAllocation
-	(*StepInput)(nil),         // 25: lattice.v1.StepInput
-	(*Allocation)(nil),        // 26: lattice.v1.Allocation
+	(*StepPMIFenceDone)(nil),  // 25: lattice.v1.StepPMIFenceDone
+	(*StepInput)(nil),         // 26: lattice.v1.StepInput
+	(*Allocation)(nil),        // 27: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1663,15 +1681,16 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	9,  // 20: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
 	23, // 21: lattice.v1.ServerMessage.usage_query:type_name -> lattice.v1.UsageQuery
 	24, // 22: lattice.v1.ServerMessage.freeze:type_name -> lattice.v1.FreezeAllocation
-	25, // 23: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
-	26, // 24: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 25: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 26: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	26, // [26:27] is the sub-list for method output_type
-	25, // [25:26] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	25, // 23: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
+	26, // 24: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
+	27, // 25: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 26: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 27: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	27, // [27:28] is the sub-list for method output_type
+	26, // [26:27] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1706,6 +1725,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_SetWalltime)(nil),
 		(*ServerMessage_UsageQuery)(nil),
 		(*ServerMessage_Freeze)(nil),
+		(*ServerMessage_StepPmiFenceDone)(nil),
 		(*ServerMessage_StepInput)(nil),
 	}
 	type x struct{}
