@@ -127,6 +127,11 @@ func (s *State) dispatch(c Command) *Result {
 	if r := s.dispatchJobControl(c); r != nil {
 		return r
 	}
+	for _, apply := range extraAppliers {
+		if r := apply(s, c); r != nil {
+			return r
+		}
+	}
 	if r := s.dispatchUsers(c); r != nil {
 		return r
 	}
@@ -453,6 +458,7 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		transition(c, model.StateRunning, reason, t)
 		if c.StartTime.IsZero() {
 			c.StartTime = t
+			c.SuspendedAt, c.SuspendedFor = time.Time{}, 0 // a new run
 		}
 		if a.State == model.StateCheckpointing {
 			s.checkpointEnded(c, reason, t)
@@ -488,6 +494,10 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		s.finishAt(c, u.State, reason, u.ExitCode, reportedEnd(c, u.EndTime, t), t)
 	default:
 		return reject(CodeInvalid, "", "state %s cannot be reported", u.State)
+	}
+	if u.Usage != nil && (u.State.Terminal() || u.State == model.StateSuspended) {
+		v := *u.Usage
+		c.Usage = &v
 	}
 	s.replaceAlloc(a, c)
 	s.touch()

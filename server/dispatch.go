@@ -85,7 +85,8 @@ type dispatcher struct {
 	reports chan reportIn
 	logSeq  uint64
 	kick    chan struct{}
-	claims  nodeClaims // which connected agent holds each node
+	claims  nodeClaims   // which connected agent holds each node
+	usage   usageWaiters // live usage questions to agents (usage_service.go)
 }
 
 func newDispatcher(l *leaderState) *dispatcher {
@@ -481,6 +482,9 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 		if in.report.HasExitCode {
 			code := int(in.report.ExitCode)
 			u.ExitCode = &code
+		}
+		if st.Terminal() || st == model.StateSuspended {
+			u.Usage = usageFromProto(in.report.Usage)
 		}
 		cmd.Updates = append(cmd.Updates, u)
 		keep = append(keep, in)
