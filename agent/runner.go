@@ -548,6 +548,7 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 			closeLogs(stdout, stderr)
 			return nil, err
 		}
+		r.writeLimit(l)
 		if r.supMode == SupervisorDaemon {
 			cmd.Dir = l.WorkDir
 			p, ok, err := r.spawnDaemon(cmd, l, cred, stdout, stderr)
@@ -663,6 +664,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 	// Whatever the entrypoint left behind in its group goes with it.
 	_ = p.signal(syscall.SIGKILL)
 	close(p.done)
+	removeLimit(p.launch)
 	r.mu.Lock()
 	delete(r.running, p.launch.AllocID)
 	why, ck := p.why, p.ckpt
@@ -809,6 +811,7 @@ func (r *Runner) SetWalltime(id uint64, walltime time.Duration) bool {
 	}
 	p.launch.Walltime = walltime
 	p.timer.Reset(max(time.Until(p.launch.Started.Add(walltime)), 0))
+	r.writeLimit(p.launch)
 	return true
 }
 

@@ -33,7 +33,7 @@ func sinfoState(n *latticev1.Node) string {
 		return "drng"
 	case model.NodeDrained:
 		return "drain"
-	case model.NodeDegraded:
+	case model.NodeDegraded, model.NodeNotResponding:
 		if busy {
 			return "alloc*"
 		}

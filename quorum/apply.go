@@ -680,6 +680,7 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 		n.Features = model.NormalizeFeatures(slices.Clone(in.Features))
 		n.IdleWatts, n.BusyWatts = in.IdleWatts, in.BusyWatts
 		n.Agent = c.Agent
+		n.FenceAfter = in.FenceAfter
 		n.Health = model.NodeReady
 		n.DeriveState()
 		drawDelta += int64(n.Watts())
@@ -739,9 +740,17 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 				nc.StateReason = c.Reason
 			}
 		case ActionUp:
+			if nc.Health == model.NodeNotResponding && !nc.Drain {
+				nc.StateReason = "" // the hold's explanation
+			}
 			nc.Health = model.NodeReady
+		case ActionNotResponding:
+			if nc.Health != model.NodeDown {
+				nc.Health = model.NodeNotResponding
+				nc.StateReason = c.Reason
+			}
 		default:
-			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, down, up, cleaned", c.Action)
+			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, notresponding, down, up, cleaned", c.Action)
 			continue
 		}
 		nc.DeriveState()

@@ -170,6 +170,9 @@ const (
 	ActionDegraded NodeAction = "degraded" // missed heartbeats
 	ActionDown     NodeAction = "down"     // lost: its work fails with NodeFailure
 	ActionUp       NodeAction = "up"       // heard from again
+	// ActionNotResponding: silent past the node timeout, its failure held
+	// by the leader (mass silence, or fencing); Reason says which.
+	ActionNotResponding NodeAction = "notresponding"
 	// ActionCleaned: the node's agent confirmed that no process of the
 	// allocation in Cleanup (SetNodeState.Allocation; 0 = any) runs there.
 	ActionCleaned NodeAction = "cleaned"

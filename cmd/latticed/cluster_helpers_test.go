@@ -270,7 +270,7 @@ type cluster struct {
 // metrics listener.
 var serverFlags = []string{
 	"--metrics-addr", "", "--fault-injection", "--raft-log-level", "warn",
-	"--degraded-after", "3s", "--down-after", "6s", "--kill-grace", "2s",
+	"--degraded-after", "3s", "--node-timeout", "6s", "--kill-grace", "2s",
 }
 
 func newCluster(t *testing.T) *cluster {
