@@ -20,7 +20,7 @@ type nodeSummaryView struct {
 }
 
 // sinfoState is a node's state in sinfo's words: idle, alloc, drng,
-// drain, down; a '*' marks a node that stopped answering (Degraded).
+// drain, down; a '*' marks a node that stopped answering (Degraded, NotResponding).
 func sinfoState(n *latticev1.Node) string {
 	busy := n.GetAllocation() != 0
 	switch model.NodeState(n.GetState()) {
