@@ -132,7 +132,11 @@ func (a *Agent) heartbeatAcked(seq uint64) {
 		a.log.Info("a leader hears this agent again; its nodes take work again")
 	}
 	if err := supervise.WriteDeadline(a.fencePath(), d, a.cfg.Grace); err != nil {
-		a.log.Warn("write the fencing deadline for the job supervisor", "err", err)
+		// A stale deadline left for the supervisor would stop healthy jobs
+		// (a full disk): without the file it enforces none, and this agent
+		// still does.
+		_ = os.Remove(a.fencePath())
+		a.log.Warn("write the fencing deadline for the job supervisor; it enforces none meanwhile", "err", err)
 	}
 }
 

@@ -84,9 +84,9 @@ func ReadDeadline(path string) (deadline time.Time, grace time.Duration, ok bool
 
 // overdue says whether a job past its limits must be stopped now, and
 // with which grace: the fence passed, or the walltime (plus the slack
-// its agent has to end it first).
-func overdue(status string, now time.Time) (why string, grace time.Duration, stop bool) {
-	if d, g, ok := ReadDeadline(FencePath(status)); ok && now.After(d) {
+// its agent has to end it first). fence reads the agent's fence file.
+func overdue(status string, now time.Time, fence func(path string) (time.Time, time.Duration, bool)) (why string, grace time.Duration, stop bool) {
+	if d, g, ok := fence(FencePath(status)); ok && now.After(d) {
 		return "its agent has heard no leader since its fencing deadline " + d.UTC().Format(time.RFC3339), g, true
 	}
 	if d, g, ok := ReadDeadline(LimitPath(status)); ok && now.After(d.Add(walltimeSlack)) {
@@ -106,7 +106,7 @@ func guard(status string, kill func(syscall.Signal), done <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		why, grace, stop := overdue(status, time.Now())
+		why, grace, stop := overdue(status, time.Now(), ReadDeadline)
 		if !stop {
 			continue
 		}
@@ -162,28 +162,71 @@ func (g *jobGuard) ended() {
 }
 
 // daemonGuards are the supervisor daemon's guards, by job pid (one daemon
-// per process). A daemon's job leads its own process group.
+// per process; a daemon's job leads its own process group). One goroutine
+// looks at them all once a second, reading the fence file once.
 var daemonGuards = struct {
 	sync.Mutex
-	m map[int]chan struct{}
-}{m: map[int]chan struct{}{}}
+	jobs    map[int]*guarded
+	started bool
+}{jobs: map[int]*guarded{}}
+
+type guarded struct {
+	status string
+	killAt time.Time // zero until SIGTERM was sent
+}
 
 // guardDaemonJob watches a job the daemon started.
 func guardDaemonJob(pid int, status string) {
-	done := make(chan struct{})
 	daemonGuards.Lock()
-	daemonGuards.m[pid] = done
-	daemonGuards.Unlock()
-	go guard(status, func(sig syscall.Signal) { _ = syscall.Kill(-pid, sig) }, done)
+	defer daemonGuards.Unlock()
+	daemonGuards.jobs[pid] = &guarded{status: status}
+	if !daemonGuards.started {
+		daemonGuards.started = true
+		go guardDaemonJobs()
+	}
 }
 
-// unguardDaemonJob stops the guard of a job that ended.
+// unguardDaemonJob stops watching a job that ended.
 func unguardDaemonJob(pid int) {
 	daemonGuards.Lock()
-	done := daemonGuards.m[pid]
-	delete(daemonGuards.m, pid)
+	delete(daemonGuards.jobs, pid)
 	daemonGuards.Unlock()
-	if done != nil {
-		close(done)
+}
+
+func guardDaemonJobs() {
+	for range time.Tick(guardEvery) {
+		now := time.Now()
+		fences := map[string]fenceRead{}
+		fence := func(path string) (time.Time, time.Duration, bool) {
+			f, ok := fences[path]
+			if !ok {
+				f.d, f.g, f.ok = ReadDeadline(path)
+				fences[path] = f
+			}
+			return f.d, f.g, f.ok
+		}
+		daemonGuards.Lock()
+		for pid, j := range daemonGuards.jobs {
+			if !j.killAt.IsZero() {
+				if now.After(j.killAt) {
+					_ = syscall.Kill(-pid, syscall.SIGKILL)
+				}
+				continue
+			}
+			why, grace, stop := overdue(j.status, now, fence)
+			if !stop {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "%s %s: stopping job %s: %s\n", now.Format(time.RFC3339), BinaryName, filepath.Base(j.status), why)
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			j.killAt = now.Add(grace)
+		}
+		daemonGuards.Unlock()
 	}
+}
+
+type fenceRead struct {
+	d  time.Time
+	g  time.Duration
+	ok bool
 }

@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,11 +246,23 @@ func TestEveryMemberDownThenBack(t *testing.T) {
 	shortIDs, _ := runJobs(c, 2, "#!/bin/sh\nsleep 6\nexit $((LATTICE_ALLOC_ID % 2 * 3))\n")
 	w := watchGroups(filepath.Join(c.dir, "agent"), groups, shortIDs)
 	down := time.Now()
+	var held []net.Listener
 	for _, m := range c.members {
 		m.proc().kill()
+		// The members' ports stay taken while they are down: on a shared
+		// machine another test's server could listen there meanwhile, and
+		// the agent would talk to it.
+		for _, addr := range []string{m.apiAddr, m.raftAddr} {
+			if l, err := net.Listen("tcp", addr); err == nil {
+				held = append(held, l)
+			}
+		}
 	}
 	time.Sleep(outage)
 	up := time.Now()
+	for _, l := range held {
+		l.Close()
+	}
 	for _, m := range c.members {
 		c.start(m)
 	}
