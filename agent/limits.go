@@ -25,9 +25,11 @@ func (r *Runner) writeLimit(l Launch) {
 	}
 }
 
-// removeLimit drops an ended run's walltime file.
-func removeLimit(l Launch) {
-	if l.StatusFile != "" {
-		_ = os.Remove(supervise.LimitPath(l.StatusFile))
+// removeLimit drops an ended run's walltime file (status: its status
+// file; only that field is read: SetWalltime writes the launch's walltime
+// under the runner's lock).
+func removeLimit(status string) {
+	if status != "" {
+		_ = os.Remove(supervise.LimitPath(status))
 	}
 }

@@ -664,7 +664,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 	// Whatever the entrypoint left behind in its group goes with it.
 	_ = p.signal(syscall.SIGKILL)
 	close(p.done)
-	removeLimit(p.launch)
+	removeLimit(p.launch.StatusFile)
 	r.mu.Lock()
 	delete(r.running, p.launch.AllocID)
 	why, ck := p.why, p.ckpt
