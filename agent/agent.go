@@ -879,7 +879,8 @@ func (a *Agent) launch(l Launch) {
 		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error(), End: time.Now()})
 		return
 	}
-	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1})
+	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1,
+		StartUnixMs: l.Started.UnixMilli()})
 }
 
 // cancel stops the run of an allocation. A cancel whose reason is not

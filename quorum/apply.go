@@ -442,10 +442,12 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	}
 	switch u.State {
 	case model.StateRunning:
-		transition(c, model.StateRunning, reason, t)
+		at := t
 		if c.StartTime.IsZero() {
-			c.StartTime = t
+			at = reportedStart(c, u.StartTime, t)
+			c.StartTime = at
 		}
+		transition(c, model.StateRunning, reason, at)
 		if a.State == model.StateCheckpointing {
 			s.checkpointEnded(c, reason, t)
 		}
@@ -492,6 +494,18 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 // reportedEnd is when a run ended: the agent's end time when it has one,
 // kept between the allocation's start (and its latest transition, so its
 // history stays in order) and t, the command's time; else t.
+// reportedStart is when a run started: the agent's start time, clamped
+// between its latest transition (its assignment) and the command's time t.
+func reportedStart(c *model.Allocation, start, t time.Time) time.Time {
+	if start.IsZero() || !start.Before(t) {
+		return t
+	}
+	if n := len(c.History); n > 0 && start.Before(c.History[n-1].Time) {
+		return c.History[n-1].Time
+	}
+	return start
+}
+
 func reportedEnd(c *model.Allocation, end, t time.Time) time.Time {
 	if end.IsZero() || !end.Before(t) {
 		return t

@@ -58,6 +58,7 @@ const (
 	flagExitCode = 1 << 0
 	flagRun      = 1 << 1 // followed by the run (requeue count + 1)
 	flagEndTime  = 1 << 2 // followed by the end time, unix milliseconds (varint)
+	flagStart    = 1 << 3 // followed by the start time, unix milliseconds (varint)
 )
 
 // zeroTimeUnix is time.Time{}.Unix(): the zero time encodes like any other.
@@ -152,6 +153,9 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		if !u.EndTime.IsZero() {
 			flags |= flagEndTime
 		}
+		if !u.StartTime.IsZero() {
+			flags |= flagStart
+		}
 		b = append(b, flags)
 		if u.ExitCode != nil {
 			b = binary.AppendVarint(b, int64(*u.ExitCode))
@@ -161,6 +165,9 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		}
 		if !u.EndTime.IsZero() {
 			b = binary.AppendVarint(b, u.EndTime.UnixMilli())
+		}
+		if !u.StartTime.IsZero() {
+			b = binary.AppendVarint(b, u.StartTime.UnixMilli())
 		}
 	}
 	return b, nil
@@ -427,7 +434,7 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if flags&^(flagExitCode|flagRun|flagEndTime) != 0 {
+		if flags&^(flagExitCode|flagRun|flagEndTime|flagStart) != 0 {
 			r.fail(fmt.Errorf("unknown update flags %#x", flags))
 			return nil, r.err
 		}
@@ -463,6 +470,13 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 				return nil, r.err
 			}
 			u.EndTime = time.UnixMilli(ms).UTC()
+		}
+		if flags&flagStart != 0 {
+			ms := r.varint()
+			if r.err != nil {
+				return nil, r.err
+			}
+			u.StartTime = time.UnixMilli(ms).UTC()
 		}
 	}
 	if err := r.end(); err != nil {

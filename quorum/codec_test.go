@@ -40,6 +40,8 @@ func codecSamples() []Command {
 			{AllocID: 9, State: model.StateCompleted, ExitCode: intPtr(0), Run: math.MaxInt32},
 			{AllocID: 10, State: model.StateFailed, Reason: model.ReasonNodeFailure, Run: 1, EndTime: time.UnixMilli(1772600000123).UTC()},
 			{AllocID: 11, State: model.StateCompleted, EndTime: time.UnixMilli(-5).UTC()},
+			{AllocID: 12, State: model.StateRunning, Run: 2, StartTime: time.UnixMilli(1772600000456).UTC()},
+			{AllocID: 13, State: model.StateCompleted, StartTime: time.UnixMilli(7).UTC(), EndTime: time.UnixMilli(9).UTC()},
 		}},
 		&UpdateAllocs{Header: Header{Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}},
 		&UpdateAllocs{Header: Header{Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}},
@@ -140,7 +142,7 @@ func TestCodecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[AssignBatch]():  "Header VCluster Items",
 		reflect.TypeFor[AssignItem]():   "AllocID Nodes Version",
 		reflect.TypeFor[UpdateAllocs](): "Header Updates",
-		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime",
+		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime StartTime",
 	}
 	for typ, fields := range want {
 		var got []string

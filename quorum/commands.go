@@ -137,6 +137,10 @@ type AllocUpdate struct {
 	// A final report applies it, clamped between the run's start and the
 	// command's time, so a late delivery does not stretch the run.
 	EndTime time.Time `json:"end_time,omitzero"`
+	// StartTime is when a RUNNING report's run started by its agent's
+	// clock (zero: unknown), clamped between its assignment and the
+	// command's time, as EndTime.
+	StartTime time.Time `json:"start_time,omitzero"`
 }
 
 // UpdateAllocs applies state reports (from agents, the checkpoint broker...).

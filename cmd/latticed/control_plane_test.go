@@ -302,6 +302,11 @@ func TestEveryMemberDownThenBack(t *testing.T) {
 		if a.State != wantState || a.ExitCode != wantCode || a.RequeueCount != 0 {
 			t.Errorf("short job %s: %s %s exit %d run %d, want %s exit %d in its first run", id, a.State, a.Reason, a.ExitCode, a.RequeueCount, wantState, wantCode)
 		}
+		// Their starts may be reported after the outage too: each is
+		// recorded when it happened.
+		if start := time.UnixMilli(a.StartTimeUnixMs); !start.Before(down) {
+			t.Errorf("short job %s recorded as started at %s, after the outage began (%s)", id, start.Format("15:04:05.000"), down.Format("15:04:05.000"))
+		}
 		end := time.UnixMilli(a.EndTimeUnixMs)
 		if end.Before(down) || end.After(up) {
 			t.Errorf("short job %s recorded as ended at %s, want during the outage (%s to %s)", id,

@@ -511,7 +511,11 @@ type AllocationReport struct {
 	// (0 = unknown). The leader records it as the end time (clamped to the
 	// run's start and the commit's time), so a report delivered late — after
 	// a leader change or a restart — does not stretch the run.
-	EndUnixMs     int64 `protobuf:"varint,9,opt,name=end_unix_ms,json=endUnixMs,proto3" json:"end_unix_ms,omitempty"`
+	EndUnixMs int64 `protobuf:"varint,9,opt,name=end_unix_ms,json=endUnixMs,proto3" json:"end_unix_ms,omitempty"`
+	// start_unix_ms is when a RUNNING report's run started, by the agent's
+	// clock (0: unknown): a start reported late (every member was down) is
+	// recorded when it happened.
+	StartUnixMs   int64 `protobuf:"varint,200,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -605,6 +609,13 @@ func (x *AllocationReport) GetRun() int32 {
 func (x *AllocationReport) GetEndUnixMs() int64 {
 	if x != nil {
 		return x.EndUnixMs
+	}
+	return 0
+}
+
+func (x *AllocationReport) GetStartUnixMs() int64 {
+	if x != nil {
+		return x.StartUnixMs
 	}
 	return 0
 }
@@ -1469,7 +1480,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\bNodeFact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x84\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa9\x02\n" +
 	"\x10AllocationReport\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1479,7 +1490,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
 	"\x03seq\x18\a \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03run\x18\b \x01(\x05R\x03run\x12\x1e\n" +
-	"\vend_unix_ms\x18\t \x01(\x03R\tendUnixMs\"\x99\x01\n" +
+	"\vend_unix_ms\x18\t \x01(\x03R\tendUnixMs\x12#\n" +
+	"\rstart_unix_ms\x18\xc8\x01 \x01(\x03R\vstartUnixMs\"\x99\x01\n" +
 	"\aLogData\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
