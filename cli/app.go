@@ -189,6 +189,7 @@ func (r *runner) app() *cli.App {
 			r.tenantCommand(),
 			r.replayCommand(),
 			r.completionCommand(),
+			r.dashboardCommand(),
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition

@@ -23,6 +23,7 @@ import (
 
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/pki"
+	"github.com/latticehpc/lattice/rpc/rest"
 )
 
 // Authentication and authorization (auth/ holds the rules; this file wires
@@ -46,6 +47,11 @@ type authenticator struct {
 	mu     sync.RWMutex
 	tokens *auth.Tokens
 	stamp  string // size and modification time of the file last read
+
+	// sessions are the dashboard's (http_api.go); memberToken is what a
+	// follower presents when it forwards a session's call.
+	sessions    *rest.Sessions
+	memberToken string
 }
 
 func newAuthenticator(path string, extra map[string]auth.Identity, log *slog.Logger) (*authenticator, error) {
@@ -153,6 +159,9 @@ func (a *authenticator) check(ctx context.Context, method string) (context.Conte
 	switch {
 	case tok != "":
 		id = a.authenticate(tok)
+		if id == nil && strings.HasPrefix(tok, rest.SessionPrefix) {
+			return a.checkSession(ctx, method, tok)
+		}
 		if id == nil {
 			a.log.Warn("refused an unknown token", "method", method)
 			return nil, status.Errorf(codes.Unauthenticated, "%s refused: the token is not in this member's tokens file (revoked, mistyped, or made for another cluster)", shortMethod(method))
@@ -170,6 +179,7 @@ func (a *authenticator) check(ctx context.Context, method string) (context.Conte
 			return nil, status.Errorf(codes.Unauthenticated, "%s refused: %v", shortMethod(method), err)
 		}
 	}
+	id = onBehalfOf(ctx, id)
 	if err := auth.Authorize(method, id); err != nil {
 		a.log.Warn("refused a call", "user", id.User, "role", id.Role, "method", method)
 		return nil, status.Error(codes.PermissionDenied, err.Error())
@@ -314,19 +324,21 @@ func (s *Server) audit(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 
 // readOnlyMethods are left out of the audit log.
 var readOnlyMethods = map[string]bool{
-	"/grpc.health.v1.Health/Check":           true,
-	"/grpc.health.v1.Health/List":            true,
-	"/lattice.v1.AllocationService/Get":      true,
-	"/lattice.v1.AllocationService/List":     true,
-	"/lattice.v1.AllocationService/Explain":  true,
-	"/lattice.v1.DAGService/GetDAG":          true,
-	"/lattice.v1.DAGService/ListDAGs":        true,
-	"/lattice.v1.NodeService/List":           true,
-	"/lattice.v1.NodeService/Heartbeat":      true,
-	"/lattice.v1.AdminService/QuorumStatus":  true,
-	"/lattice.v1.AdminService/ListVClusters": true,
-	"/lattice.v1.AdminService/GetPower":      true,
-	"/lattice.v1.AdminService/ListTenants":   true,
+	"/grpc.health.v1.Health/Check":              true,
+	"/grpc.health.v1.Health/List":               true,
+	"/lattice.v1.AllocationService/Get":         true,
+	"/lattice.v1.AllocationService/List":        true,
+	"/lattice.v1.AllocationService/Explain":     true,
+	"/lattice.v1.DAGService/GetDAG":             true,
+	"/lattice.v1.DAGService/ListDAGs":           true,
+	"/lattice.v1.NodeService/List":              true,
+	"/lattice.v1.NodeService/Heartbeat":         true,
+	"/lattice.v1.AdminService/QuorumStatus":     true,
+	"/lattice.v1.AdminService/ListVClusters":    true,
+	"/lattice.v1.AdminService/GetPower":         true,
+	"/lattice.v1.AdminService/ListTenants":      true,
+	"/lattice.v1.DashboardService/WhoAmI":       true,
+	"/lattice.v1.DashboardService/PowerHistory": true,
 }
 
 // auditRefused logs a state-changing call the interceptor refused: who

@@ -37,8 +37,12 @@ func newForwarder(s *Server) *forwarder {
 var localMethods = map[string]bool{
 	"/lattice.v1.AdminService/QuorumStatus": true,
 	"/lattice.v1.AdminService/InjectFault":  true,
-	"/grpc.health.v1.Health/Check":          true,
-	"/grpc.health.v1.Health/List":           true,
+	// The dashboard's codes and sessions live in the receiving member.
+	"/lattice.v1.DashboardService/CreateLogin":  true,
+	"/lattice.v1.DashboardService/WhoAmI":       true,
+	"/lattice.v1.DashboardService/PowerHistory": true, // each member samples its own copy
+	"/grpc.health.v1.Health/Check":              true,
+	"/grpc.health.v1.Health/List":               true,
 }
 
 func forwarded(ctx context.Context) bool {
@@ -82,6 +86,7 @@ func forwardContext(ctx context.Context) context.Context {
 	md = md.Copy()
 	md.Set(forwardedKey, "1")
 	md.Delete(forwardedCNKey)
+	forwardSession(ctx, md)
 	if cn, ok := ctx.Value(certCNKey{}).(string); ok && cn != "" {
 		md.Set(forwardedCNKey, cn)
 	}

@@ -165,6 +165,7 @@ type contractCollector struct {
 	allocs, nodes, draw, budget, ratio *prometheus.Desc
 	leader, hasLeader, ready, lag      *prometheus.Desc
 	waiting                            *prometheus.Desc
+	busy                               *prometheus.Desc
 }
 
 func (s *Server) registerContractCollector() {
@@ -172,6 +173,8 @@ func (s *Server) registerContractCollector() {
 		s:      s,
 		allocs: prometheus.NewDesc("lattice_allocations", "Retained allocations by state and vCluster.", []string{"state", "vcluster"}, nil),
 		nodes:  prometheus.NewDesc("lattice_nodes", "Nodes by state and current vCluster.", []string{"state", "vcluster"}, nil),
+		busy: prometheus.NewDesc("lattice_nodes_busy", "Nodes running an allocation, by current vCluster (what utilization divides).",
+			[]string{"vcluster"}, nil),
 		draw: prometheus.NewDesc("lattice_power_draw_watts",
 			"Power draw by scope (system, or vcluster/NAME for the nodes a vCluster currently uses) and source (estimated: the idle/busy model).",
 			[]string{"scope", "source"}, nil),
@@ -189,7 +192,7 @@ func (s *Server) registerContractCollector() {
 }
 
 func (c *contractCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocs, c.nodes, c.draw, c.budget, c.ratio, c.leader, c.hasLeader, c.ready, c.lag, c.waiting} {
+	for _, d := range []*prometheus.Desc{c.allocs, c.nodes, c.busy, c.draw, c.budget, c.ratio, c.leader, c.hasLeader, c.ready, c.lag, c.waiting} {
 		ch <- d
 	}
 }
@@ -225,8 +228,12 @@ func (c *contractCollector) Collect(ch chan<- prometheus.Metric) {
 			allocs[stateVC{string(a.State), a.VCluster}]++
 		}
 	}
+	busy := map[string]int{}
 	for _, n := range nodeList {
 		nodes[stateVC{string(n.State), n.CurrentVCluster}]++
+		if !n.Idle() {
+			busy[n.CurrentVCluster]++
+		}
 	}
 	// Every state of every vCluster, zeros included, so rates and sums
 	// over states never miss a series.
@@ -245,6 +252,13 @@ func (c *contractCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range nodes {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(n), k.state, k.vc)
+	}
+	for _, vc := range vcs { // zeros included, as lattice_nodes
+		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(busy[vc]), vc)
+		delete(busy, vc)
+	}
+	for vc, n := range busy {
+		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(n), vc)
 	}
 	for _, sc := range scopes {
 		ch <- prometheus.MustNewConstMetric(c.draw, prometheus.GaugeValue, float64(sc.draw), sc.name, "estimated")

@@ -28,6 +28,7 @@ import (
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/rest"
 	"github.com/latticehpc/lattice/solver"
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	RaftAddr    string // Raft traffic; ignored with InMemRaft
 	APIAddr     string // gRPC
 	MetricsAddr string // Prometheus /metrics; empty = off
+	// HTTPAddr serves the REST API (/api/v1/) and the dashboard (/ui/),
+	// over TLS when the API has it (http_api.go); empty = off.
+	HTTPAddr string
 	// Bootstrap forms a new cluster when the data dir has no Raft state.
 	Bootstrap bool
 	// Join lists API addresses of existing members to ask for membership.
@@ -243,6 +247,13 @@ type Server struct {
 	httpSrv     *http.Server
 	fwd         *forwarder
 	auth        *authenticator // nil = auth off
+	// The REST API and dashboard (http_api.go).
+	sessions   *rest.Sessions
+	httpLis    net.Listener
+	httpTLS    *tls.Config
+	restSrv    *http.Server
+	inprocConn *grpc.ClientConn
+	powerHist  powerHistory
 	// clientTLS is used for calls to other members (nil = plaintext).
 	clientTLS *tls.Config
 
@@ -295,6 +306,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
 	}
 	s.apiLis = lis
+	s.sessions = rest.NewSessions()
+	if err := s.listenHTTP(serverTLS); err != nil {
+		lis.Close()
+		return nil, err
+	}
 	q, err := quorum.Open(quorum.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
@@ -303,6 +319,7 @@ func New(cfg Config) (*Server, error) {
 	}, s.fsm)
 	if err != nil {
 		lis.Close()
+		s.stopHTTP()
 		return nil, err
 	}
 	s.q = q
@@ -317,8 +334,10 @@ func New(cfg Config) (*Server, error) {
 		if s.auth, err = newAuthenticator(cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
 			q.Shutdown()
 			lis.Close()
+			s.stopHTTP()
 			return nil, err
 		}
+		s.auth.sessions, s.auth.memberToken = s.sessions, cfg.Token
 		unary = append(unary, s.auth.unary)
 		stream = append(stream, s.auth.stream)
 	}
@@ -342,6 +361,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
+	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
 	return s, nil
 }
 
@@ -428,6 +448,9 @@ func (s *Server) Serve() error {
 		defer s.wg.Done()
 		s.lc.Run(ctx)
 	}()
+	if err := s.serveHTTP(ctx); err != nil {
+		s.log.Error("REST API and dashboard not served", "err", err)
+	}
 	if len(s.cfg.Join) > 0 {
 		s.wg.Add(1)
 		go func() {
@@ -444,6 +467,7 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.lc.Stop()
+	s.stopHTTP()
 	stopped := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()

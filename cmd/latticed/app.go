@@ -96,6 +96,7 @@ func devCommand() *cli.Command {
 			str("vclusters", "hpc-batch,ml-training,interactive", "vClusters as NAME[:NODES],... (nodes split in that order; evenly without counts)"),
 			str("api", "127.0.0.1:7070", "gRPC API address"),
 			str("metrics", "127.0.0.1:9090", "Prometheus /metrics address (empty = off)"),
+			str("http", "127.0.0.1:0", "REST API (/api/v1/) and web dashboard (/ui/) address; port 0 picks a free one, printed at start (empty = off)"),
 			str("node-watts", "100:400", "IDLE:BUSY watts of each simulated node"),
 			&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget in kW (0 = none)", EnvVars: env("power-budget-kw")},
 			dur("grace", 30*time.Second, "SIGTERM to SIGKILL grace when cancelling or at walltime"),
@@ -180,7 +181,7 @@ func runDev(c *cli.Context) error {
 		TokensFile:  filepath.Join(dataDir, tokensFileName),
 		Tenants:     append([]string{localUser(), "demo", model.DefaultTenant}, splitList(c.String("tenants"))...),
 		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
-		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"),
+		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"), HTTPAddr: c.String("http"),
 		InMemRaft: true, RaftLogLevel: "error", LoopProcs: true, VClusters: vclusterDefs(names), DefaultVCluster: names[0], PowerBudgetWatts: budget,
 		KillGrace: grace, DegradedAfter: 15 * time.Second, DownAfter: 30 * time.Second, LivenessGrace: 5 * time.Second,
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
@@ -238,6 +239,9 @@ func runDev(c *cli.Context) error {
 	if devFiles.Enabled() {
 		fmt.Fprintf(os.Stderr, "lattice dev: the API speaks TLS only; export LATTICE_CACERT=%s for latticectl\n", devFiles.CA)
 	}
+	if u := srv.DashboardLogin(&auth.Identity{User: localUser(), Role: auth.RoleAdmin, MaxPriority: -1}); u != "" {
+		fmt.Fprintf(os.Stderr, "lattice dev: dashboard (one-time login link, as admin %s): %s\n", localUser(), u)
+	}
 	if c.Bool("demo") {
 		if err := submitDemo(ctx, srv.APIAddr(), adminToken, creds); err != nil {
 			slog.Warn("demo workload", "err", err)
@@ -276,6 +280,8 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("raft-addr", "127.0.0.1:7000", "address for Raft traffic between members")),
 		altsrc.NewStringFlag(str("api-addr", "127.0.0.1:7070", "gRPC API address")),
 		altsrc.NewStringFlag(str("metrics-addr", "127.0.0.1:9090", "Prometheus /metrics address (empty = off)")),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "http", Aliases: []string{"http-addr"}, Value: "127.0.0.1:0", EnvVars: env("http"),
+			Usage: "REST API (/api/v1/) and web dashboard (/ui/) address, over TLS when the API has it; port 0 picks a free one (latticectl dashboard finds it; empty = off)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "bootstrap", Usage: "form a new cluster with this member (first member, first start only)", EnvVars: env("bootstrap")}),
 		altsrc.NewStringFlag(str("join", "", "API addresses of existing members to join through, comma-separated")),
 		altsrc.NewStringFlag(str("vclusters", "hpc-batch", "vClusters created when the cluster is new, comma-separated")),
@@ -385,7 +391,7 @@ func runServer(c *cli.Context) error {
 		return err
 	}
 	if !tlsFiles(c).Enabled() {
-		for _, flag := range []string{"api-addr", "raft-addr"} {
+		for _, flag := range []string{"api-addr", "raft-addr", "http"} {
 			if loopbackOnly(flag, c.String(flag)) != nil {
 				slog.Warn("TLS is off: tokens and job environments cross the network in clear text (latticed ca init, then --tls-ca, --tls-cert, --tls-key)", "flag", flag, "addr", c.String(flag))
 			}
@@ -394,7 +400,7 @@ func runServer(c *cli.Context) error {
 	srv, err := server.New(server.Config{
 		TokensFile: tokensFile, Token: c.String("token"), Tenants: splitList(c.String("tenants")),
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
-		MetricsAddr: c.String("metrics-addr"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
+		MetricsAddr: c.String("metrics-addr"), HTTPAddr: c.String("http"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
 		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("node-timeout"), MassSilenceFraction: c.Float64("mass-silence-fraction"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), MeasuredPowerMaxAge: c.Duration("measured-power-max-age"), PruneInterval: c.Duration("prune-interval"),
@@ -416,7 +422,7 @@ func runServer(c *cli.Context) error {
 		return err
 	}
 	sdNotify("READY=1\nSTATUS=serving api " + srv.APIAddr())
-	slog.Info("lattice server ready", "id", c.String("id"), "api", srv.APIAddr(), "raft", srv.Quorum().RaftAddr(), "metrics", orOff(srv.MetricsAddr()))
+	slog.Info("lattice server ready", "id", c.String("id"), "api", srv.APIAddr(), "raft", srv.Quorum().RaftAddr(), "metrics", orOff(srv.MetricsAddr()), "http", orOff(srv.HTTPAddr()))
 	<-ctx.Done()
 	slog.Info("lattice server shutting down")
 	sdNotify("STOPPING=1")

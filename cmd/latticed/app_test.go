@@ -27,6 +27,7 @@ func TestFlagAndConfigErrors(t *testing.T) {
 		{[]string{"server", "--id", "s1", "--data-dir", dir, "--bootstrap", "--join", "127.0.0.1:1"}, "bootstrap"},
 		{[]string{"server", "--id", "s1", "--data-dir", dir, "--vclusters", "bad name"}, "vcluster"},
 		{[]string{"server", "--id", "s1", "--data-dir", dir, "--power-budget-kw", "-3"}, "power-budget-kw"},
+		{[]string{"server", "--id", "s1", "--data-dir", dir, "--http", "0.0.0.0:0"}, "http"}, // auth off: loopback only
 		{[]string{"dev", "--nodes", "0"}, "nodes"},
 		{[]string{"dev", "--groups", "99", "--nodes", "8"}, "groups"},
 		{[]string{"dev", "--vclusters", "a:3,b:x"}, "vclusters"},

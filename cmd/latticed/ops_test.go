@@ -64,7 +64,7 @@ func TestOperationsGuide(t *testing.T) {
 	// specific keys (data dir, addresses) are overridden on the command line.
 	cfg := func(id string) []string {
 		metrics[id] = freeAddr(t)
-		return []string{"--config", deployPath("quorum", id+".yaml"), "--metrics-addr", metrics[id]}
+		return []string{"--config", deployPath("quorum", id+".yaml"), "--metrics-addr", metrics[id], "--http", "127.0.0.1:0"}
 	}
 	s1 := c.addMember("s1", cfg("s1")...)
 	c.waitReadyz(metrics["s1"], 200, "ready", 20*time.Second)

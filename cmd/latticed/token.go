@@ -223,7 +223,7 @@ func serverTokensFile(c *cli.Context) (string, error) {
 	if _, err := os.Stat(def); err == nil {
 		return def, nil
 	}
-	for _, flag := range []string{"api-addr", "raft-addr", "metrics-addr"} {
+	for _, flag := range []string{"api-addr", "raft-addr", "metrics-addr", "http"} {
 		if err := loopbackOnly(flag, c.String(flag)); err != nil {
 			return "", err
 		}
