@@ -238,7 +238,7 @@ func TestKilledAgentLeavesNoJobPastTheFenceOrTheWalltime(t *testing.T) {
 	s.kill9(t)
 
 	var longEnded time.Time
-	waitFor(t, 60*time.Second, "the long job failed by the quorum", func() bool {
+	waitFor(t, 120*time.Second, "the long job failed by the quorum", func() bool {
 		st, _ := model.ParseAllocState(s.get(t, long).State)
 		if st.Terminal() {
 			longEnded = time.Now()
@@ -261,7 +261,7 @@ func TestKilledAgentLeavesNoJobPastTheFenceOrTheWalltime(t *testing.T) {
 	if last.After(killed.Add(fence + grace + slack)) {
 		t.Errorf("the long job ran until %s after its agent died, past the fencing deadline %s + grace %s", last.Sub(killed).Round(time.Millisecond), fence, grace)
 	}
-	if last.Before(killed.Add(fence - time.Second)) {
+	if last.Before(killed.Add(fence - 3*time.Second)) { // the last answered heartbeat was sent a little before the kill
 		t.Errorf("the long job was stopped %s after its agent died, before the fencing deadline %s", last.Sub(killed).Round(time.Millisecond), fence)
 	}
 	if !longEnded.After(last) {
