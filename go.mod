@@ -3,6 +3,7 @@ module github.com/latticehpc/lattice
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/hashicorp/go-hclog v1.6.2
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1

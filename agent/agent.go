@@ -52,6 +52,9 @@ type Config struct {
 	// VirtualRuns starts no processes (RunnerConfig.VirtualRuns): for
 	// scale tests of the control plane with simulated nodes.
 	VirtualRuns bool
+	// MaxRefusals is how many refusals of its credential in a row end Run
+	// with a RefusedError (0 = DefaultMaxRefusals, negative = never).
+	MaxRefusals int
 	// Token is the agent's bearer credential (an agent-role token bound to
 	// its node names); empty when the servers run without auth.
 	Token string
@@ -118,6 +121,7 @@ type Agent struct {
 	connected bool
 
 	steps stepTable // step tasks running here (steps.go)
+	ptys  ptyTable  // the terminals of pty step tasks (pty.go)
 
 	// durable is what the state file holds (state.go), under mu;
 	// detached: this agent stopped leaving its jobs to a successor.
@@ -269,11 +273,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopFence()
 	go a.fenceLoop(fctx)
 	backoff := 100 * time.Millisecond
+	refusals := 0
 	for i := 0; ; i++ {
 		addr := a.cfg.Servers[i%len(a.cfg.Servers)]
 		err := a.session(ctx, addr)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if rerr := a.noteSession(addr, err, &refusals); rerr != nil {
+			return rerr
 		}
 		if err != nil {
 			a.log.Debug("agent session ended", "server", addr, "err", err)
@@ -706,6 +714,8 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.checkpoint(msg.Checkpoint)
 	case *latticev1.ServerMessage_StepLaunch:
 		a.launchStep(msg.StepLaunch)
+	case *latticev1.ServerMessage_StepInput:
+		a.stepInput(msg.StepInput) // pty.go
 	case *latticev1.ServerMessage_StepKill:
 		grace := a.cfg.Grace
 		if msg.StepKill.GraceSeconds > 0 {
@@ -784,7 +794,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
-		GPUs: a.nodeGPUs(as.LaunchNode),
+		GPUs: a.nodeGPUs(as.LaunchNode), Placeholder: req.GetInteractive(),
 	}
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {

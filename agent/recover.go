@@ -126,6 +126,12 @@ func (a *Agent) recoverRuns() error {
 		switch p, running := supervisors[l.StatusFile]; {
 		case rs.Final != nil:
 			r = rs.Final.report(id)
+		case l.Placeholder:
+			// An interactive allocation's placeholder has no process: it
+			// waits on here, with the walltime left (pty.go's steps do not
+			// survive the restart).
+			a.runner.adoptPlaceholder(l)
+			a.log.Info("interactive allocation kept after an agent restart", "alloc", id, "run", l.RequeueCount)
 		case l.StatusFile != "" && fileExists(l.StatusFile):
 			code, _ := readStatus(l.StatusFile)
 			ex := Exit{AllocID: id, RequeueCount: l.RequeueCount, ExitCode: &code, State: model.StateCompleted,
@@ -215,6 +221,14 @@ func (r *Runner) adopted(l Launch, pid int, exited chan daemonExit) *process {
 	}
 	r.wg.Add(1)
 	return p
+}
+
+// adoptPlaceholder takes over an interactive allocation's placeholder run
+// (no process): it ends when the allocation is stopped.
+func (r *Runner) adoptPlaceholder(l Launch) {
+	p := r.adopted(l, 0, nil)
+	p.stopped = make(chan struct{})
+	go func() { r.finish(p, virtualWait(p), "") }()
 }
 
 // adoptDaemon takes over a run that the supervisor daemon d still runs

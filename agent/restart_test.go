@@ -284,3 +284,28 @@ func TestEndNotYetWrittenSurvivesARestart(t *testing.T) {
 		t.Errorf("restarted agent reported %+v, want FAILED NonZeroExit with exit code 3", r)
 	}
 }
+
+// An interactive allocation's placeholder (no process) survives an agent
+// restart: still running afterwards, and ended by a cancel.
+func TestPlaceholderSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	a1, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := assignMsg(12, 0, "")
+	msg.GetAssign().Allocation.Request = &latticev1.AllocationRequest{Interactive: true, WalltimeSeconds: 300}
+	a1.handle(msg)
+	waitReport(t, a1, 12, model.StateRunning)
+	a1.detach()
+	a2, err := New(restartConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a2.runner.Shutdown(time.Second) })
+	if !a2.runner.IsRunning(12) {
+		t.Fatalf("the interactive allocation did not survive the restart; reports %v", pendingReports(a2, 12))
+	}
+	a2.handle(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Cancel{Cancel: &latticev1.CancelAllocation{AllocationId: 12, Reason: model.ReasonCancelled}}})
+	waitReport(t, a2, 12, model.StateCancelled)
+}

@@ -57,6 +57,10 @@ type Launch struct {
 	// records its exit status there (supervise.go), so the run can be
 	// adopted by a restarted agent.
 	StatusFile string `json:",omitempty"`
+	// Placeholder: an interactive allocation's entrypoint, which starts no
+	// process and waits until the allocation is ended (its steps run as
+	// step tasks).
+	Placeholder bool `json:",omitempty"`
 	// GPUs of the launch node (CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE).
 	GPUs int `json:",omitempty"`
 	// Started is when the run started (walltime of an adopted run).
@@ -412,7 +416,7 @@ func (r *Runner) Start(l Launch) error {
 	r.mu.Unlock()
 	var p *process
 	var err error
-	if r.virtual {
+	if r.virtual || l.Placeholder {
 		p = &process{launch: l, done: make(chan struct{}), stopped: make(chan struct{})}
 	} else {
 		p, err = r.spawn(l)
@@ -931,6 +935,10 @@ func (r *Runner) Shutdown(grace time.Duration) {
 // virtualWait is the life of a virtual run: `sleep SECONDS` lasts that
 // long, anything else ends at once; a stop ends it with 143 (SIGTERM).
 func virtualWait(p *process) int {
+	if p.launch.Placeholder {
+		<-p.stopped // an interactive allocation waits until it is ended
+		return 0
+	}
 	var d time.Duration
 	if c := p.launch.Command; len(c) == 2 && c[0] == "sleep" {
 		if secs, err := strconv.ParseFloat(c[1], 64); err == nil && secs > 0 {

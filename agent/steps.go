@@ -29,6 +29,9 @@ type stepTask struct {
 	rank int32
 	pgid int
 	done chan struct{}
+	// hangup, when set, is the first thing stopping the task does (a pty
+	// task's terminal hangs up: pty.go).
+	hangup func()
 }
 
 // stepRun is the tasks of one step on one node of this agent.
@@ -169,6 +172,9 @@ func envValue(env []string, key string) string {
 }
 
 func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*stepTask, error) {
+	if m.Pty {
+		return a.startPtyTask(m, t)
+	}
 	if len(m.Command) == 0 {
 		return nil, errors.New("empty command")
 	}
@@ -318,6 +324,9 @@ func (r *stepRun) kill(a *Agent, grace time.Duration) {
 
 // stopTask sends SIGTERM to a task's process group, SIGKILL after grace.
 func stopTask(t *stepTask, grace time.Duration) {
+	if t.hangup != nil {
+		t.hangup()
+	}
 	_ = syscall.Kill(-t.pgid, syscall.SIGTERM)
 	go func() {
 		select {

@@ -1,6 +1,8 @@
-// Package auth owns who may do what: identities (bearer tokens from a tokens
-// file, stored as SHA-256 hashes, and client certificates named there by
-// their common name in cn: lines), the four roles (user, tenant-admin, admin,
+// Package auth owns who may do what: identities (what the server's
+// interceptors produce from a MUNGE credential, a bearer token — stored as
+// a SHA-256 hash in the replicated state or a tokens file — or a client
+// certificate named in a tokens file by its common name in cn: lines; the
+// users and tokens themselves live in quorum), the four roles (user, tenant-admin, admin,
 // agent), the method-level rule of every RPC (Rules, a table) and the
 // object-level rules (who may see, change or submit to what).
 //

@@ -53,6 +53,43 @@ type Identity struct {
 	// MaxPriority is the highest priority class the identity may ask for
 	// (the QOS ceiling); -1 = the role's default.
 	MaxPriority int
+	// DefaultTenant is the tenant of a call that names none ("" = the
+	// first of Tenants, else model.DefaultTenant).
+	DefaultTenant string
+	// Via says how the caller authenticated: "munge", "token", "cert",
+	// "tokens-file" (for messages and the audit log).
+	Via string
+	// UID is the Unix uid MUNGE vouched for (Via "munge" only).
+	UID int
+}
+
+// TenantOf is the tenant a call acts in: the one it names, else the
+// identity's default tenant, else model.DefaultTenant.
+func (id *Identity) TenantOf(named string) string {
+	switch {
+	case named != "":
+		return named
+	case id == nil:
+		return model.DefaultTenant
+	case id.DefaultTenant != "":
+		return id.DefaultTenant
+	case len(id.Tenants) > 0 && id.Tenants[0] != "*":
+		return id.Tenants[0]
+	}
+	return model.DefaultTenant
+}
+
+// TenantsText lists the tenants an identity may use, for messages.
+func (id *Identity) TenantsText() string {
+	switch {
+	case id == nil:
+		return "none"
+	case id.Role == RoleAdmin || slices.Contains(id.Tenants, "*"):
+		return "any tenant"
+	case len(id.Tenants) == 0:
+		return "none"
+	}
+	return strings.Join(id.Tenants, ", ")
 }
 
 // String names the identity in messages and audit lines.

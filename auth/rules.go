@@ -67,6 +67,8 @@ var Rules = map[string]Access{
 	// A step runs inside an allocation its caller may change (the object rule
 	// is checked by the handler); the srun shim calls it from the job.
 	"/lattice.v1.StepService/Launch": Human,
+	// A terminal step or attach, checked the same way (terminal_service.go).
+	"/lattice.v1.TerminalService/Terminal": Human,
 
 	"/lattice.v1.DAGService/SubmitDAG": Human,
 	"/lattice.v1.DAGService/GetDAG":    Human,
@@ -95,6 +97,20 @@ var Rules = map[string]Access{
 	"/lattice.v1.AdminService/SetPowerBudget":           Admin,
 	"/lattice.v1.AdminService/SetTenant":                Admin,
 	"/lattice.v1.AdminService/InjectFault":              Admin,
+
+	// Users, tokens and tenant deletion (sacctmgr): admins change them;
+	// everyone may ask who they are and list the users they share a tenant
+	// with.
+	"/lattice.v1.AccountService/WhoAmI":       Human,
+	"/lattice.v1.AccountService/ListUsers":    Human,
+	"/lattice.v1.AccountService/AddUser":      Admin,
+	"/lattice.v1.AccountService/ModifyUser":   Admin,
+	"/lattice.v1.AccountService/DeleteUser":   Admin,
+	"/lattice.v1.AccountService/DeleteTenant": Admin,
+	"/lattice.v1.AccountService/CreateToken":  Admin,
+	"/lattice.v1.AccountService/ListTokens":   Admin,
+	"/lattice.v1.AccountService/RevokeToken":  Admin,
+	"/lattice.v1.AccountService/ImportTokens": Admin,
 
 	// The dashboard's login: a code for the caller's own identity.
 	"/lattice.v1.DashboardService/CreateLogin":  Human,
@@ -190,7 +206,7 @@ func CanSubmit(id *Identity, tenant string, priorityClass int) error {
 	}
 	if !id.InTenant(tenant) {
 		return &Denied{Who: id.String(), What: "submit to tenant " + tenant,
-			Why: "they belong to tenant(s) " + strings.Join(id.Tenants, ",")}
+			Why: "they may use tenant(s) " + id.TenantsText() + " (--tenant names one of them; an admin adds more with `latticectl user modify " + id.User + " --add-tenants " + tenant + "`)"}
 	}
 	if c := id.PriorityCeiling(); priorityClass > c {
 		return &Denied{Who: id.String(), What: fmt.Sprintf("submit with priority class %d", priorityClass),

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -39,6 +40,23 @@ func (t *Tokens) Len() int {
 		return 0
 	}
 	return len(t.byHash)
+}
+
+// Each calls fn for every token entry (not cn: lines) in hash order.
+func (t *Tokens) Each(fn func(hash string, id Identity)) {
+	if t == nil {
+		return
+	}
+	hashes := make([]string, 0, len(t.byHash))
+	for h := range t.byHash {
+		if !strings.HasPrefix(h, CertPrefix) {
+			hashes = append(hashes, h)
+		}
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		fn(h, *t.byHash[h])
+	}
 }
 
 // Authenticate returns the identity of a bearer token, or nil.

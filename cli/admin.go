@@ -802,7 +802,7 @@ func limitText(n int32) string {
 func (r *runner) tenantCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tenant",
-		Usage: "tenants: list them, set quotas and fair-share targets (admins)",
+		Usage: "tenants: list them, set quotas and fair-share targets, delete them (admins)",
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list tenants with their usage (same as usage)", Flags: listingFlags(), Action: r.usage},
 			{
@@ -816,6 +816,7 @@ func (r *runner) tenantCommand() *cli.Command {
 				},
 				Action: r.tenantSet,
 			},
+			r.tenantDeleteCommand(),
 		},
 	}
 }

@@ -58,7 +58,7 @@ func (r *runner) statusCommand() *cli.Command {
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only this vCluster"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only allocations submitted by USER[,USER...]"},
 			&cli.StringFlag{Name: "name", Usage: "only allocations named NAME[,NAME...]"},
-			&cli.BoolFlag{Name: "mine", Aliases: []string{"me"}, Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your user name)"},
+			&cli.BoolFlag{Name: "mine", Aliases: []string{"me"}, Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your default tenant)"},
 			&cli.BoolFlag{Name: "start", Usage: "pending allocations with their expected start from the backfill plan (squeue --start)"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"O", "Format"}, Usage: "the table's columns: squeue letters \"%i %j %u %T %M %D %R\" (%.8i right-justifies in 8) or names \"id,name,user,state,elapsed,nodes,reason\""},
 			&cli.StringFlag{Name: "ended-within", Usage: "only show ended allocations that ended within this duration, e.g. 1h (default: all the server retains)"},
@@ -96,7 +96,7 @@ func (r *runner) status(c *cli.Context) error {
 	if v, ok := explicit(c, "tenant"); ok {
 		req.Tenant = v
 	} else if c.Bool("mine") {
-		req.Tenant = r.tenant(c)
+		req.Tenant, req.Mine = r.tenant(c), true
 	}
 	if s := c.String("ended-within"); s != "" {
 		d, err := time.ParseDuration(s)

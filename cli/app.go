@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -41,11 +40,8 @@ type Env struct {
 	Stderr io.Writer
 	Getenv func(string) string
 	// Environ lists KEY=VALUE pairs for submit --export ALL.
-	Environ func() []string
-	Getwd   func() (string, error)
-	// Username is the default tenant when neither --tenant nor
-	// LATTICE_TENANT is given.
-	Username func() string
+	Environ  func() []string
+	Getwd    func() (string, error)
 	Now      func() time.Time
 	Location *time.Location // for table times
 	// DialOptions are added to every gRPC connection (tests dial in memory).
@@ -55,18 +51,12 @@ type Env struct {
 // OSEnv is the real process environment.
 func OSEnv() Env {
 	return Env{
-		Stdin:   os.Stdin,
-		Stdout:  os.Stdout,
-		Stderr:  os.Stderr,
-		Getenv:  os.Getenv,
-		Environ: os.Environ,
-		Getwd:   os.Getwd,
-		Username: func() string {
-			if u, err := user.Current(); err == nil && u.Username != "" {
-				return u.Username
-			}
-			return os.Getenv("USER")
-		},
+		Stdin:    os.Stdin,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Getenv:   os.Getenv,
+		Environ:  os.Environ,
+		Getwd:    os.Getwd,
 		Now:      time.Now,
 		Location: time.Local,
 	}
@@ -114,15 +104,19 @@ func Main(ctx context.Context, env Env, args []string) (code int) {
 	}()
 	app := r.app()
 	if len(args) > 0 && args[0] == "srun" { // the srun shim on a job's PATH
-		translated, err := srunArgs(args[1:])
+		ptyArgs, rest := srunPtyArgs(args[1:]) // pty.go
+		translated, err := srunArgs(rest)
 		if err != nil {
 			fmt.Fprintf(r.Stderr, "srun: %v\n", err)
 			return ExitCode(err)
 		}
-		args = translated
+		args = append(append(translated[:1:1], ptyArgs...), translated[1:]...)
 	}
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run"}, runArgs(r.runCommand().Flags, args[1:])...)
+	}
+	if len(args) > 0 && args[0] == "alloc" { // salloc: its command's flags stay its own
+		args = append([]string{"alloc"}, runArgs(allocFlags(), args[1:])...)
 	}
 	args = r.reorder(app.Flags, app.Commands, args)
 	if r.ran == nil {
@@ -178,6 +172,8 @@ func (r *runner) app() *cli.App {
 			r.cancelCommand(),
 			r.checkpointCommand(),
 			r.runCommand(),
+			r.allocCommand(),  // interactive.go
+			r.attachCommand(), // pty.go
 			r.dagCommand(),
 			r.logsCommand(),
 			r.historyCommand(),
@@ -193,6 +189,7 @@ func (r *runner) app() *cli.App {
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
+	app.Commands = append(app.Commands, r.accountCommands()...)    // user, token, whoami
 	fastNames(app.Flags)
 	return app
 }
@@ -369,8 +366,9 @@ func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "server", Usage: "API address(es) ADDR[,ADDR...], tried in turn (env LATTICE_SERVER)", DefaultText: DefaultServer},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json, yaml or wide (env LATTICE_OUTPUT)", DefaultText: "table"},
-		&cli.StringFlag{Name: "tenant", Usage: "tenant (account) to act as (env LATTICE_TENANT; default: your user name)"},
-		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN; default: the token `latticed dev` saved in ~/.config/lattice/token)"},
+		&cli.StringFlag{Name: "tenant", Usage: "tenant (account) to act as; one you are associated with (env LATTICE_TENANT; default: your default tenant)"},
+		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN; default: the token `latticed dev` saved in ~/.config/lattice/token, else MUNGE)"},
+		&cli.StringFlag{Name: "munge-socket", Usage: "munged's socket: with no token, each call carries a MUNGE credential for your uid (env LATTICE_MUNGE_SOCKET)", DefaultText: DefaultMungeSocket},
 		&cli.StringFlag{Name: "retry-budget", Usage: "how long to keep retrying when no server answers (env LATTICE_RETRY_BUDGET)", DefaultText: defaultRetryBudget.String()},
 		&cli.StringFlag{Name: "cacert", Usage: "CA certificate (PEM) that signed the servers' certificates; turns TLS on (env LATTICE_CACERT)"},
 		&cli.StringFlag{Name: "cert", Usage: "client certificate (PEM) presented to TLS servers, with --key; its common name is your identity (env LATTICE_CERT)"},
@@ -430,22 +428,23 @@ func (r *runner) format(c *cli.Context) (string, error) {
 	return "", &model.FieldError{Field: "output", Value: v, Allowed: allowed}
 }
 
-// tenant is the tenant to act as: --tenant, LATTICE_TENANT, the OS user
-// name, or model.DefaultTenant.
+// tenant is the tenant to act as: --tenant or LATTICE_TENANT; "" lets
+// the server use the caller's default tenant.
 func (r *runner) tenant(c *cli.Context) string {
 	if v, ok := explicit(c, "tenant"); ok {
 		return v
 	}
-	if v := r.Getenv("LATTICE_TENANT"); v != "" {
-		return v
+	return r.Getenv("LATTICE_TENANT")
+}
+
+// connCredentials is what this invocation authenticates with.
+func (r *runner) connCredentials(c *cli.Context) (credSource, error) {
+	from := "--token"
+	if _, ok := explicit(c, "token"); !ok {
+		from = "LATTICE_TOKEN"
 	}
-	// Only now: the user name reads the password database.
-	if r.Username != nil {
-		if u := r.Username(); u != "" {
-			return u
-		}
-	}
-	return model.DefaultTenant
+	return r.credentials(r.global(c, "token", "LATTICE_TOKEN", ""), from,
+		r.global(c, "munge-socket", "LATTICE_MUNGE_SOCKET", DefaultMungeSocket))
 }
 
 // reqID is the client request id of this invocation: one per command,
@@ -474,7 +473,7 @@ func (r *runner) connect(c *cli.Context) (*conn, error) {
 		}
 		budget = d
 	}
-	tok, err := r.token(r.global(c, "token", "LATTICE_TOKEN", ""))
+	cred, err := r.connCredentials(c)
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +495,7 @@ func (r *runner) connect(c *cli.Context) (*conn, error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	r.conn = newConn(addrs, tok, budget, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, r.DialOptions...)...)
+	r.conn = newConn(addrs, cred, budget, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, r.DialOptions...)...)
 	return r.conn, nil
 }
 

@@ -165,7 +165,7 @@ func TestSubmitSendsTheRequest(t *testing.T) {
 		t.Fatalf("submits: %d", len(f.submits))
 	}
 	req := f.submits[0].GetRequest()
-	if req.GetName() != "sim" || req.GetNodesMin() != 2 || req.GetVcluster() != "hpc-batch" || req.GetTenant() != "alice" ||
+	if req.GetName() != "sim" || req.GetNodesMin() != 2 || req.GetVcluster() != "hpc-batch" || req.GetTenant() != "" ||
 		req.GetArray().GetEnd() != 3 || req.GetStdout() != "sim_%A_%a.out" || req.GetWorkDir() != "/home/alice/proj" ||
 		!strings.HasPrefix(req.GetScript(), "#!/bin/sh\n") || req.GetHotDataFraction() != -1 || req.GetPriorityClass() != 5 ||
 		req.GetWalltimeSeconds() != 3600 || len(req.GetCommand()) != 0 {

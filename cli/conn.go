@@ -34,7 +34,7 @@ const (
 // it give up, with exit code 75.
 type conn struct {
 	addrs  []string
-	token  string
+	cred   credSource // nil = none
 	budget time.Duration
 	opts   []grpc.DialOption
 
@@ -43,7 +43,7 @@ type conn struct {
 	pref    int // the address that answered last; tried first
 }
 
-func newConn(addrs []string, token string, budget time.Duration, extra ...grpc.DialOption) *conn {
+func newConn(addrs []string, cred credSource, budget time.Duration, extra ...grpc.DialOption) *conn {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()), // replaced by TLS credentials in extra
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -53,7 +53,7 @@ func newConn(addrs []string, token string, budget time.Duration, extra ...grpc.D
 	}
 	return &conn{
 		addrs:   addrs,
-		token:   token,
+		cred:    cred,
 		budget:  budget,
 		opts:    append(opts, extra...),
 		clients: make([]*grpc.ClientConn, len(addrs)),
@@ -108,9 +108,6 @@ func (c *conn) stream(ctx context.Context, fn func(ctx context.Context, cc grpc.
 }
 
 func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {
-	if c.token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
-	}
 	deadline := time.Now().Add(c.budget)
 	pause := 100 * time.Millisecond
 	var last error
@@ -125,8 +122,17 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 				return err
 			}
 			actx, cancel := ctx, context.CancelFunc(func() {})
+			if c.cred != nil {
+				// One credential per attempt: MUNGE credentials are
+				// single-use.
+				h, err := c.cred.header(ctx)
+				if err != nil {
+					return err
+				}
+				actx = metadata.AppendToOutgoingContext(ctx, "authorization", h)
+			}
 			if timeout > 0 {
-				actx, cancel = context.WithTimeout(ctx, timeout)
+				actx, cancel = context.WithTimeout(actx, timeout)
 			}
 			err = fn(actx, cc)
 			cancel()
@@ -139,7 +145,7 @@ func (c *conn) do(ctx context.Context, timeout time.Duration, fn func(ctx contex
 			}
 			if !retryable(err) {
 				c.prefer(i)
-				return fromRPC(err)
+				return refusedHint(fromRPC(err), c.cred)
 			}
 			last = fmt.Errorf("%s: %s", c.addrs[i], transportText(fromRPC(err)))
 		}

@@ -56,7 +56,7 @@ func (r *runner) dagCommand() *cli.Command {
 			{
 				Name:   "list",
 				Usage:  "workflows and their states",
-				Flags:  append([]cli.Flag{&cli.BoolFlag{Name: "mine", Usage: "only this tenant's (--tenant / LATTICE_TENANT / your user name)"}}, listingFlags()...),
+				Flags:  append([]cli.Flag{&cli.BoolFlag{Name: "mine", Usage: "only this tenant's (--tenant / LATTICE_TENANT / your default tenant)"}}, listingFlags()...),
 				Action: r.dagList,
 			},
 		},
@@ -395,7 +395,7 @@ func (r *runner) dagList(c *cli.Context) error {
 	}
 	req := &latticev1.ListDAGsRequest{}
 	if c.Bool("mine") {
-		req.Tenant = r.tenant(c)
+		req.Tenant, req.Mine = r.tenant(c), true
 	}
 	var resp *latticev1.ListDAGsResponse
 	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {

@@ -147,7 +147,7 @@ func TestDAGSubmit(t *testing.T) {
 		t.Fatalf("request %v", req)
 	}
 	prep, train, notify := req.Stages[0].Request, req.Stages[1].Request, req.Stages[2]
-	if prep.Name != "prep" || prep.Tenant != "alice" || prep.WorkDir != "/home/alice/proj" || prep.WalltimeSeconds != 1800 ||
+	if prep.Name != "prep" || prep.Tenant != "" || prep.WorkDir != "/home/alice/proj" || prep.WalltimeSeconds != 1800 ||
 		!reflect.DeepEqual(prep.Command, []string{"./prep.sh"}) || prep.Array.GetEnd() != 1 || prep.PriorityClass != DefaultPriorityClass {
 		t.Errorf("prep %v", prep)
 	}

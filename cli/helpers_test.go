@@ -46,7 +46,6 @@ func runIn(t *testing.T, stdin string, env map[string]string, args ...string) re
 		},
 		Environ:  func() []string { return []string{"HOME=/home/alice", "PATH=/usr/bin", "OMP_NUM_THREADS=8"} },
 		Getwd:    func() (string, error) { return "/home/alice/proj", nil },
-		Username: func() string { return "alice" },
 		Now:      func() time.Time { return t0 },
 		Location: time.UTC,
 	}

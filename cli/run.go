@@ -26,13 +26,13 @@ func (r *runner) runCommand() *cli.Command {
 			"Exits with the worst task's code; one failing task stops the others unless --keep-going. " +
 			"Ctrl-C stops every task.",
 		ArgsUsage: "-- CMD [ARGS...]",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "nodes to run on (default: all the tasks need, up to the allocation's)"},
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "tasks (default: one per node, or nodes × --ntasks-per-node)"},
 			&cli.IntFlag{Name: "ntasks-per-node", Usage: "tasks on each node"},
 			&cli.BoolFlag{Name: "label", Aliases: []string{"l"}, Usage: "prefix every output line with its task's rank"},
 			&cli.BoolFlag{Name: "keep-going", Aliases: []string{"K"}, Usage: "a failing task does not stop the others"},
-		},
+		}, ptyFlags()...), // pty.go
 		Action: r.runStep,
 	}
 }
@@ -41,6 +41,9 @@ func (r *runner) runStep(c *cli.Context) error {
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
 		return usageErrorf("usage: latticectl run [-N NODES] [-n TASKS] [--ntasks-per-node K] [--label] -- CMD [ARGS...]")
+	}
+	if c.Bool("pty") {
+		return r.runPty(c, argv) // pty.go
 	}
 	idText := r.Getenv("LATTICE_ALLOC_ID")
 	if idText == "" {

@@ -44,7 +44,7 @@ func TestRealBatchScripts(t *testing.T) {
 			"walltime_seconds": 3600.0, "constraints": []any{"gpu"}}},
 		"jsc-juwels-booster.sh": {want: map[string]any{"tenant": "training2300", "vcluster": "booster", "nodes_min": 2.0,
 			"walltime_seconds": 900.0, "gpus": gpus("", 4), "output": "mpi-out.%j", "error": "mpi-err.%j"}},
-		"princeton-multithread.sh": {want: map[string]any{"name": "multithread", "tenant": "alice", "nodes_min": 1.0, "walltime_seconds": 900.0}},
+		"princeton-multithread.sh": {want: map[string]any{"name": "multithread", "nodes_min": 1.0, "walltime_seconds": 900.0}},
 		"dependency-chain.sh": {want: map[string]any{"name": "post", "nodes_min": 1.0, "walltime_seconds": 1800.0,
 			"depends_on": []any{map[string]any{"condition": "afterok", "ids": []any{152.0, 153.0}}}}},
 	}

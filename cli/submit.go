@@ -241,8 +241,15 @@ func (r *runner) submit(c *cli.Context) error {
 		if req.NodesMax == 1 {
 			nodes = "node"
 		}
+		tenant := req.Tenant
+		if t := resp.GetTenant(); t != "" {
+			tenant = t
+		}
+		if tenant == "" {
+			tenant = "your default"
+		}
 		fmt.Fprintf(r.Stderr, "submitted %s: %s %s, walltime %s, tenant %s\n", what,
-			nodeRange(req.NodesMin, req.NodesMax), nodes, model.FormatWalltime(req.Walltime), req.Tenant)
+			nodeRange(req.NodesMin, req.NodesMax), nodes, model.FormatWalltime(req.Walltime), tenant)
 		return nil
 	})
 }
@@ -519,10 +526,7 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 	req.Name, _ = get(optName, "")
 	req.VCluster, _ = get(optVCluster, "")
 	req.Project, _ = get(optProject, "")
-	req.Tenant, _ = get(optTenant, in.defaultTenant)
-	if req.Tenant == "" {
-		req.Tenant = model.DefaultTenant
-	}
+	req.Tenant, _ = get(optTenant, in.defaultTenant) // "" = the caller's default tenant
 
 	req.PriorityClass = DefaultPriorityClass
 	if v, wrap := get(optPriority, ""); v != "" {
@@ -1050,8 +1054,8 @@ func (r *runner) resolveSiteDry(c *cli.Context, req *model.Request) []string {
 	addrs, err := parseServers(r.global(c, "server", "LATTICE_SERVER", DefaultServer))
 	var site *latticev1.ListQOSResponse
 	if err == nil {
-		tok, _ := r.token(r.global(c, "token", "LATTICE_TOKEN", ""))
-		cn := newConn(addrs, tok, 0, r.DialOptions...)
+		cred, _ := r.connCredentials(c)
+		cn := newConn(addrs, cred, 0, r.DialOptions...)
 		defer cn.close()
 		ctx, cancel := context.WithTimeout(c.Context, time.Second)
 		defer cancel()

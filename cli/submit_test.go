@@ -172,7 +172,7 @@ func TestSubmitWalltimeForms(t *testing.T) {
 	t.Run("default one hour", func(t *testing.T) {
 		v, r := dryRun(t, "--", "true")
 		mustCode(t, r, 0)
-		if v.WalltimeSeconds != 3600 || v.NodesMin != 1 || v.NodesMax != 1 || v.Tenant != "alice" || v.VCluster != "" {
+		if v.WalltimeSeconds != 3600 || v.NodesMin != 1 || v.NodesMax != 1 || v.Tenant != "" || v.VCluster != "" {
 			t.Errorf("defaults: %+v", v)
 		}
 	})

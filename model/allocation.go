@@ -261,6 +261,11 @@ type Request struct {
 	// (a Latin-1 comment); Script then holds the same text with those bytes
 	// as '?' (JSON, display). Empty for UTF-8 scripts. See SetScript.
 	ScriptBytes []byte `json:"script_bytes,omitempty"`
+	// Interactive marks an allocation for a user at a terminal (latticectl
+	// alloc, salloc, run --pty outside an allocation): its entrypoint is a
+	// placeholder that only waits for steps (no process on the nodes), and
+	// the leader ends it after the interactive idle timeout with no step.
+	Interactive bool `json:"interactive,omitempty"`
 }
 
 // Limits on requests.
@@ -305,7 +310,7 @@ func (r *Request) Validate() error {
 	if r.VCluster != "" && !validName(r.VCluster) {
 		return fieldErr("vcluster", r.VCluster, "letters, digits, '.', '-' and '_'")
 	}
-	if len(r.Command) == 0 && r.Script == "" {
+	if len(r.Command) == 0 && r.Script == "" && !r.Interactive {
 		return fieldErr("entrypoint", "", "a command after -- or a batch script")
 	}
 	if len(r.Command) > 0 && r.Script != "" {
@@ -441,6 +446,9 @@ type Allocation struct {
 	// CancelRequested marks an active allocation a user cancelled: its
 	// agent is stopping it and will report it Cancelled.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// CancelReason is the reason the leader gave when it cancelled it
+	// itself (IdleTimeout); empty for a user's cancel (Cancelled).
+	CancelReason string `json:"cancel_reason,omitempty"`
 	// Steps are the steps launched inside it (latticectl run, srun), by id.
 	Steps []Step `json:"steps,omitempty"`
 	// ModifyVersion is the quorum state version of the allocation's last change.

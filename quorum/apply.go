@@ -125,6 +125,9 @@ func (s *State) dispatch(c Command) *Result {
 	if r := s.dispatchJobControl(c); r != nil {
 		return r
 	}
+	if r := s.dispatchUsers(c); r != nil {
+		return r
+	}
 	panic(fmt.Sprintf("quorum: no applier for %T", c))
 }
 
@@ -433,6 +436,9 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	}
 	if a.CancelRequested && (u.State == model.StateFailed || u.State == model.StateCancelled || u.State == model.StateSuspended) {
 		u.State, reason = model.StateCancelled, model.ReasonCancelled
+		if a.CancelReason != "" {
+			reason = a.CancelReason // the leader's own cancel (IdleTimeout)
+		}
 	}
 	if u.State == model.StateFailed && reason == model.ReasonNodeFailure && requeuesOnLoss(a) {
 		s.requeueLost(c, t) // --requeue: back to the queue, not failed
@@ -618,6 +624,7 @@ func (s *State) applyCancel(c *Cancel) *Result {
 				continue
 			}
 			cp.CancelRequested, cp.RequeueRequested = true, false
+			cp.CancelReason = c.Reason
 		} else {
 			s.finish(cp, model.StateCancelled, reason, nil, c.Time)
 		}

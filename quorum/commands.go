@@ -427,6 +427,10 @@ func Decode(data []byte) (Command, error) {
 			c = jc
 			break
 		}
+		if uc := decodeUsers(CommandType(data[0])); uc != nil {
+			c = uc
+			break
+		}
 		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
 	}
 	if err := json.Unmarshal(data[1:], c); err != nil {

@@ -46,6 +46,8 @@ type record struct {
 	Script   string   `json:"script,omitempty"`
 	Env      []string `json:"env,omitempty"`
 	SHA256   string   `json:"sha256,omitempty"`
+	User     *User    `json:"user,omitempty"`
+	Token    *Token   `json:"token,omitempty"`
 }
 
 type snapMeta struct {
@@ -75,6 +77,8 @@ type image struct {
 	dags     []*model.DAG
 	requests []string
 	results  []*Result
+	users    []*User
+	tokens   []*Token
 }
 
 func (s *State) image() *image {
@@ -89,6 +93,8 @@ func (s *State) image() *image {
 		views:     s.allocViews(),
 		dags:      s.DAGs(),
 		requests:  slices.Clone(s.requestOrder),
+		users:     s.Users(),
+		tokens:    s.Tokens(),
 	}
 	if im.views == nil {
 		im.allocs = s.Allocations()
@@ -206,6 +212,16 @@ func (im *image) write(w io.Writer) error {
 	}
 	for i := range im.members {
 		if err := put(record{Kind: "member", Member: &im.members[i]}); err != nil {
+			return err
+		}
+	}
+	for _, u := range im.users {
+		if err := put(record{Kind: "user", User: u}); err != nil {
+			return err
+		}
+	}
+	for _, t := range im.tokens {
+		if err := put(record{Kind: "token", Token: t}); err != nil {
 			return err
 		}
 	}
@@ -373,6 +389,8 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 			return missing()
 		}
 		s.tenants[rec.Tenant.Name] = rec.Tenant
+	case "user", "token":
+		return s.loadUserRecord(rec, missing)
 	case "member":
 		if rec.Member == nil {
 			return missing()

@@ -35,6 +35,9 @@ type State struct {
 	qos []model.QOS
 	// partitions maps partition names (aliases users write) to vClusters.
 	partitions map[string]string
+	// users by name and tokens by hash (users.go); nil until the first.
+	users  map[string]*User
+	tokens map[string]*Token
 
 	// Idempotency: outcome of recent commands by request id, evicted oldest first.
 	requests     map[string]*Result

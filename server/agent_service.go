@@ -146,6 +146,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				conn.deliverLog(msg.LogData)
 			case *latticev1.AgentMessage_StepEvent:
 				l.steps.deliver(msg.StepEvent)
+				l.terms.publish(msg.StepEvent)
 			}
 		}
 	}()

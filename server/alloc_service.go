@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
-	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/vcluster"
@@ -43,7 +42,7 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, rejectionError(res.Rejection)
 	}
 	a.s.metrics.submitted.Add(float64(len(res.IDs)))
-	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check)}, nil
+	return &latticev1.SubmitResponse{Ids: res.IDs, DisplayId: strconv.FormatUint(res.IDs[0], 10), Warnings: a.s.mailWarning(&check), Tenant: check.Tenant}, nil
 }
 
 // checkSubmission runs every check a submission passes before it is
@@ -58,6 +57,8 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	if err := a.s.resolveSite(&r); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
+	a.s.fillTenant(ctx, &r)
+	a.s.interactiveVCluster(&r) // interactive.go
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {
@@ -235,8 +236,11 @@ func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequ
 }
 
 func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
+	if req.Mine && req.Tenant == "" {
+		req.Tenant = a.s.defaultTenantOf(caller(ctx))
+	}
 	if req.Tenant != "" {
-		if err := a.s.canRead(ctx, "list", auth.Object{Kind: "tenant", ID: req.Tenant, Tenant: req.Tenant}); err != nil {
+		if err := a.s.canListTenant(ctx, req.Tenant); err != nil {
 			return nil, err
 		}
 	}
@@ -431,6 +435,7 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 	}
 	if e := a.explanation(al); e != nil && al.State == model.StatePending {
 		out := explanationToProto(al.DisplayID(), al.State, e)
+		defer a.s.explainInteractive(al, out) // interactive.go
 		if why := al.Waiting(a.s.cfg.Clock()); why != "" {
 			out.Reason, out.Message = why, waitingSentence(al)
 		}
@@ -440,6 +445,7 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		return out, nil
 	}
 	out := &latticev1.Explanation{Id: al.DisplayID(), State: string(al.State), Reason: al.Reason, Nodes: al.Nodes}
+	defer a.s.explainInteractive(al, out) // interactive.go
 	defer func() {
 		if p := preemptionSentence(al); p != "" {
 			out.Message = p + "; " + out.Message

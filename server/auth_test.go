@@ -185,7 +185,7 @@ func TestSecurityOverGRPC(t *testing.T) {
 		_, err := allocs.List(context.Background(), &latticev1.ListAllocationsRequest{})
 		wantCode(t, "no token", err, codes.Unauthenticated, "no credential")
 		_, err = allocs.List(s.as("lat_madeup"), &latticev1.ListAllocationsRequest{})
-		wantCode(t, "bad token", err, codes.Unauthenticated, "not in this member's tokens file")
+		wantCode(t, "bad token", err, codes.Unauthenticated, "not known to this member")
 		_, err = nodes.Drain(context.Background(), &latticev1.DrainRequest{Name: "node000", Reason: "x"})
 		wantCode(t, "drain without token", err, codes.Unauthenticated)
 	})
@@ -312,14 +312,14 @@ func TestSecurityOverGRPC(t *testing.T) {
 
 	t.Run("audit", func(t *testing.T) {
 		log := s.log.String()
-		want := "msg=audit member=dev user=carol role=tenant-admin method=AllocationService/Cancel target=ids:" + bobID + " result=OK"
+		want := "msg=audit member=dev user=carol role=tenant-admin via=tokens-file method=AllocationService/Cancel target=ids:" + bobID + " result=OK"
 		if !strings.Contains(log, want) {
 			t.Fatalf("no audit line %q in:\n%s", want, log)
 		}
 		for _, want := range []string{
 			"msg=audit member=dev user=alice method=NodeService/Drain target=\"name:node000 reason:mine now\" result=PermissionDenied",
 			"msg=audit member=dev user=unauthenticated method=NodeService/Drain target=\"name:node000 reason:x\" result=Unauthenticated",
-			"msg=audit member=dev user=alice role=user method=AllocationService/Submit target=\"name:long tenant:bio\" result=PermissionDenied",
+			"msg=audit member=dev user=alice role=user via=tokens-file method=AllocationService/Submit target=\"name:long tenant:bio\" result=PermissionDenied",
 		} {
 			if !strings.Contains(log, want) {
 				t.Fatalf("no audit line %q in:\n%s", want, log)

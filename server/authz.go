@@ -48,11 +48,9 @@ func (s *Server) admitSubmission(ctx context.Context, r *model.Request) error {
 	if !s.authOn() {
 		return nil
 	}
+	s.fillTenant(ctx, r)
 	id := caller(ctx)
 	tenant := r.Tenant
-	if tenant == "" {
-		tenant = model.DefaultTenant
-	}
 	if err := auth.CanSubmit(id, tenant, r.PriorityClass); err != nil {
 		return deny(err)
 	}

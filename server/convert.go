@@ -56,6 +56,10 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids, Task: d.Task})
 	}
 	r.DependencyAny = p.DependencyAny
+	if p.Interactive {
+		// Nothing runs on the nodes until steps come (the agent's placeholder).
+		r.Interactive, r.Command, r.Script, r.ScriptBytes = true, nil, "", nil
+	}
 	if a := p.Array; a != nil {
 		r.Array = &model.ArraySpec{Start: int(a.Start), End: int(a.End), Step: int(a.Step), MaxConcurrent: int(a.MaxConcurrent)}
 		if r.Array.Step == 0 {
@@ -87,7 +91,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 	for _, d := range r.DependsOn {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
-	p.DependencyAny = r.DependencyAny
+	p.DependencyAny, p.Interactive = r.DependencyAny, r.Interactive
 	if a := r.Array; a != nil {
 		p.Array = &latticev1.ArraySpec{Start: int32(a.Start), End: int32(a.End), Step: int32(a.Step), MaxConcurrent: int32(a.MaxConcurrent)}
 	}

@@ -248,6 +248,9 @@ func (d *dagService) GetDAG(ctx context.Context, req *latticev1.GetDAGRequest) (
 
 func (d *dagService) ListDAGs(ctx context.Context, req *latticev1.ListDAGsRequest) (*latticev1.ListDAGsResponse, error) {
 	resp := &latticev1.ListDAGsResponse{}
+	if req.Mine && req.Tenant == "" {
+		req.Tenant = d.s.defaultTenantOf(caller(ctx))
+	}
 	d.s.view(func(st *quorum.State) {
 		for _, g := range st.DAGs() {
 			p := d.dagStatus(st, g, false)

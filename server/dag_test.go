@@ -37,7 +37,7 @@ func (d *devStack) ctl(t *testing.T, dir string, args ...string) (stdout, stderr
 			return ""
 		},
 		Environ: func() []string { return nil }, Getwd: func() (string, error) { return dir, nil },
-		Username: func() string { return "alice" }, Now: time.Now, Location: time.UTC,
+		Now: time.Now, Location: time.UTC,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

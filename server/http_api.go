@@ -23,6 +23,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/rpc/rest"
 )
 
@@ -206,7 +207,11 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := rest.New(ctx, rest.Config{Conn: conn, Sessions: s.sessions, Secure: s.httpTLS != nil, Logger: s.log})
+	h, err := rest.New(ctx, rest.Config{Conn: conn, Sessions: s.sessions, Secure: s.httpTLS != nil, Logger: s.log,
+		StateVersion: func() (v uint64) {
+			s.view(func(st *quorum.State) { v = st.Version })
+			return v
+		}})
 	if err != nil {
 		conn.Close()
 		return err

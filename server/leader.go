@@ -30,8 +30,9 @@ type leaderState struct {
 
 	disp  *dispatcher
 	live  *liveness
-	steps stepRegistry  // step sessions waiting for agents' events (step_service.go)
-	power measuredPower // draw measured by agents (measured_power.go)
+	steps stepRegistry     // step sessions waiting for agents' events (step_service.go)
+	terms terminalRegistry // attached terminals and pty steps' input (terminal_service.go)
+	power measuredPower    // draw measured by agents (measured_power.go)
 
 	board *vcluster.Board // lenders' reservations, shared by this term's loops
 
@@ -92,6 +93,7 @@ func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 		{Name: "broker", Run: l.broker},
 		{Name: "walltime-backstop", Run: l.walltimeBackstop},
 		{Name: "measured-power", Run: l.commitMeasuredPower},
+		{Name: "idle-interactive", Run: l.endIdleInteractive},
 	}
 }
 

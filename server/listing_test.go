@@ -80,8 +80,7 @@ func TestStatusWith100000EndedAllocations(t *testing.T) {
 
 	// latticectl status, as a user runs it.
 	var out, errb bytes.Buffer
-	env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: time.Now, Location: time.UTC,
-		Username: func() string { return "alice" }}
+	env := cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: time.Now, Location: time.UTC}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if code := cli.Main(ctx, env, []string{"--server", d.srv.APIAddr(), "status"}); code != 0 {

@@ -86,6 +86,10 @@ type Config struct {
 	// its agent, and then as long again before it ends it (backstop.go;
 	// default 1 min).
 	WalltimeBackstop time.Duration
+	// InteractiveIdleTimeout ends an interactive allocation (latticectl
+	// alloc, salloc) that has had no step running for this long
+	// (interactive_idle.go); 0 = 30 min, negative = never.
+	InteractiveIdleTimeout time.Duration
 	// MeasuredPowerMaxAge is how old a node's measured draw may be and
 	// still stand for its configured figures in the power check (default
 	// 30 s; negative: measurements are shown but never used);
@@ -147,6 +151,13 @@ type Config struct {
 	// listed (hashed) in it; it is reloaded when it changes (server/auth.go).
 	// Empty = auth off (loopback-only servers and tests).
 	TokensFile string
+	// MungeSocket turns MUNGE authentication on (and authentication with
+	// it): the socket of this member's munged, which decodes the
+	// credentials latticectl sends (server/munge.go).
+	MungeSocket string
+	// AutoUserTenant, when set, makes a MUNGE uid that is no user a user of
+	// this tenant on first contact (sites that let everyone in).
+	AutoUserTenant string
 	// ExtraTokens are accepted besides the file's (latticed dev's own agent).
 	ExtraTokens map[string]auth.Identity
 	// Token is this member's credential for its calls to other members
@@ -193,6 +204,9 @@ func (c *Config) defaults() error {
 	}
 	if err := c.Checkpoint.Validate(); err != nil {
 		return err
+	}
+	if c.InteractiveIdleTimeout == 0 {
+		c.InteractiveIdleTimeout = DefaultInteractiveIdleTimeout
 	}
 	if c.WalltimeBackstop <= 0 {
 		c.WalltimeBackstop = time.Minute
@@ -330,8 +344,8 @@ func New(cfg Config) (*Server, error) {
 	s.fwd = newForwarder(s)
 	unary := []grpc.UnaryServerInterceptor{s.contract.unary, s.metrics.unaryInterceptor}
 	stream := []grpc.StreamServerInterceptor{s.contract.stream}
-	if cfg.TokensFile != "" {
-		if s.auth, err = newAuthenticator(cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
+	if cfg.TokensFile != "" || cfg.MungeSocket != "" {
+		if s.auth, err = newAuthenticator(s, cfg.TokensFile, cfg.ExtraTokens, s.log); err != nil {
 			q.Shutdown()
 			lis.Close()
 			s.stopHTTP()
@@ -361,6 +375,8 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
+	latticev1.RegisterAccountServiceServer(s.grpc, &accountService{s: s})
+	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
 	return s, nil
 }

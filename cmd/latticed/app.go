@@ -33,6 +33,10 @@ func exitCode(err error) int {
 	if errors.As(err, &ue) || errors.As(err, &fe) {
 		return 2
 	}
+	var re *agent.RefusedError
+	if errors.As(err, &re) {
+		return 77 // EX_NOPERM: the credential is refused; retrying will not help
+	}
 	return 1
 }
 
@@ -104,7 +108,8 @@ func devCommand() *cli.Command {
 			&cli.BoolFlag{Name: "demo", Usage: "also submit a small sample workload", EnvVars: env("demo")},
 			str("tenants", "", "more tenants to create, comma-separated (your user name's, demo and default always exist)"),
 			&cli.BoolFlag{Name: "tls", Usage: "serve the API over TLS with a dev CA made in DATA_DIR/pki (latticectl then needs --cacert DATA_DIR/pki/ca.crt)", EnvVars: env("tls")},
-			maxArraySizeFlag(), maxDAGStagesFlag(), maxStartsFlag(), mailHookFlag(),
+			mungeSocketFlag(true),
+			maxArraySizeFlag(), maxDAGStagesFlag(), maxStartsFlag(), mailHookFlag(), interactiveIdleFlag(),
 		}, append(checkpointFlags(), energyFlags()...)...),
 		Action:       runDev,
 		OnUsageError: onUsageError,
@@ -163,6 +168,10 @@ func runDev(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	munge, err := mungeSocket(c)
+	if err != nil {
+		return err
+	}
 	agentToken := mintToken()
 	var devFiles pki.Files
 	if c.Bool("tls") {
@@ -177,8 +186,8 @@ func runDev(c *cli.Context) error {
 		}
 	}
 	srv, err := server.New(server.Config{
-		TLS:         devFiles,
-		TokensFile:  filepath.Join(dataDir, tokensFileName),
+		TLS:        devFiles,
+		TokensFile: filepath.Join(dataDir, tokensFileName), MungeSocket: munge,
 		Tenants:     append([]string{localUser(), "demo", model.DefaultTenant}, splitList(c.String("tenants"))...),
 		ExtraTokens: map[string]auth.Identity{agentToken: {User: "dev-agent", Role: auth.RoleAgent, Nodes: []string{"*"}, MaxPriority: -1}},
 		ID:          "dev", DataDir: filepath.Join(dataDir, "quorum"), APIAddr: c.String("api"), MetricsAddr: c.String("metrics"), HTTPAddr: c.String("http"),
@@ -187,7 +196,7 @@ func runDev(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy,
-		MailHook: c.String("mail-hook"),
+		MailHook: c.String("mail-hook"), InteractiveIdleTimeout: interactiveIdle(c),
 	})
 	if err != nil {
 		return err
@@ -304,8 +313,11 @@ func serverCommand() *cli.Command {
 		altsrc.NewIntFlag(maxDAGStagesFlag()),
 		altsrc.NewIntFlag(maxStartsFlag()),
 		altsrc.NewStringFlag(mailHookFlag()),
+		altsrc.NewDurationFlag(interactiveIdleFlag()),
 		altsrc.NewStringFlag(str("tokens-file", "", "tokens file that turns authentication on (default DATA_DIR/tokens when it exists; the same file on every member)")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "this member's own credential for joining and for calls to other members (an admin token)"}),
+		altsrc.NewStringFlag(mungeSocketFlag(false)),
+		altsrc.NewStringFlag(str("auto-user-tenant", "", "let every MUNGE uid in: one that is no user becomes a user of this tenant on first contact (default: refused)")),
 		tlsFlags("the member")[0], tlsFlags("the member")[1], tlsFlags("the member")[2],
 		&cli.BoolFlag{Name: "pprof", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on the metrics address", EnvVars: env("pprof")},
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
@@ -386,7 +398,11 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	tokensFile, err := serverTokensFile(c)
+	munge, err := mungeSocket(c)
+	if err != nil {
+		return err
+	}
+	tokensFile, err := serverTokensFile(c, munge != "")
 	if err != nil {
 		return err
 	}
@@ -399,6 +415,7 @@ func runServer(c *cli.Context) error {
 	}
 	srv, err := server.New(server.Config{
 		TokensFile: tokensFile, Token: c.String("token"), Tenants: splitList(c.String("tenants")),
+		MungeSocket: munge, AutoUserTenant: c.String("auto-user-tenant"),
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), HTTPAddr: c.String("http"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
@@ -408,7 +425,7 @@ func runServer(c *cli.Context) error {
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
 		Checkpoint: checkpointParams(c), BrokerInterval: c.Duration("checkpoint-broker-interval"),
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
-		MailHook: c.String("mail-hook"),
+		MailHook: c.String("mail-hook"), InteractiveIdleTimeout: interactiveIdle(c),
 	})
 	if err != nil {
 		return tlsUsage(err)

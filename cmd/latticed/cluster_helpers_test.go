@@ -138,7 +138,8 @@ func childEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "XDG_CONFIG_HOME="+configDir)
+	// A munged on the test host must not turn authentication on.
+	return append(env, "XDG_CONFIG_HOME="+configDir, "LATTICE_MUNGE_SOCKET=off")
 }
 
 func startProc(t *testing.T, logPath, name string, args ...string) *proc {

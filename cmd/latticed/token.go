@@ -29,7 +29,7 @@ func tokenCommand() *cli.Command {
 		Usage: "manage API tokens",
 		Subcommands: []*cli.Command{{
 			Name:      "create",
-			Usage:     "print a new token for USER and add its hash to the member's tokens file (a running member picks it up)",
+			Usage:     "print a new token for USER and add its hash to the member's tokens file (for a first admin without MUNGE; otherwise use `latticectl token create`, which every member knows at once)",
 			ArgsUsage: "USER",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "data-dir", Usage: "the member's data dir (its tokens file is DATA_DIR/tokens)", EnvVars: env("data-dir")},
@@ -76,6 +76,7 @@ func runTokenCreate(c *cli.Context) error {
 	}
 	fmt.Println(tok)
 	fmt.Fprintf(os.Stderr, "added a %s token for %s to %s (copy that file to every member)\n", role, id.User, path)
+	fmt.Fprintf(os.Stderr, "note: tokens now live in the quorum: `latticectl token create` makes one every member accepts at once, and `latticectl token import %s` moves this file's tokens there\n", path)
 	return nil
 }
 
@@ -213,9 +214,9 @@ func withBearer(ctx context.Context, token string) context.Context {
 }
 
 // serverTokensFile decides whether a member authenticates: with
-// --tokens-file, or with a tokens file in its data dir. Without one it may
-// listen on loopback only.
-func serverTokensFile(c *cli.Context) (string, error) {
+// --tokens-file, with a tokens file in its data dir, or with MUNGE.
+// Without any it may listen on loopback only.
+func serverTokensFile(c *cli.Context, munge bool) (string, error) {
 	if f := c.String("tokens-file"); f != "" {
 		return f, nil
 	}
@@ -223,11 +224,14 @@ func serverTokensFile(c *cli.Context) (string, error) {
 	if _, err := os.Stat(def); err == nil {
 		return def, nil
 	}
+	if munge {
+		return "", nil
+	}
 	for _, flag := range []string{"api-addr", "raft-addr", "metrics-addr", "http"} {
 		if err := loopbackOnly(flag, c.String(flag)); err != nil {
 			return "", err
 		}
 	}
-	slog.Warn("authentication is off: no tokens file; listening on loopback only (latticed token create --data-dir DIR --role admin USER turns it on at next start)")
+	slog.Warn("authentication is off: no munged socket (--munge-socket) and no tokens file; listening on loopback only (run munged, or latticed token create --data-dir DIR --role admin USER, to turn it on at next start)")
 	return "", nil
 }

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -27,7 +28,14 @@ import (
 
 const maxEventPages = 50
 
+// eventsResync bounds how long a stream goes without listing when the
+// state version says nothing changed.
+const eventsResync = 30 * time.Second
+
 var eventJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+
+// errUnchanged marks a tick at which the state version had not moved.
+var errUnchanged = errors.New("state unchanged")
 
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
@@ -44,6 +52,13 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := outgoing(r)
 	req := &latticev1.ListAllocationsRequest{Tenant: q.Get("tenant"), Vcluster: q.Get("vcluster"), TerminalWindowSeconds: 3600}
+	version := func() uint64 {
+		if h.cfg.StateVersion == nil {
+			return 0
+		}
+		return h.cfg.StateVersion()
+	}
+	lastVersion, listed := version(), time.Now()
 	allocs, nodes, err := h.poll(ctx, req)
 	if err != nil {
 		writeError(w, err)
@@ -69,7 +84,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	keepAlive := time.NewTicker(15 * time.Second)
 	defer keepAlive.Stop()
 	for {
-		if err == nil {
+		if err == errUnchanged {
+			// Nothing to compare: keep what was sent.
+		} else if err == nil {
 			now := map[uint64]bool{}
 			for _, a := range allocs {
 				now[a.Id] = true
@@ -102,8 +119,14 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			continue
 		case <-tick.C:
 		}
+		v := version()
+		if h.cfg.StateVersion != nil && v == lastVersion && time.Since(listed) < eventsResync {
+			err = errUnchanged
+			continue
+		}
+		lastVersion, listed = v, time.Now()
 		allocs, nodes, err = h.poll(ctx, req)
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && err != errUnchanged {
 			// A leader change or a lost session: say so, keep trying.
 			seq++
 			fmt.Fprintf(w, "id: %d\nevent: error\ndata: %q\n\n", seq, err.Error())

@@ -35,7 +35,11 @@ type Config struct {
 	// EventsInterval is how often /api/v1/events looks for changes
 	// (default 1 s).
 	EventsInterval time.Duration
-	Logger         *slog.Logger
+	// StateVersion, when set, is the version of the member's applied
+	// state: /api/v1/events lists again only when it moved (or every
+	// eventsResync), so idle streams cost nothing.
+	StateVersion func() uint64
+	Logger       *slog.Logger
 }
 
 type handler struct {

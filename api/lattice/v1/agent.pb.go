@@ -718,6 +718,7 @@ type ServerMessage struct {
 	//	*ServerMessage_StepKill
 	//	*ServerMessage_Signal
 	//	*ServerMessage_SetWalltime
+	//	*ServerMessage_StepInput
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -850,6 +851,15 @@ func (x *ServerMessage) GetSetWalltime() *SetWalltime {
 	return nil
 }
 
+func (x *ServerMessage) GetStepInput() *StepInput {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepInput); ok {
+			return x.StepInput
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -894,6 +904,10 @@ type ServerMessage_SetWalltime struct {
 	SetWalltime *SetWalltime `protobuf:"bytes,10,opt,name=set_walltime,json=setWalltime,proto3,oneof"`
 }
 
+type ServerMessage_StepInput struct {
+	StepInput *StepInput `protobuf:"bytes,260,opt,name=step_input,json=stepInput,proto3,oneof"` // a terminal's input (interactive.proto)
+}
+
 func (*ServerMessage_Assign) isServerMessage_Msg() {}
 
 func (*ServerMessage_Cancel) isServerMessage_Msg() {}
@@ -913,6 +927,8 @@ func (*ServerMessage_StepKill) isServerMessage_Msg() {}
 func (*ServerMessage_Signal) isServerMessage_Msg() {}
 
 func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepInput) isServerMessage_Msg() {}
 
 // SetWalltime gives a running allocation a new time limit (latticectl
 // update --time): the agent moves its walltime timer, counted from the
@@ -1448,7 +1464,7 @@ var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/agent.proto\x12\n" +
-	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\"\xd6\x02\n" +
+	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x1clattice/v1/interactive.proto\"\xd6\x02\n" +
 	"\fAgentMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.lattice.v1.AgentHelloH\x00R\x05hello\x126\n" +
 	"\x06report\x18\x02 \x01(\v2\x1c.lattice.v1.AllocationReportH\x00R\x06report\x120\n" +
@@ -1499,7 +1515,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xd1\x04\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\x8a\x05\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1515,7 +1531,9 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKill\x126\n" +
 	"\x06signal\x18\t \x01(\v2\x1c.lattice.v1.SignalAllocationH\x00R\x06signal\x12<\n" +
 	"\fset_walltime\x18\n" +
-	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltimeB\x05\n" +
+	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x127\n" +
+	"\n" +
+	"step_input\x18\x84\x02 \x01(\v2\x15.lattice.v1.StepInputH\x00R\tstepInputB\x05\n" +
 	"\x03msg\"]\n" +
 	"\vSetWalltime\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12)\n" +
@@ -1597,7 +1615,8 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*Node)(nil),              // 18: lattice.v1.Node
 	(*StepLaunch)(nil),        // 19: lattice.v1.StepLaunch
 	(*StepKill)(nil),          // 20: lattice.v1.StepKill
-	(*Allocation)(nil),        // 21: lattice.v1.Allocation
+	(*StepInput)(nil),         // 21: lattice.v1.StepInput
+	(*Allocation)(nil),        // 22: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1619,14 +1638,15 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	20, // 16: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
 	10, // 17: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
 	9,  // 18: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
-	21, // 19: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 20: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 21: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	21, // [21:22] is the sub-list for method output_type
-	20, // [20:21] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	21, // 19: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
+	22, // 20: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 21: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 22: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	22, // [22:23] is the sub-list for method output_type
+	21, // [21:22] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1637,6 +1657,7 @@ func file_lattice_v1_agent_proto_init() {
 	file_lattice_v1_allocation_proto_init()
 	file_lattice_v1_node_proto_init()
 	file_lattice_v1_step_proto_init()
+	file_lattice_v1_interactive_proto_init()
 	file_lattice_v1_agent_proto_msgTypes[0].OneofWrappers = []any{
 		(*AgentMessage_Hello)(nil),
 		(*AgentMessage_Report)(nil),
@@ -1656,6 +1677,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_StepKill)(nil),
 		(*ServerMessage_Signal)(nil),
 		(*ServerMessage_SetWalltime)(nil),
+		(*ServerMessage_StepInput)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1304,7 +1304,12 @@ type AllocationRequest struct {
 	// must be UTF-8). script then carries the same text with each such byte
 	// as '?', for old clients and for display; the agent runs script_bytes.
 	// Empty when the script is UTF-8.
-	ScriptBytes   []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	ScriptBytes []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	// interactive: an allocation for a user at a terminal (latticectl alloc,
+	// salloc, run --pty outside an allocation). Its entrypoint only waits for
+	// steps, and the leader ends it after the server's interactive idle
+	// timeout with no step running.
+	Interactive   bool `protobuf:"varint,260,opt,name=interactive,proto3" json:"interactive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1605,6 +1610,13 @@ func (x *AllocationRequest) GetScriptBytes() []byte {
 	return nil
 }
 
+func (x *AllocationRequest) GetInteractive() bool {
+	if x != nil {
+		return x.Interactive
+	}
+	return false
+}
+
 // Preemption is the latest reclaim or preemption of an allocation.
 type Preemption struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1751,7 +1763,10 @@ type SubmitResponse struct {
 	DisplayId string `protobuf:"bytes,2,opt,name=display_id,json=displayId,proto3" json:"display_id,omitempty"`
 	// warnings about what the request keeps but the site will not act on
 	// (e.g. --mail-type without a site mail hook).
-	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// tenant the allocation was submitted to (the caller's default tenant
+	// when the request named none).
+	Tenant        string `protobuf:"bytes,320,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1805,6 +1820,13 @@ func (x *SubmitResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *SubmitResponse) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 type Transition struct {
@@ -2277,8 +2299,10 @@ type ListAllocationsRequest struct {
 	TerminalWindowSeconds int64 `protobuf:"varint,5,opt,name=terminal_window_seconds,json=terminalWindowSeconds,proto3" json:"terminal_window_seconds,omitempty"`
 	// page_token continues a listing (the next_page_token of the previous
 	// page); page_size bounds the page (0 = as many as fit in about 2 MiB).
-	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	PageSize      int32  `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize  int32  `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// mine: the caller's default tenant (when tenant is empty).
+	Mine          bool `protobuf:"varint,320,opt,name=mine,proto3" json:"mine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2360,6 +2384,13 @@ func (x *ListAllocationsRequest) GetPageSize() int32 {
 		return x.PageSize
 	}
 	return 0
+}
+
+func (x *ListAllocationsRequest) GetMine() bool {
+	if x != nil {
+		return x.Mine
+	}
+	return false
 }
 
 // A listing is a summary: scripts and environments are left out (Get has
@@ -3102,7 +3133,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xf6\t\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x99\n" +
+	"\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3145,7 +3177,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
 	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
-	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\"\xda\x01\n" +
+	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12!\n" +
+	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -3158,12 +3191,13 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
-	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"]\n" +
+	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"v\n" +
 	"\x0eSubmitResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\x04R\x03ids\x12\x1d\n" +
 	"\n" +
 	"display_id\x18\x02 \x01(\tR\tdisplayId\x12\x1a\n" +
-	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\\\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x12\x17\n" +
+	"\x06tenant\x18\xc0\x02 \x01(\tR\x06tenant\"\\\n" +
 	"\n" +
 	"Transition\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
@@ -3215,7 +3249,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x12start_time_unix_ms\x18\b \x01(\x03R\x0fstartTimeUnixMs\x12'\n" +
 	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xea\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xff\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x1a\n" +
 	"\bvcluster\x18\x02 \x01(\tR\bvcluster\x12\x16\n" +
@@ -3224,7 +3258,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x17terminal_window_seconds\x18\x05 \x01(\x03R\x15terminalWindowSeconds\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\x12\x1b\n" +
-	"\tpage_size\x18\a \x01(\x05R\bpageSize\"{\n" +
+	"\tpage_size\x18\a \x01(\x05R\bpageSize\x12\x13\n" +
+	"\x04mine\x18\xc0\x02 \x01(\bR\x04mine\"{\n" +
 	"\x17ListAllocationsResponse\x128\n" +
 	"\vallocations\x18\x01 \x03(\v2\x16.lattice.v1.AllocationR\vallocations\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n" +

@@ -634,8 +634,10 @@ func (x *DAGStatus) GetStagesSkipped() int32 {
 }
 
 type ListDAGsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"` // empty = every tenant
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"` // empty = every tenant
+	// mine: the caller's default tenant (when tenant is empty).
+	Mine          bool `protobuf:"varint,320,opt,name=mine,proto3" json:"mine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -675,6 +677,13 @@ func (x *ListDAGsRequest) GetTenant() string {
 		return x.Tenant
 	}
 	return ""
+}
+
+func (x *ListDAGsRequest) GetMine() bool {
+	if x != nil {
+		return x.Mine
+	}
+	return false
 }
 
 type ListDAGsResponse struct {
@@ -901,9 +910,10 @@ const file_lattice_v1_dag_proto_rawDesc = "" +
 	" \x01(\x05R\fstagesActive\x12%\n" +
 	"\x0estages_pending\x18\v \x01(\x05R\rstagesPending\x12#\n" +
 	"\rstages_failed\x18\f \x01(\x05R\fstagesFailed\x12%\n" +
-	"\x0estages_skipped\x18\r \x01(\x05R\rstagesSkipped\")\n" +
+	"\x0estages_skipped\x18\r \x01(\x05R\rstagesSkipped\">\n" +
 	"\x0fListDAGsRequest\x12\x16\n" +
-	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"=\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x13\n" +
+	"\x04mine\x18\xc0\x02 \x01(\bR\x04mine\"=\n" +
 	"\x10ListDAGsResponse\x12)\n" +
 	"\x04dags\x18\x01 \x03(\v2\x15.lattice.v1.DAGStatusR\x04dags\"q\n" +
 	"\x10CancelDAGRequest\x12\x0e\n" +

@@ -471,7 +471,12 @@ type StepLaunch struct {
 	StepNodes    []string               `protobuf:"bytes,10,rep,name=step_nodes,json=stepNodes,proto3" json:"step_nodes,omitempty"`
 	// user owns the allocation: a root agent starts the tasks as this user,
 	// like the job itself.
-	User          string `protobuf:"bytes,11,opt,name=user,proto3" json:"user,omitempty"`
+	User string `protobuf:"bytes,11,opt,name=user,proto3" json:"user,omitempty"`
+	// pty: the step's single task runs on a pseudo-terminal of this size
+	// (latticectl run --pty); its input comes as StepInput.
+	Pty           bool   `protobuf:"varint,260,opt,name=pty,proto3" json:"pty,omitempty"`
+	PtyRows       uint32 `protobuf:"varint,261,opt,name=pty_rows,json=ptyRows,proto3" json:"pty_rows,omitempty"`
+	PtyCols       uint32 `protobuf:"varint,262,opt,name=pty_cols,json=ptyCols,proto3" json:"pty_cols,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -581,6 +586,27 @@ func (x *StepLaunch) GetUser() string {
 		return x.User
 	}
 	return ""
+}
+
+func (x *StepLaunch) GetPty() bool {
+	if x != nil {
+		return x.Pty
+	}
+	return false
+}
+
+func (x *StepLaunch) GetPtyRows() uint32 {
+	if x != nil {
+		return x.PtyRows
+	}
+	return 0
+}
+
+func (x *StepLaunch) GetPtyCols() uint32 {
+	if x != nil {
+		return x.PtyCols
+	}
+	return 0
 }
 
 // StepKill (leader → agent) stops the tasks of a step (SIGTERM, grace,
@@ -783,7 +809,7 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\bStepTask\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x1d\n" +
 	"\n" +
-	"local_rank\x18\x02 \x01(\x05R\tlocalRank\"\xbb\x02\n" +
+	"local_rank\x18\x02 \x01(\x05R\tlocalRank\"\x86\x03\n" +
 	"\n" +
 	"StepLaunch\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
@@ -799,7 +825,10 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\n" +
 	"step_nodes\x18\n" +
 	" \x03(\tR\tstepNodes\x12\x12\n" +
-	"\x04user\x18\v \x01(\tR\x04user\"m\n" +
+	"\x04user\x18\v \x01(\tR\x04user\x12\x11\n" +
+	"\x03pty\x18\x84\x02 \x01(\bR\x03pty\x12\x1a\n" +
+	"\bpty_rows\x18\x85\x02 \x01(\rR\aptyRows\x12\x1a\n" +
+	"\bpty_cols\x18\x86\x02 \x01(\rR\aptyCols\"m\n" +
 	"\bStepKill\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12#\n" +
