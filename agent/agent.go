@@ -52,6 +52,10 @@ type Config struct {
 	// VirtualRuns starts no processes (RunnerConfig.VirtualRuns): for
 	// scale tests of the control plane with simulated nodes.
 	VirtualRuns bool
+	// SharedHostname keeps step tasks of simulated nodes in the host's UTS
+	// namespace (by default, as root, each gets its node's name as host
+	// name: tasks.go).
+	SharedHostname bool
 	// MaxRefusals is how many refusals of its credential in a row end Run
 	// with a RefusedError (0 = DefaultMaxRefusals, negative = never).
 	MaxRefusals int
@@ -714,6 +718,8 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		a.checkpoint(msg.Checkpoint)
 	case *latticev1.ServerMessage_StepLaunch:
 		a.launchStep(msg.StepLaunch)
+	case *latticev1.ServerMessage_StepPmiFenceDone:
+		a.pmiFenceDone(msg.StepPmiFenceDone)
 	case *latticev1.ServerMessage_StepInput:
 		a.stepInput(msg.StepInput) // pty.go
 	case *latticev1.ServerMessage_StepKill:
@@ -794,7 +800,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		Nodes: al.Nodes, Walltime: time.Duration(req.GetWalltimeSeconds()) * time.Second, Grace: grace,
 		Stdout: req.GetStdout(), Stderr: req.GetStderr(), Checkpoint: model.CheckpointMode(req.GetCheckpoint()),
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
-		GPUs: a.nodeGPUs(as.LaunchNode), Placeholder: req.GetInteractive(),
+		GPUs: a.nodeGPUs(as.LaunchNode), CPUs: a.nodeCPUs(as.LaunchNode), Tasks: taskSpecOf(req), Placeholder: req.GetInteractive(),
 	}
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {

@@ -3,9 +3,10 @@ package agent
 import (
 	"os"
 	"os/user"
-	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/latticehpc/lattice/model"
 )
 
 // DefaultJobPath is a job's PATH unless its request sets one (after the
@@ -33,8 +34,14 @@ func BaseEnv() []string {
 // GPUs (CUDA_VISIBLE_DEVICES and friends list every GPU of the node: an
 // allocation has whole nodes), and the submit directory.
 func nodeEnv(l Launch) []string {
-	cpus := strconv.Itoa(runtime.NumCPU())
-	env := []string{"SLURM_CPUS_ON_NODE=" + cpus, "SLURM_JOB_CPUS_PER_NODE=" + cpus, "LATTICE_CPUS_ON_NODE=" + cpus}
+	n := cpusOn(l.CPUs)
+	cpus := strconv.Itoa(n)
+	perNode := make([]int, max(len(l.Nodes), 1))
+	for i := range perNode {
+		perNode[i] = n // whole nodes, taken as alike
+	}
+	env := []string{"SLURM_CPUS_ON_NODE=" + cpus, "SLURM_JOB_CPUS_PER_NODE=" + model.CompressCounts(perNode), "LATTICE_CPUS_ON_NODE=" + cpus}
+	env = append(env, taskEnv(l)...)
 	if l.WorkDir != "" {
 		env = append(env, "SLURM_SUBMIT_DIR="+l.WorkDir, "LATTICE_SUBMIT_DIR="+l.WorkDir)
 	}

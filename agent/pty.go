@@ -69,7 +69,7 @@ func (a *Agent) startPtyTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*s
 	if envValue(env, "TERM") == "" {
 		env = append(env, "TERM=xterm")
 	}
-	path, err := lookPathIn(m.Command[0], envValue(env, "PATH"))
+	path, err := lookPathIn(m.Command[0], envValue(env, "PATH"), m.WorkDir)
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,10 @@ type Launch struct {
 	Placeholder bool `json:",omitempty"`
 	// GPUs of the launch node (CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE).
 	GPUs int `json:",omitempty"`
+	// CPUs of the launch node (SLURM_CPUS_ON_NODE; 0: this host's).
+	CPUs int `json:",omitempty"`
+	// Tasks is the request's task settings (SLURM_NTASKS and friends).
+	Tasks TaskSpec `json:",omitzero"`
 	// Started is when the run started (walltime of an adopted run).
 	Started time.Time `json:",omitzero"`
 	// LaunchID names this launch: ALLOC.RUN, the allocation and its run
@@ -527,7 +531,7 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 		// Run argv itself, not under a wrapper shell: a SIGTERM to the group
 		// would end the wrapper, and with it the job, before the program's
 		// own handler used its grace (`-- sh -c 'trap ... TERM; ...'`).
-		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, BaseEnv())), "PATH"))
+		path, err := lookPathIn(l.Command[0], envValue(r.stepEnv(Env(l, BaseEnv())), "PATH"), l.WorkDir)
 		if err != nil {
 			closeLogs(stdout, stderr)
 			return nil, fmt.Errorf("command: %w", err)

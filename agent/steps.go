@@ -44,6 +44,8 @@ type stepRun struct {
 	// kill is stopped at once.
 	killed bool
 	grace  time.Duration
+	// pmi is the step's PMI server on this node (srun --mpi=pmi2), or nil.
+	pmi *pmiNode
 }
 
 // stepTable is the steps running on this agent, by (allocation, step, node).
@@ -60,6 +62,9 @@ const stepChunk = 32 << 10
 func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	key := stepKey{m.AllocationId, m.StepId}
 	run := &stepRun{key: key, node: m.Node}
+	if usesPMI(m.Mpi) {
+		run.pmi = newPMINode(a, m)
+	}
 	a.steps.mu.Lock()
 	if a.steps.runs == nil {
 		a.steps.runs = map[stepKey][]*stepRun{}
@@ -76,7 +81,7 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 
 	var wg sync.WaitGroup
 	for _, t := range m.Tasks {
-		task, err := a.startTask(m, t)
+		task, err := a.startTask(m, t, run.pmi)
 		if err != nil {
 			code := 126
 			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -103,6 +108,9 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	}
 	go func() {
 		wg.Wait()
+		if run.pmi != nil {
+			run.pmi.close()
+		}
 		a.steps.mu.Lock()
 		defer a.steps.mu.Unlock()
 		rs := a.steps.runs[key]
@@ -121,13 +129,37 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 }
 
 // StepEnv is the environment of one task: the step's (the caller's), then
-// the task's rank variables, Lattice's and Slurm's spellings.
+// what srun and slurmstepd set, Lattice's and Slurm's spellings: the
+// step's size and layout (SLURM_STEP_*, and SLURM_NTASKS, SLURM_NNODES,
+// SLURM_TASKS_PER_NODE as the step has them, while SLURM_NODELIST stays
+// the job's, as in Slurm 22.05) and the task's place in it.
 func StepEnv(m *latticev1.StepLaunch, t *latticev1.StepTask) []string {
 	env := append([]string(nil), m.Env...)
 	rank, local := strconv.Itoa(int(t.Rank)), strconv.Itoa(int(t.LocalRank))
 	ntasks, step := strconv.Itoa(int(m.Ntasks)), strconv.Itoa(int(m.StepId))
 	nodeID := strconv.Itoa(int(m.NodeIndex))
-	return append(env,
+	nodelist := model.CompressHostlist(m.StepNodes)
+	nnodes := strconv.Itoa(len(m.StepNodes))
+	counts := make([]int, len(m.StepTasksPerNode))
+	for i, c := range m.StepTasksPerNode {
+		counts[i] = int(c)
+	}
+	if len(counts) == 0 { // from a leader that did not send the layout
+		counts = model.TasksPerNode(len(m.StepNodes), int(m.Ntasks), 0)
+	}
+	perNode := model.CompressCounts(counts)
+	// The global ranks on this node (SLURM_GTIDS).
+	first := 0
+	for i := 0; i < int(m.NodeIndex) && i < len(counts); i++ {
+		first += counts[i]
+	}
+	var gtids []string
+	if int(m.NodeIndex) < len(counts) {
+		for r := first; r < first+counts[m.NodeIndex]; r++ {
+			gtids = append(gtids, strconv.Itoa(r))
+		}
+	}
+	env = append(env,
 		"LATTICE_RANK="+rank, "SLURM_PROCID="+rank,
 		"LATTICE_LOCAL_RANK="+local, "SLURM_LOCALID="+local,
 		"LATTICE_NTASKS="+ntasks, "SLURM_NTASKS="+ntasks, "SLURM_NPROCS="+ntasks,
@@ -135,25 +167,42 @@ func StepEnv(m *latticev1.StepLaunch, t *latticev1.StepTask) []string {
 		"LATTICE_NODE_INDEX="+nodeID, "SLURM_NODEID="+nodeID,
 		"LATTICE_STEP_ID="+step, "SLURM_STEP_ID="+step, "SLURM_STEPID="+step,
 		"LATTICE_STEP_NODELIST="+strings.Join(m.StepNodes, ","),
-		"SLURM_STEP_NODELIST="+model.CompressHostlist(m.StepNodes),
-		"SLURM_STEP_NUM_NODES="+strconv.Itoa(len(m.StepNodes)),
+		"SLURM_STEP_NODELIST="+nodelist, // SLURM_NODELIST stays the job's
+		"SLURM_STEP_NUM_NODES="+nnodes, "SLURM_NNODES="+nnodes,
 		"SLURM_STEP_NUM_TASKS="+ntasks,
+		"SLURM_STEP_TASKS_PER_NODE="+perNode, "SLURM_TASKS_PER_NODE="+perNode,
+		"SLURM_GTIDS="+strings.Join(gtids, ","),
+		"SLURM_DISTRIBUTION=block",
+		"SLURM_TOPOLOGY_ADDR="+m.Node, "SLURM_TOPOLOGY_ADDR_PATTERN=node",
 	)
+	if m.CpusPerTask > 0 {
+		env = append(env, "SLURM_CPUS_PER_TASK="+strconv.Itoa(int(m.CpusPerTask)))
+	}
+	return env
 }
 
-// lookPathIn finds an executable the way a shell with PATH=path would.
-func lookPathIn(name, path string) (string, error) {
+// lookPathIn finds an executable the way a shell with PATH=path started
+// in directory wd would: a name with a '/' relative to wd, otherwise the
+// first match in PATH (whose relative entries are relative to wd too).
+func lookPathIn(name, path, wd string) (string, error) {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) || wd == "" {
+			return p
+		}
+		return filepath.Join(wd, p)
+	}
 	if strings.Contains(name, "/") {
-		if _, err := os.Stat(name); err != nil {
+		p := abs(name)
+		if _, err := os.Stat(p); err != nil {
 			return "", err
 		}
-		return name, nil
+		return p, nil
 	}
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
 			dir = "."
 		}
-		p := filepath.Join(dir, name)
+		p := abs(filepath.Join(dir, name))
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
@@ -171,21 +220,58 @@ func envValue(env []string, key string) string {
 	return v
 }
 
-func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*stepTask, error) {
+// usesPMI says whether srun --mpi=TYPE asks for the step's PMI server.
+func usesPMI(mpi string) bool { return mpi == "pmi2" || mpi == "pmi1" || mpi == "pmi" }
+
+func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *pmiNode) (*stepTask, error) {
 	if m.Pty {
 		return a.startPtyTask(m, t)
 	}
-	if len(m.Command) == 0 {
+	argv := m.Command
+	if m.MultiProg != "" {
+		lines, err := model.ParseMultiProg(m.MultiProg)
+		if err != nil {
+			return nil, fmt.Errorf("multi-prog: %w", err)
+		}
+		if argv = model.ArgvFor(lines, int(t.Rank)); argv == nil {
+			return nil, fmt.Errorf("multi-prog: no line for task %d", t.Rank)
+		}
+	}
+	if len(argv) == 0 {
 		return nil, errors.New("empty command")
 	}
 	// Tagged as this agent's, whoever's job launched it: a restart kills it.
 	env := append(StepEnv(m, t), AgentTagEnv+"="+a.runner.tag)
-	path, err := lookPathIn(m.Command[0], envValue(env, "PATH"))
+	if envValue(env, "PATH") == "" {
+		env = append(env, "PATH="+DefaultJobPath)
+	}
+	path, err := lookPathIn(argv[0], envValue(env, "PATH"), m.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, m.Command[1:]...)
-	cmd.Args[0] = m.Command[0]
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	uts := a.ownHostname(m.Node)
+	if uts {
+		// sh sets the node's name as the host name of its new UTS
+		// namespace, then becomes the task.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `printf %s "$0" > /proc/sys/kernel/hostname && exec "$@"`, m.Node, path}, argv[1:]...)...)
+	}
+	var pmiConn, pmiTask *os.File
+	if pmi != nil {
+		var pmiEnv []string
+		if pmiConn, pmiTask, pmiEnv, err = pmi.taskEnd(t.Rank); err != nil {
+			return nil, err
+		}
+		defer pmiTask.Close() // the task has its copy once started
+		defer func() {
+			if pmiConn != nil {
+				pmiConn.Close() // not started
+			}
+		}()
+		env = append(env, pmiEnv...)
+		cmd.ExtraFiles = []*os.File{pmiTask}
+	}
 	cmd.Env = env
 	if m.WorkDir != "" {
 		if st, err := os.Stat(m.WorkDir); err != nil || !st.IsDir() {
@@ -199,6 +285,9 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*step
 		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	if uts {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUTS
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -209,6 +298,10 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*step
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
+	}
+	if pmiConn != nil {
+		go pmi.serve(pmiConn, t.Rank)
+		pmiConn = nil
 	}
 	task := &stepTask{rank: t.Rank, pgid: cmd.Process.Pid, done: make(chan struct{})}
 	var readers sync.WaitGroup

@@ -208,6 +208,9 @@ func (r *runner) vclusterSet(c *cli.Context) error {
 	}); err != nil {
 		return err
 	}
+	for _, w := range info.GetWarnings() {
+		fmt.Fprintf(r.Stderr, "warning: %s\n", w)
+	}
 	return r.printVCluster(format, info)
 }
 

@@ -185,6 +185,7 @@ func (r *runner) app() *cli.App {
 			r.tenantCommand(),
 			r.replayCommand(),
 			r.completionCommand(),
+			r.slurmCommandsCommand(),
 			r.dashboardCommand(),
 		},
 	}

@@ -52,8 +52,10 @@ type fakeServer struct {
 	logs    map[string]string
 	tenants []*latticev1.TenantInfo
 	vcs     []*latticev1.VClusterInfo
-	backup  []byte
-	nextID  uint64
+	// defaultVC is the default vCluster ListVClusters names.
+	defaultVC string
+	backup    []byte
+	nextID    uint64
 }
 
 func newFakeServer(t testing.TB) *fakeServer {
@@ -389,7 +391,7 @@ func (f *fakeServer) Backup(_ *latticev1.BackupRequest, st grpc.ServerStreamingS
 func (f *fakeServer) ListVClusters(context.Context, *latticev1.ListVClustersRequest) (*latticev1.ListVClustersResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &latticev1.ListVClustersResponse{Vclusters: f.vcs}, nil
+	return &latticev1.ListVClustersResponse{Vclusters: f.vcs, DefaultVcluster: f.defaultVC}, nil
 }
 
 func (f *fakeServer) SetVCluster(_ context.Context, req *latticev1.SetVClusterRequest) (*latticev1.VClusterInfo, error) {

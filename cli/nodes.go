@@ -201,7 +201,9 @@ func (r *runner) printNode(format string, n *latticev1.Node) error {
 	})
 }
 
-// nodeChange runs drain or undrain on NODE and prints the node after.
+// nodeChange runs drain or undrain on NODE and prints the node after. A
+// Slurm hostlist (node[010-019],gpu01) names several: each is changed in
+// turn, one line each on stderr (a JSON list of the nodes with -o json).
 func (r *runner) nodeChange(c *cli.Context, call func(context.Context, latticev1.NodeServiceClient, string) (*latticev1.NodeResponse, error)) error {
 	format, err := r.format(c)
 	if err != nil {
@@ -213,6 +215,13 @@ func (r *runner) nodeChange(c *cli.Context, call func(context.Context, latticev1
 	cn, err := r.connect(c)
 	if err != nil {
 		return err
+	}
+	names, err := model.ExpandHostlist(c.Args().First())
+	if err != nil {
+		return &model.FieldError{Field: "node", Value: c.Args().First(), Allowed: "a node name or a Slurm hostlist such as node[010-019],gpu01"}
+	}
+	if len(names) > 1 {
+		return r.nodesChange(c, cn, format, names, call)
 	}
 	var resp *latticev1.NodeResponse
 	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
@@ -268,4 +277,44 @@ func currentText(v nodeView) string {
 		return v.CurrentVCluster + "*"
 	}
 	return v.CurrentVCluster
+}
+
+// nodesChange is nodeChange for several nodes: every one is tried; the
+// exit code is the worst.
+func (r *runner) nodesChange(c *cli.Context, cn *conn, format string, names []string,
+	call func(context.Context, latticev1.NodeServiceClient, string) (*latticev1.NodeResponse, error)) error {
+	views := []nodeView{}
+	var firstErr error
+	failed := 0
+	for _, name := range names {
+		var resp *latticev1.NodeResponse
+		err := cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			var err error
+			resp, err = call(ctx, latticev1.NewNodeServiceClient(cc), name)
+			return err
+		})
+		if err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+			fmt.Fprintf(r.Stderr, "latticectl: %s: %v\n", name, err)
+			continue
+		}
+		if n := resp.GetNode(); n != nil {
+			views = append(views, nodeOf(n))
+			if format != formatJSON && format != formatYAML {
+				fmt.Fprintf(r.Stderr, "%s: %s\n", name, n.GetState())
+			}
+		}
+	}
+	if format == formatJSON || format == formatYAML {
+		if err := r.emitAs(format, views, nil); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return withCode(ExitCode(firstErr), fmt.Errorf("%d of %d nodes not changed", failed, len(names)))
+	}
+	return nil
 }

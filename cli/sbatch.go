@@ -48,6 +48,15 @@ const (
 	optGPUs        = "gpus"
 	optMailType    = "mail-type"
 	optMailUser    = "mail-user"
+	// Tasks (tasks.go).
+	optNtasks        = "ntasks"
+	optNtasksPerNode = "ntasks-per-node"
+	optCPUsPerTask   = "cpus-per-task"
+	optMem           = "mem"
+	optMemPerCPU     = "mem-per-cpu"
+	optGPUsPerTask   = "gpus-per-task"
+	optExclusive     = "exclusive"  // "true"
+	optOvercommit    = "overcommit" // "true"
 )
 
 // sbatchSwitches are the options that take no value, with the value they set.
@@ -56,6 +65,9 @@ var sbatchSwitches = map[string]struct{ key, value string }{
 	"--no-requeue": {optRequeue, "false"},
 	"--hold":       {optHold, "true"},
 	"-H":           {optHold, "true"},
+	"--exclusive":  {optExclusive, "true"},
+	"--overcommit": {optOvercommit, "true"},
+	"-O":           {optOvercommit, "true"},
 }
 
 func (o submitOptions) set(key, value, origin string) {
@@ -112,6 +124,14 @@ var sbatchLong = map[string]string{
 	"gpus":               optGPUs,
 	"mail-type":          optMailType,
 	"mail-user":          optMailUser,
+	"ntasks":             optNtasks,
+	"ntasks-per-node":    optNtasksPerNode,
+	"cpus-per-task":      optCPUsPerTask,
+	"mem":                optMem,
+	"mem-per-cpu":        optMemPerCPU,
+	"gpus-per-task":      optGPUsPerTask,
+	"exclusive":          optExclusive,
+	"overcommit":         optOvercommit,
 }
 
 // sbatchShort maps Slurm's one-letter options. In a script -o and -e are
@@ -135,6 +155,9 @@ var sbatchShort = map[byte]string{
 	'x': optExclude,
 	'G': optGPUs,
 	'q': "qos",
+	'n': optNtasks,
+	'c': optCPUsPerTask,
+	'O': optOvercommit,
 }
 
 // parseSbatch reads the #SBATCH lines of a batch script into opts. Like

@@ -82,6 +82,12 @@ var submitFlags = []struct {
 	{"gpus", optGPUs},
 	{"mail-type", optMailType},
 	{"mail-user", optMailUser},
+	{"ntasks", optNtasks},
+	{"ntasks-per-node", optNtasksPerNode},
+	{"cpus-per-task", optCPUsPerTask},
+	{"mem", optMem},
+	{"mem-per-cpu", optMemPerCPU},
+	{"gpus-per-task", optGPUsPerTask},
 }
 
 func (r *runner) submitCommand() *cli.Command {
@@ -125,6 +131,14 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "gpus", Aliases: []string{"G"}, Usage: "GPUs for the whole job [TYPE:]N, spread evenly over its nodes"},
 			&cli.StringFlag{Name: "mail-type", Usage: "sbatch's mail events (NONE, BEGIN, END, FAIL, ALL, ...); kept, but mail is sent only by a site mail hook"},
 			&cli.StringFlag{Name: "mail-user", Usage: "where mail goes; see --mail-type"},
+			&cli.StringFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "tasks (srun's default in the job: SLURM_NTASKS)"},
+			&cli.StringFlag{Name: "ntasks-per-node", Usage: "tasks on each node"},
+			&cli.StringFlag{Name: "cpus-per-task", Aliases: []string{"c"}, Usage: "CPUs of each task (SLURM_CPUS_PER_TASK)"},
+			&cli.StringFlag{Name: "mem", Usage: "memory per node: MB, or with a suffix K, M, G, T (16G)"},
+			&cli.StringFlag{Name: "mem-per-cpu", Usage: "memory per CPU: MB, or with a suffix K, M, G, T"},
+			&cli.StringFlag{Name: "gpus-per-task", Usage: "GPUs of each task"},
+			&cli.BoolFlag{Name: "exclusive", Usage: "accepted: every allocation has whole nodes"},
+			&cli.BoolFlag{Name: "overcommit", Aliases: []string{"O"}, Usage: "allow more tasks × CPUs per task than a node has CPUs"},
 			&cli.BoolFlag{Name: "keep-never-fits", Usage: "admins: keep a request no node set of its vCluster could ever satisfy (refused otherwise; --hold keeps it too)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "validate and print the resolved request; submit nothing (needs no server)"},
 			&cli.BoolFlag{Name: "parsable", Aliases: []string{"parseable"}, Usage: "print only the id"},
@@ -248,8 +262,12 @@ func (r *runner) submit(c *cli.Context) error {
 		if tenant == "" {
 			tenant = "your default"
 		}
-		fmt.Fprintf(r.Stderr, "submitted %s: %s %s, walltime %s, tenant %s\n", what,
-			nodeRange(req.NodesMin, req.NodesMax), nodes, model.FormatWalltime(req.Walltime), tenant)
+		size := nodeRange(req.NodesMin, req.NodesMax) + " " + nodes
+		if req.NodesMax == 0 && req.Ntasks > 0 {
+			size = fmt.Sprintf("%d tasks", req.Ntasks)
+		}
+		fmt.Fprintf(r.Stderr, "submitted %s: %s, walltime %s, tenant %s\n", what,
+			size, model.FormatWalltime(req.Walltime), tenant)
 		return nil
 	})
 }
@@ -270,6 +288,11 @@ func (r *runner) applySubmitFlags(c *cli.Context, in *submitInput) error {
 	}
 	if c.IsSet("hold") {
 		in.opts.set(optHold, fmt.Sprint(c.Bool("hold")), "")
+	}
+	for _, f := range []struct{ flag, key string }{{"exclusive", optExclusive}, {"overcommit", optOvercommit}} {
+		if c.IsSet(f.flag) {
+			in.opts.set(f.key, fmt.Sprint(c.Bool(f.flag)), "")
+		}
 	}
 	in.now = r.Now()
 	if v, ok := explicit(c, "tenant"); ok {
@@ -649,6 +672,9 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 		}
 	}
 	req.MailUser, _ = get(optMailUser, "")
+	if err := resolveTasks(req, o, get); err != nil {
+		return nil, err
+	}
 	if len(in.command) == 0 && req.Stdout == "" {
 		// sbatch's default: slurm-%j.out in the submit directory, stderr
 		// with it unless --error says otherwise.
@@ -839,6 +865,14 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		MailType:             req.MailType,
 		MailUser:             req.MailUser,
 		Qos:                  req.QOS,
+		Ntasks:               int32(req.Ntasks),
+		NtasksPerNode:        int32(req.NtasksPerNode),
+		CpusPerTask:          int32(req.CPUsPerTask),
+		MemPerNodeMb:         req.MemPerNodeMB,
+		MemPerCpuMb:          req.MemPerCPUMB,
+		GpusPerTask:          int32(req.GPUsPerTask),
+		Exclusive:            req.Exclusive,
+		Overcommit:           req.Overcommit,
 	}
 	if req.HotDataFraction != nil {
 		p.HotDataFraction = *req.HotDataFraction
@@ -898,6 +932,14 @@ type dryRunView struct {
 	ExcludeNodes []string   `json:"exclude,omitempty"`
 	MailType     string     `json:"mail_type,omitempty"`
 	MailUser     string     `json:"mail_user,omitempty"`
+	// Tasks (sbatch -n, --ntasks-per-node, -c, --mem, --mem-per-cpu, --gpus-per-task, -O).
+	Ntasks        int   `json:"ntasks,omitempty"`
+	NtasksPerNode int   `json:"ntasks_per_node,omitempty"`
+	CPUsPerTask   int   `json:"cpus_per_task,omitempty"`
+	MemPerNodeMB  int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB   int64 `json:"mem_per_cpu_mb,omitempty"`
+	GPUsPerTask   int   `json:"gpus_per_task,omitempty"`
+	Overcommit    bool  `json:"overcommit,omitempty"`
 }
 
 func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView {
@@ -919,6 +961,8 @@ func dryRunOf(req *model.Request, in submitInput, warnings []string) dryRunView 
 		CheckpointSignal: req.CheckpointSignal, CheckpointSignalSecs: req.CheckpointSignalSecs,
 		CheckpointHook: req.CheckpointHook, CheckpointWebhook: req.CheckpointWebhook, Requeue: req.Requeue,
 		QOS: req.QOS, Hold: req.Hold, NodeList: req.NodeList, ExcludeNodes: req.ExcludeNodes,
+		Ntasks: req.Ntasks, NtasksPerNode: req.NtasksPerNode, CPUsPerTask: req.CPUsPerTask, MemPerNodeMB: req.MemPerNodeMB,
+		MemPerCPUMB: req.MemPerCPUMB, GPUsPerTask: req.GPUsPerTask, Overcommit: req.Overcommit,
 		MailType: req.MailType, MailUser: req.MailUser,
 		Output:   req.Stdout,
 		Error:    req.Stderr,

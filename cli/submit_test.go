@@ -42,9 +42,15 @@ func TestParseSbatch(t *testing.T) {
 		},
 		{
 			name:     "unknown options warn, with their values; comments and blank lines are skipped",
-			script:   "#!/bin/sh\n\n# a comment\n#SBATCH --mem=4G\n#SBATCH --ntasks 8 -N 2 # two nodes\n#SBATCH --exclusive\n#SBATCH -x n01\n",
+			script:   "#!/bin/sh\n\n# a comment\n#SBATCH --licenses=fluent\n#SBATCH --reservation maint -N 2 # two nodes\n#SBATCH --contiguous\n#SBATCH -x n01\n",
 			want:     map[string]string{optNodes: "2", optExclude: "n01"},
-			warnings: []string{":4: #SBATCH --mem=4G is not supported", ":5: #SBATCH --ntasks 8 is not supported", ":6: #SBATCH --exclusive is not supported"},
+			warnings: []string{":4: #SBATCH --licenses=fluent is not supported", ":5: #SBATCH --reservation maint is not supported", ":6: #SBATCH --contiguous is not supported"},
+		},
+		{
+			name:   "tasks: -n, --ntasks-per-node, -c, --mem, --mem-per-cpu, --gpus-per-task, --exclusive, -O",
+			script: "#SBATCH -n 8 --ntasks-per-node=4 -c2\n#SBATCH --mem=4G --mem-per-cpu 100 --gpus-per-task=1\n#SBATCH --exclusive -O\n",
+			want: map[string]string{optNtasks: "8", optNtasksPerNode: "4", optCPUsPerTask: "2", optMem: "4G", optMemPerCPU: "100",
+				optGPUsPerTask: "1", optExclusive: "true", optOvercommit: "true"},
 		},
 		{
 			name: "begin, hold, node lists, gpus, mail, requeue switches",
@@ -469,9 +475,7 @@ func TestDryRunJSONShape(t *testing.T) {
   "entrypoint": "SCRIPT",
   "output": "sim_%A_%a.out",
   "error": "sim_%A_%a.err",
-  "warnings": [
-    "SCRIPT:13: #SBATCH --mem=64G is not supported by Lattice and was ignored"
-  ],
+  "warnings": [],
   "entrypoint_kind": "script",
   "command": null,
   "script_bytes": 294,
@@ -481,7 +485,8 @@ func TestDryRunJSONShape(t *testing.T) {
     "OMP_NUM_THREADS=8",
     "PATH=/usr/bin"
   ],
-  "qos": "high"
+  "qos": "high",
+  "mem_per_node_mb": 65536
 }
 `
 	want = strings.ReplaceAll(want, "SCRIPT", script)

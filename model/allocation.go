@@ -257,6 +257,16 @@ type Request struct {
 	MailUser string `json:"mail_user,omitempty"`
 	// QOS is the site QOS name it was submitted with (its class is in PriorityClass).
 	QOS string `json:"qos,omitempty"`
+	// Tasks (sbatch -n, --ntasks-per-node, -c, --mem, --mem-per-cpu,
+	// --gpus-per-task, --exclusive, -O): see tasks.go. 0 = not given.
+	Ntasks        int   `json:"ntasks,omitempty"`
+	NtasksPerNode int   `json:"ntasks_per_node,omitempty"`
+	CPUsPerTask   int   `json:"cpus_per_task,omitempty"`
+	MemPerNodeMB  int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB   int64 `json:"mem_per_cpu_mb,omitempty"`
+	GPUsPerTask   int   `json:"gpus_per_task,omitempty"`
+	Exclusive     bool  `json:"exclusive,omitempty"`
+	Overcommit    bool  `json:"overcommit,omitempty"`
 	// ScriptBytes is the batch script byte for byte when it is not UTF-8
 	// (a Latin-1 comment); Script then holds the same text with those bytes
 	// as '?' (JSON, display). Empty for UTF-8 scripts. See SetScript.
@@ -322,7 +332,7 @@ func (r *Request) Validate() error {
 	if r.NodesMin < 1 {
 		return fieldErr("nodes", itoa(r.NodesMin), "a node count >= 1, or MIN-MAX with 1 <= MIN <= MAX")
 	}
-	if r.NodesMax < r.NodesMin {
+	if r.NodesMax < r.NodesMin && !(r.NodesMax == 0 && r.Ntasks > 0) { // 0 with tasks: the server sizes it
 		return fieldErr("nodes", itoa(r.NodesMin)+"-"+itoa(r.NodesMax), "MIN-MAX with 1 <= MIN <= MAX")
 	}
 	if r.Walltime <= 0 || r.Walltime > MaxWalltime {
@@ -345,6 +355,9 @@ func (r *Request) Validate() error {
 	}
 	if r.GPUsPerNode < 0 {
 		return fieldErr("gpus-per-node", itoa(r.GPUsPerNode), "a count >= 0")
+	}
+	if err := r.validateTasks(); err != nil {
+		return err
 	}
 	if err := r.validateDependencies(); err != nil {
 		return err

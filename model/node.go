@@ -66,8 +66,12 @@ type Node struct {
 	BusyWatts       int       `json:"busy_watts"`
 	State           NodeState `json:"state"`
 	StateReason     string    `json:"state_reason,omitempty"`
-	Allocation      uint64    `json:"allocation,omitempty"` // 0 when idle
-	Agent           string    `json:"agent,omitempty"`      // id of the agent that registered it
+	// ReasonBy and ReasonAt are who set StateReason (an admin's drain or
+	// down) and when; empty for reasons the system set.
+	ReasonBy   string    `json:"reason_by,omitempty"`
+	ReasonAt   time.Time `json:"reason_at,omitzero"`
+	Allocation uint64    `json:"allocation,omitempty"` // 0 when idle
+	Agent      string    `json:"agent,omitempty"`      // id of the agent that registered it
 	// Health is what the leader hears from the node's agent: Ready, Degraded
 	// (missed heartbeats) or Down. Drain is the admin's drain request. State
 	// is derived from both and from the allocation (see DeriveState).

@@ -742,11 +742,13 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 		case ActionDrain:
 			nc.Drain = true
 			nc.StateReason = c.Reason
+			nc.ReasonBy, nc.ReasonAt = c.By, c.Time
 		case ActionUndrain:
 			// The admin's word also ends a cleanup the agent never confirmed.
 			nc.Drain = false
 			nc.Cleanup = 0
 			nc.StateReason = ""
+			nc.ReasonBy, nc.ReasonAt = "", time.Time{}
 		case ActionCleaned:
 			if c.Allocation == 0 || nc.Cleanup == c.Allocation {
 				nc.Cleanup = 0
@@ -759,6 +761,7 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 			nc.Health = model.NodeDown
 			if c.Reason != "" {
 				nc.StateReason = c.Reason
+				nc.ReasonBy, nc.ReasonAt = c.By, c.Time
 			}
 		case ActionUp:
 			if nc.Health == model.NodeNotResponding && !nc.Drain {

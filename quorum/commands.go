@@ -188,6 +188,9 @@ type SetNodeState struct {
 	Nodes  []string   `json:"nodes"`
 	Action NodeAction `json:"action"`
 	Reason string     `json:"reason,omitempty"`
+	// By is who set the reason (the caller's user name), recorded with the
+	// command's time as the node's ReasonBy and ReasonAt (sinfo -R).
+	By string `json:"by,omitempty"`
 	// Allocation qualifies ActionCleaned.
 	Allocation uint64 `json:"allocation,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -273,6 +274,7 @@ func (a *adminService) ListVClusters(context.Context, *latticev1.ListVClustersRe
 		for _, v := range st.VClusters() {
 			resp.Vclusters = append(resp.Vclusters, a.vclusterInfo(st, v))
 		}
+		resp.DefaultVcluster = st.DefaultVCluster
 	})
 	if l := a.s.currentLeader(); l != nil {
 		for _, info := range resp.Vclusters {
@@ -327,6 +329,17 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 		}
 		vc.Weights[i-1] = w.Value
 		vc.WeightsProfile = "custom"
+	}
+	var warnings []string
+	if len(req.Weights) > 0 {
+		w, note, err := normaliseWeights(vc.Weights)
+		if err != nil {
+			return nil, err
+		}
+		vc.Weights = w
+		if note != "" {
+			warnings = append(warnings, note)
+		}
 	}
 	if req.CycleMs != 0 {
 		vc.CycleInterval = time.Duration(req.CycleMs) * time.Millisecond
@@ -384,7 +397,35 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 			info = a.vclusterInfo(st, v)
 		}
 	})
+	if info != nil {
+		info.Warnings = warnings
+	}
 	return info, nil
+}
+
+// normaliseWeights makes weights set one by one sum to 1, as every
+// profile's do (a score is then a weighted mean of factors in [0, 1]):
+// weights summing to 1.2 are divided by 1.2, and the note says so with
+// the weights in force. Weights summing to 0 are refused.
+func normaliseWeights(w model.Weights) (model.Weights, string, error) {
+	sum := 0.0
+	for _, v := range w {
+		sum += v
+	}
+	if sum <= 0 {
+		return w, "", invalid("invalid weights: they sum to 0; allowed: weights f1..f9 in [0, 1] of which at least one is above 0")
+	}
+	if math.Abs(sum-1) < 1e-9 {
+		return w, "", nil
+	}
+	var parts []string
+	for i := range w {
+		w[i] /= sum
+		if w[i] != 0 {
+			parts = append(parts, fmt.Sprintf("f%d=%.4g", i+1, w[i]))
+		}
+	}
+	return w, fmt.Sprintf("the weights summed to %.4g, not 1: normalised (each divided by %.4g) to %s", sum, sum, strings.Join(parts, " ")), nil
 }
 
 // power reports, system-wide and per vCluster (the nodes' current one),

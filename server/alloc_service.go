@@ -59,6 +59,9 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	}
 	a.s.fillTenant(ctx, &r)
 	a.s.interactiveVCluster(&r) // interactive.go
+	if err := a.s.fitTasks(&r, req.Request.GetKeepIfNeverFits()); err != nil {
+		return model.Request{}, model.Request{}, err
+	}
 	check := r
 	check.ApplyDefaults()
 	if err := checkLimits(&check); err != nil {

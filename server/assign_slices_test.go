@@ -28,7 +28,13 @@ func TestAssignBatchInSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	waitFor(t, 10*time.Second, "leadership", func() bool { return s.currentLeader() != nil })
+	// Leading comes before the leader's first proposals: wait for its
+	// vCluster too.
+	waitFor(t, 10*time.Second, "leadership and the vCluster", func() bool {
+		var vc bool
+		s.view(func(st *quorum.State) { vc = st.VCluster("hpc-batch") != nil })
+		return s.currentLeader() != nil && vc
+	})
 	// The leader's count of applied AssignBatch commands (its loop proposes
 	// none: nothing is pending).
 	entries := func() float64 {

@@ -56,6 +56,9 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.DependsOn = append(r.DependsOn, model.Dependency{Condition: model.DependencyCondition(d.Condition), IDs: d.Ids, Task: d.Task})
 	}
 	r.DependencyAny = p.DependencyAny
+	r.Ntasks, r.NtasksPerNode, r.CPUsPerTask = int(p.Ntasks), int(p.NtasksPerNode), int(p.CpusPerTask)
+	r.MemPerNodeMB, r.MemPerCPUMB, r.GPUsPerTask = p.MemPerNodeMb, p.MemPerCpuMb, int(p.GpusPerTask)
+	r.Exclusive, r.Overcommit = p.Exclusive, p.Overcommit
 	if p.Interactive {
 		// Nothing runs on the nodes until steps come (the agent's placeholder).
 		r.Interactive, r.Command, r.Script, r.ScriptBytes = true, nil, "", nil
@@ -81,6 +84,9 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 		CheckpointSignal: r.CheckpointSignal, CheckpointSignalSecs: int32(r.CheckpointSignalSecs),
 		CheckpointHook: r.CheckpointHook, CheckpointWebhook: r.CheckpointWebhook, Requeue: r.Requeue,
 		ScriptBytes: r.ScriptBytes,
+		Ntasks:      int32(r.Ntasks), NtasksPerNode: int32(r.NtasksPerNode), CpusPerTask: int32(r.CPUsPerTask),
+		MemPerNodeMb: r.MemPerNodeMB, MemPerCpuMb: r.MemPerCPUMB, GpusPerTask: int32(r.GPUsPerTask),
+		Exclusive: r.Exclusive, Overcommit: r.Overcommit,
 	}
 	if r.HotDataFraction != nil {
 		p.HotDataFraction = *r.HotDataFraction
@@ -143,6 +149,7 @@ func nodeToProto(n *model.Node, displayAlloc string, lastSeen time.Time) *lattic
 		ReclaimedFrom: n.ReclaimedFrom, ReclaimedAtUnixMs: unixMS(n.ReclaimedAt),
 		Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, CleanupAllocation: n.Cleanup,
 		MeasuredWatts: int32(n.MeasuredWatts), MeasuredAtUnixMs: unixMS(n.MeasuredAt),
+		StateReasonBy: n.ReasonBy, StateReasonUnixMs: unixMS(n.ReasonAt),
 	}
 }
 

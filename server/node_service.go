@@ -112,7 +112,11 @@ func (n *nodeService) setState(ctx context.Context, name string, action quorum.N
 	if name == "" {
 		return nil, invalid("invalid name: allowed a node name")
 	}
-	r, err := n.s.propose(ctx, &quorum.SetNodeState{Nodes: []string{name}, Action: action, Reason: reason})
+	by := "root" // auth off: whoever runs the cluster
+	if id := caller(ctx); id != nil {
+		by = id.User
+	}
+	r, err := n.s.propose(ctx, &quorum.SetNodeState{Nodes: []string{name}, Action: action, Reason: reason, By: by})
 	if err != nil {
 		return nil, rpcError(err)
 	}

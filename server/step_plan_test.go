@@ -23,8 +23,12 @@ func TestPlanStep(t *testing.T) {
 		{0, 5, 2, "[2 2 1]", 5, false},
 		{2, 0, 2, "[2 2]", 4, false},
 		{5, 0, 0, "", 0, true},
-		{3, 2, 0, "", 0, true},
-		{2, 5, 2, "", 0, true},
+		// As Slurm's srun: fewer tasks than nodes use fewer nodes, and a
+		// --ntasks-per-node that does not match is ignored.
+		{3, 2, 0, "[1 1]", 2, false},
+		{2, 5, 2, "[3 2]", 5, false},
+		{1, 4, 2, "[4]", 4, false},
+		{0, 12, 2, "[3 3 3 3]", 12, false},
 		{-1, 0, 0, "", 0, true},
 	}
 	for _, tt := range tests {

@@ -97,6 +97,17 @@ func planStep(allocNodes []string, nodes, tasks, perNode int) ([]nodeTasks, int,
 	if nodes > len(allocNodes) {
 		return nil, 0, fmt.Errorf("invalid nodes %d: the allocation has %d", nodes, len(allocNodes))
 	}
+	// Slurm's srun ignores --ntasks-per-node (with a warning) when it does
+	// not match the tasks and nodes, e.g. -N1 with the job's
+	// SLURM_NTASKS_PER_NODE=2 and SLURM_NTASKS=4.
+	if perNode > 0 && tasks > 0 {
+		if nodes > 0 && tasks != nodes*perNode {
+			perNode = 0
+		}
+		if nodes == 0 && (tasks+perNode-1)/perNode > len(allocNodes) {
+			perNode = 0
+		}
+	}
 	if nodes == 0 {
 		switch {
 		case tasks > 0 && perNode > 0:
@@ -110,8 +121,8 @@ func planStep(allocNodes []string, nodes, tasks, perNode int) ([]nodeTasks, int,
 	if tasks == 0 {
 		tasks = nodes * max(perNode, 1)
 	}
-	if tasks < nodes {
-		return nil, 0, fmt.Errorf("invalid tasks %d: fewer than the %d nodes (each node runs at least one)", tasks, nodes)
+	if tasks < nodes { // srun: "can't run 2 processes on 3 nodes, setting nnodes to 2"
+		nodes = tasks
 	}
 	counts := make([]int, nodes)
 	if perNode > 0 {
@@ -194,14 +205,26 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 	if err := s.canChange(ctx, "launch a step in", allocObject(al)); err != nil {
 		return err
 	}
-	plan, ntasks, err := planStep(al.Nodes, int(req.Nodes), int(req.Tasks), int(req.TasksPerNode))
+	candidates, err := stepCandidates(al.Nodes, req.NodeList)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := checkStepMPI(req.Mpi); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	nodes := int(req.Nodes)
+	if len(req.NodeList) > 0 && nodes == 0 {
+		nodes = len(candidates)
+	}
+	plan, ntasks, err := planStep(candidates, nodes, int(req.Tasks), int(req.TasksPerNode))
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	conns := make([]*agentConn, len(plan))
 	stepNodes := make([]string, len(plan))
+	perNode := make([]int32, len(plan))
 	for i, p := range plan {
-		stepNodes[i] = p.node
+		stepNodes[i], perNode[i] = p.node, int32(len(p.tasks))
 		if conns[i] = l.disp.connFor(p.node); conns[i] == nil {
 			return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", p.node)
 		}
@@ -244,7 +267,8 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 	)
 	for i, p := range plan {
 		m := &latticev1.StepLaunch{AllocationId: al.ID, StepId: stepID, Node: p.node, NodeIndex: int32(p.index), Tasks: p.tasks,
-			Ntasks: int32(ntasks), Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, StepNodes: stepNodes, User: al.User}
+			Ntasks: int32(ntasks), Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, StepNodes: stepNodes, User: al.User,
+			Mpi: req.Mpi, CpusPerTask: req.CpusPerTask, StepTasksPerNode: perNode, MultiProg: req.MultiProg}
 		if !conns[i].send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
 			killedFor, message = "agent", fmt.Sprintf("could not reach the agent of node %s", p.node)
 			for _, t := range p.tasks {
@@ -262,6 +286,7 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	fences := pmiFences{}
 	stop := func(why, msg string) {
 		if killedFor == "" {
 			killedFor, message, killedAt = why, msg, time.Now()
@@ -276,6 +301,10 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 		changed := s.fsm.Changed()
 		select {
 		case ev := <-sess.events:
+			if ev.PmiFence != nil {
+				fences.add(ev.PmiFence, conns, plan, al.ID, stepID)
+				continue
+			}
 			if !ev.Exited {
 				if !clientGone && len(ev.Data) > 0 {
 					if stream.Send(&latticev1.StepOutput{Msg: &latticev1.StepOutput_Data{Data: &latticev1.StepData{

@@ -22,7 +22,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, cli.OSEnv(), os.Args[1:])
+	// Invoked as sbatch, squeue, ... (links made by `latticectl
+	// slurm-commands install`), it is that Slurm command.
+	code := cli.MainAs(ctx, cli.OSEnv(), os.Args[0], os.Args[1:])
 	stop()
 	os.Exit(code)
 }

@@ -242,7 +242,8 @@ function pageQueue(main) {
       const toggle = el('button', { type: 'button', class: 'toggle', 'aria-expanded': String(isOpen), 'aria-label': `${isOpen ? 'collapse' : 'expand'} array ${x.array}` }, isOpen ? '▾' : '▸');
       toggle.addEventListener('click', () => { isOpen ? open.delete(x.array) : open.add(x.array); draw(); });
       body.append(el('tr', { class: 'array-row', 'data-array': String(x.array) },
-        el('td', {}, toggle, `${x.array}_[${tasks.length} tasks]`),
+        el('td', {}, toggle, `${x.array}_[${Math.min(...tasks.map((t) => t.array_index))}-${Math.max(...tasks.map((t) => t.array_index))}]`,
+          el('br'), el('span', { class: 'muted' }, `${tasks.length} tasks`)),
         el('td', {}, r.name), el('td', {}, r.user || '—'), el('td', {}, r.tenant), el('td', {}, r.vcluster),
         el('td', {}, Object.entries(counts).map(([s, n]) => el('div', {}, stateEl(s), ` × ${n}`))),
         el('td', {}, ''), el('td', { class: 'num' }, r.nodes_min), el('td', {}, fmtTime(first.submit_time_unix_ms)),

@@ -883,8 +883,11 @@ type VClusterInfo struct {
 	ServiceProtect               bool                   `protobuf:"varint,141,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"`    // reservations for the jobs that would take their tenant above Jain's threshold
 	RunningEnds                  string                 `protobuf:"bytes,142,opt,name=running_ends,json=runningEnds,proto3" json:"running_ends,omitempty"`              // when the plan expects running work to end: predicted, walltime
 	PredictedStarts              bool                   `protobuf:"varint,143,opt,name=predicted_starts,json=predictedStarts,proto3" json:"predicted_starts,omitempty"` // pending jobs start in holes their predicted runtimes fit
-	unknownFields                protoimpl.UnknownFields
-	sizeCache                    protoimpl.SizeCache
+	// What SetVCluster changed beyond what was asked, e.g. weights that did
+	// not sum to 1, normalised (only in SetVCluster's answer).
+	Warnings      []string `protobuf:"bytes,280,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VClusterInfo) Reset() {
@@ -1099,6 +1102,13 @@ func (x *VClusterInfo) GetPredictedStarts() bool {
 	return false
 }
 
+func (x *VClusterInfo) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 type ListVClustersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1136,10 +1146,13 @@ func (*ListVClustersRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListVClustersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Vclusters     []*VClusterInfo        `protobuf:"bytes,1,rep,name=vclusters,proto3" json:"vclusters,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Vclusters []*VClusterInfo        `protobuf:"bytes,1,rep,name=vclusters,proto3" json:"vclusters,omitempty"`
+	// The vCluster that takes submissions naming none (sinfo's default
+	// partition, shown with a '*').
+	DefaultVcluster string `protobuf:"bytes,280,opt,name=default_vcluster,json=defaultVcluster,proto3" json:"default_vcluster,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListVClustersResponse) Reset() {
@@ -1177,6 +1190,13 @@ func (x *ListVClustersResponse) GetVclusters() []*VClusterInfo {
 		return x.Vclusters
 	}
 	return nil
+}
+
+func (x *ListVClustersResponse) GetDefaultVcluster() string {
+	if x != nil {
+		return x.DefaultVcluster
+	}
+	return ""
 }
 
 type SetVClusterRequest struct {
@@ -2052,7 +2072,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\apending\x18\a \x01(\x05R\apending\x12\x18\n" +
 	"\arunning\x18\b \x01(\x05R\arunning\x12\x1f\n" +
 	"\vpower_watts\x18\t \x01(\x03R\n" +
-	"powerWatts\"\x88\b\n" +
+	"powerWatts\"\xa5\b\n" +
 	"\fVClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12'\n" +
@@ -2085,10 +2105,12 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"fair_share\x18\x8c\x01 \x01(\tR\tfairShare\x12(\n" +
 	"\x0fservice_protect\x18\x8d\x01 \x01(\bR\x0eserviceProtect\x12\"\n" +
 	"\frunning_ends\x18\x8e\x01 \x01(\tR\vrunningEnds\x12*\n" +
-	"\x10predicted_starts\x18\x8f\x01 \x01(\bR\x0fpredictedStarts\"\x16\n" +
-	"\x14ListVClustersRequest\"O\n" +
+	"\x10predicted_starts\x18\x8f\x01 \x01(\bR\x0fpredictedStarts\x12\x1b\n" +
+	"\bwarnings\x18\x98\x02 \x03(\tR\bwarnings\"\x16\n" +
+	"\x14ListVClustersRequest\"{\n" +
 	"\x15ListVClustersResponse\x126\n" +
-	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\"\x90\n" +
+	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\x12*\n" +
+	"\x10default_vcluster\x18\x98\x02 \x01(\tR\x0fdefaultVcluster\"\x90\n" +
 	"\n" +
 	"\x12SetVClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +

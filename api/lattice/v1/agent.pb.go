@@ -718,6 +718,7 @@ type ServerMessage struct {
 	//	*ServerMessage_StepKill
 	//	*ServerMessage_Signal
 	//	*ServerMessage_SetWalltime
+	//	*ServerMessage_StepPmiFenceDone
 	//	*ServerMessage_StepInput
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
@@ -851,6 +852,15 @@ func (x *ServerMessage) GetSetWalltime() *SetWalltime {
 	return nil
 }
 
+func (x *ServerMessage) GetStepPmiFenceDone() *StepPMIFenceDone {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_StepPmiFenceDone); ok {
+			return x.StepPmiFenceDone
+		}
+	}
+	return nil
+}
+
 func (x *ServerMessage) GetStepInput() *StepInput {
 	if x != nil {
 		if x, ok := x.Msg.(*ServerMessage_StepInput); ok {
@@ -904,6 +914,10 @@ type ServerMessage_SetWalltime struct {
 	SetWalltime *SetWalltime `protobuf:"bytes,10,opt,name=set_walltime,json=setWalltime,proto3,oneof"`
 }
 
+type ServerMessage_StepPmiFenceDone struct {
+	StepPmiFenceDone *StepPMIFenceDone `protobuf:"bytes,240,opt,name=step_pmi_fence_done,json=stepPmiFenceDone,proto3,oneof"`
+}
+
 type ServerMessage_StepInput struct {
 	StepInput *StepInput `protobuf:"bytes,260,opt,name=step_input,json=stepInput,proto3,oneof"` // a terminal's input (interactive.proto)
 }
@@ -927,6 +941,8 @@ func (*ServerMessage_StepKill) isServerMessage_Msg() {}
 func (*ServerMessage_Signal) isServerMessage_Msg() {}
 
 func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
+
+func (*ServerMessage_StepPmiFenceDone) isServerMessage_Msg() {}
 
 func (*ServerMessage_StepInput) isServerMessage_Msg() {}
 
@@ -1515,7 +1531,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\x8a\x05\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xda\x05\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1531,7 +1547,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKill\x126\n" +
 	"\x06signal\x18\t \x01(\v2\x1c.lattice.v1.SignalAllocationH\x00R\x06signal\x12<\n" +
 	"\fset_walltime\x18\n" +
-	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x127\n" +
+	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x12N\n" +
+	"\x13step_pmi_fence_done\x18\xf0\x01 \x01(\v2\x1c.lattice.v1.StepPMIFenceDoneH\x00R\x10stepPmiFenceDone\x127\n" +
 	"\n" +
 	"step_input\x18\x84\x02 \x01(\v2\x15.lattice.v1.StepInputH\x00R\tstepInputB\x05\n" +
 	"\x03msg\"]\n" +
@@ -1615,8 +1632,9 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*Node)(nil),              // 18: lattice.v1.Node
 	(*StepLaunch)(nil),        // 19: lattice.v1.StepLaunch
 	(*StepKill)(nil),          // 20: lattice.v1.StepKill
-	(*StepInput)(nil),         // 21: lattice.v1.StepInput
-	(*Allocation)(nil),        // 22: lattice.v1.Allocation
+	(*StepPMIFenceDone)(nil),  // 21: lattice.v1.StepPMIFenceDone
+	(*StepInput)(nil),         // 22: lattice.v1.StepInput
+	(*Allocation)(nil),        // 23: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1638,15 +1656,16 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	20, // 16: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
 	10, // 17: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
 	9,  // 18: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
-	21, // 19: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
-	22, // 20: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 21: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 22: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	22, // [22:23] is the sub-list for method output_type
-	21, // [21:22] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	21, // 19: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
+	22, // 20: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
+	23, // 21: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 22: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 23: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	23, // [23:24] is the sub-list for method output_type
+	22, // [22:23] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1677,6 +1696,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_StepKill)(nil),
 		(*ServerMessage_Signal)(nil),
 		(*ServerMessage_SetWalltime)(nil),
+		(*ServerMessage_StepPmiFenceDone)(nil),
 		(*ServerMessage_StepInput)(nil),
 	}
 	type x struct{}

@@ -1305,6 +1305,17 @@ type AllocationRequest struct {
 	// as '?', for old clients and for display; the agent runs script_bytes.
 	// Empty when the script is UTF-8.
 	ScriptBytes []byte `protobuf:"bytes,42,opt,name=script_bytes,json=scriptBytes,proto3" json:"script_bytes,omitempty"`
+	// Tasks (sbatch -n, --ntasks-per-node, -c, --mem, --mem-per-cpu,
+	// --gpus-per-task, --exclusive, -O); 0 = not given. nodes_max 0 with
+	// ntasks > 0: as many nodes as the tasks need (the server decides).
+	Ntasks        int32 `protobuf:"varint,240,opt,name=ntasks,proto3" json:"ntasks,omitempty"`
+	NtasksPerNode int32 `protobuf:"varint,241,opt,name=ntasks_per_node,json=ntasksPerNode,proto3" json:"ntasks_per_node,omitempty"`
+	CpusPerTask   int32 `protobuf:"varint,242,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
+	MemPerNodeMb  int64 `protobuf:"varint,243,opt,name=mem_per_node_mb,json=memPerNodeMb,proto3" json:"mem_per_node_mb,omitempty"`
+	MemPerCpuMb   int64 `protobuf:"varint,244,opt,name=mem_per_cpu_mb,json=memPerCpuMb,proto3" json:"mem_per_cpu_mb,omitempty"`
+	GpusPerTask   int32 `protobuf:"varint,245,opt,name=gpus_per_task,json=gpusPerTask,proto3" json:"gpus_per_task,omitempty"`
+	Exclusive     bool  `protobuf:"varint,246,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
+	Overcommit    bool  `protobuf:"varint,247,opt,name=overcommit,proto3" json:"overcommit,omitempty"`
 	// interactive: an allocation for a user at a terminal (latticectl alloc,
 	// salloc, run --pty outside an allocation). Its entrypoint only waits for
 	// steps, and the leader ends it after the server's interactive idle
@@ -1608,6 +1619,62 @@ func (x *AllocationRequest) GetScriptBytes() []byte {
 		return x.ScriptBytes
 	}
 	return nil
+}
+
+func (x *AllocationRequest) GetNtasks() int32 {
+	if x != nil {
+		return x.Ntasks
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetNtasksPerNode() int32 {
+	if x != nil {
+		return x.NtasksPerNode
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetCpusPerTask() int32 {
+	if x != nil {
+		return x.CpusPerTask
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetMemPerNodeMb() int64 {
+	if x != nil {
+		return x.MemPerNodeMb
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetMemPerCpuMb() int64 {
+	if x != nil {
+		return x.MemPerCpuMb
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetGpusPerTask() int32 {
+	if x != nil {
+		return x.GpusPerTask
+	}
+	return 0
+}
+
+func (x *AllocationRequest) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
+}
+
+func (x *AllocationRequest) GetOvercommit() bool {
+	if x != nil {
+		return x.Overcommit
+	}
+	return false
 }
 
 func (x *AllocationRequest) GetInteractive() bool {
@@ -3133,8 +3200,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\x99\n" +
-	"\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xb3\f\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3177,7 +3243,17 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
 	"\x12keep_if_never_fits\x18) \x01(\bR\x0fkeepIfNeverFits\x12!\n" +
-	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12!\n" +
+	"\fscript_bytes\x18* \x01(\fR\vscriptBytes\x12\x17\n" +
+	"\x06ntasks\x18\xf0\x01 \x01(\x05R\x06ntasks\x12'\n" +
+	"\x0fntasks_per_node\x18\xf1\x01 \x01(\x05R\rntasksPerNode\x12#\n" +
+	"\rcpus_per_task\x18\xf2\x01 \x01(\x05R\vcpusPerTask\x12&\n" +
+	"\x0fmem_per_node_mb\x18\xf3\x01 \x01(\x03R\fmemPerNodeMb\x12$\n" +
+	"\x0emem_per_cpu_mb\x18\xf4\x01 \x01(\x03R\vmemPerCpuMb\x12#\n" +
+	"\rgpus_per_task\x18\xf5\x01 \x01(\x05R\vgpusPerTask\x12\x1d\n" +
+	"\texclusive\x18\xf6\x01 \x01(\bR\texclusive\x12\x1f\n" +
+	"\n" +
+	"overcommit\x18\xf7\x01 \x01(\bR\n" +
+	"overcommit\x12!\n" +
 	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +

@@ -60,8 +60,12 @@ type Node struct {
 	// as when measured. 0 = none.
 	MeasuredWatts    int32 `protobuf:"varint,27,opt,name=measured_watts,json=measuredWatts,proto3" json:"measured_watts,omitempty"`
 	MeasuredAtUnixMs int64 `protobuf:"varint,28,opt,name=measured_at_unix_ms,json=measuredAtUnixMs,proto3" json:"measured_at_unix_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Who set state_reason (an admin's drain or down) and when (sinfo -R's
+	// USER and TIMESTAMP); empty and 0 for reasons the system set.
+	StateReasonBy     string `protobuf:"bytes,280,opt,name=state_reason_by,json=stateReasonBy,proto3" json:"state_reason_by,omitempty"`
+	StateReasonUnixMs int64  `protobuf:"varint,281,opt,name=state_reason_unix_ms,json=stateReasonUnixMs,proto3" json:"state_reason_unix_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -286,6 +290,20 @@ func (x *Node) GetMeasuredWatts() int32 {
 func (x *Node) GetMeasuredAtUnixMs() int64 {
 	if x != nil {
 		return x.MeasuredAtUnixMs
+	}
+	return 0
+}
+
+func (x *Node) GetStateReasonBy() string {
+	if x != nil {
+		return x.StateReasonBy
+	}
+	return ""
+}
+
+func (x *Node) GetStateReasonUnixMs() int64 {
+	if x != nil {
+		return x.StateReasonUnixMs
 	}
 	return 0
 }
@@ -792,7 +810,7 @@ var File_lattice_v1_node_proto protoreflect.FileDescriptor
 const file_lattice_v1_node_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/node.proto\x12\n" +
-	"lattice.v1\"\xd1\a\n" +
+	"lattice.v1\"\xac\b\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
@@ -827,7 +845,9 @@ const file_lattice_v1_node_proto_rawDesc = "" +
 	"\tmemory_mb\x18\x19 \x01(\x03R\bmemoryMb\x12-\n" +
 	"\x12cleanup_allocation\x18\x1a \x01(\x04R\x11cleanupAllocation\x12%\n" +
 	"\x0emeasured_watts\x18\x1b \x01(\x05R\rmeasuredWatts\x12-\n" +
-	"\x13measured_at_unix_ms\x18\x1c \x01(\x03R\x10measuredAtUnixMs\"Y\n" +
+	"\x13measured_at_unix_ms\x18\x1c \x01(\x03R\x10measuredAtUnixMs\x12'\n" +
+	"\x0fstate_reason_by\x18\x98\x02 \x01(\tR\rstateReasonBy\x120\n" +
+	"\x14state_reason_unix_ms\x18\x99\x02 \x01(\x03R\x11stateReasonUnixMs\"Y\n" +
 	"\x14RegisterNodesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\"7\n" +

@@ -33,8 +33,18 @@ type LaunchStepRequest struct {
 	KeepGoing bool `protobuf:"varint,6,opt,name=keep_going,json=keepGoing,proto3" json:"keep_going,omitempty"`
 	// env of every task (the caller's, like srun --export=ALL), before the
 	// per-task variables.
-	Env           []string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
-	WorkDir       string   `protobuf:"bytes,8,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
+	Env     []string `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
+	WorkDir string   `protobuf:"bytes,8,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`
+	// node_list (srun -w): run on these nodes of the allocation, in the
+	// allocation's order.
+	NodeList []string `protobuf:"bytes,240,rep,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
+	// mpi (srun --mpi): none, pmi2 (a PMI-1/PMI-2 server in the step).
+	Mpi         string `protobuf:"bytes,241,opt,name=mpi,proto3" json:"mpi,omitempty"`
+	CpusPerTask int32  `protobuf:"varint,242,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"` // SLURM_CPUS_PER_TASK of the tasks; 0 = not given
+	// multi_prog (srun --multi-prog): the configuration file's text; every
+	// task runs the program its rank's line names. command then holds the
+	// file's name only.
+	MultiProg     string `protobuf:"bytes,243,opt,name=multi_prog,json=multiProg,proto3" json:"multi_prog,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -121,6 +131,34 @@ func (x *LaunchStepRequest) GetEnv() []string {
 func (x *LaunchStepRequest) GetWorkDir() string {
 	if x != nil {
 		return x.WorkDir
+	}
+	return ""
+}
+
+func (x *LaunchStepRequest) GetNodeList() []string {
+	if x != nil {
+		return x.NodeList
+	}
+	return nil
+}
+
+func (x *LaunchStepRequest) GetMpi() string {
+	if x != nil {
+		return x.Mpi
+	}
+	return ""
+}
+
+func (x *LaunchStepRequest) GetCpusPerTask() int32 {
+	if x != nil {
+		return x.CpusPerTask
+	}
+	return 0
+}
+
+func (x *LaunchStepRequest) GetMultiProg() string {
+	if x != nil {
+		return x.MultiProg
 	}
 	return ""
 }
@@ -471,7 +509,13 @@ type StepLaunch struct {
 	StepNodes    []string               `protobuf:"bytes,10,rep,name=step_nodes,json=stepNodes,proto3" json:"step_nodes,omitempty"`
 	// user owns the allocation: a root agent starts the tasks as this user,
 	// like the job itself.
-	User string `protobuf:"bytes,11,opt,name=user,proto3" json:"user,omitempty"`
+	User        string `protobuf:"bytes,11,opt,name=user,proto3" json:"user,omitempty"`
+	Mpi         string `protobuf:"bytes,240,opt,name=mpi,proto3" json:"mpi,omitempty"`
+	CpusPerTask int32  `protobuf:"varint,241,opt,name=cpus_per_task,json=cpusPerTask,proto3" json:"cpus_per_task,omitempty"`
+	// tasks on each node of the step, in step_nodes' order
+	// (SLURM_STEP_TASKS_PER_NODE, PMI's process mapping).
+	StepTasksPerNode []int32 `protobuf:"varint,242,rep,packed,name=step_tasks_per_node,json=stepTasksPerNode,proto3" json:"step_tasks_per_node,omitempty"`
+	MultiProg        string  `protobuf:"bytes,243,opt,name=multi_prog,json=multiProg,proto3" json:"multi_prog,omitempty"`
 	// pty: the step's single task runs on a pseudo-terminal of this size
 	// (latticectl run --pty); its input comes as StepInput.
 	Pty           bool   `protobuf:"varint,260,opt,name=pty,proto3" json:"pty,omitempty"`
@@ -588,6 +632,34 @@ func (x *StepLaunch) GetUser() string {
 	return ""
 }
 
+func (x *StepLaunch) GetMpi() string {
+	if x != nil {
+		return x.Mpi
+	}
+	return ""
+}
+
+func (x *StepLaunch) GetCpusPerTask() int32 {
+	if x != nil {
+		return x.CpusPerTask
+	}
+	return 0
+}
+
+func (x *StepLaunch) GetStepTasksPerNode() []int32 {
+	if x != nil {
+		return x.StepTasksPerNode
+	}
+	return nil
+}
+
+func (x *StepLaunch) GetMultiProg() string {
+	if x != nil {
+		return x.MultiProg
+	}
+	return ""
+}
+
 func (x *StepLaunch) GetPty() bool {
 	if x != nil {
 		return x.Pty
@@ -673,15 +745,19 @@ func (x *StepKill) GetGraceSeconds() int64 {
 
 // StepEvent (agent → leader): output of a task, or its end.
 type StepEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
-	StepId        int32                  `protobuf:"varint,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
-	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
-	Stderr        bool                   `protobuf:"varint,4,opt,name=stderr,proto3" json:"stderr,omitempty"`
-	Data          []byte                 `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
-	Exited        bool                   `protobuf:"varint,6,opt,name=exited,proto3" json:"exited,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Message       string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"` // why a task could not start
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	StepId       int32                  `protobuf:"varint,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Rank         int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	Stderr       bool                   `protobuf:"varint,4,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	Data         []byte                 `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	Exited       bool                   `protobuf:"varint,6,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode     int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Message      string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"` // why a task could not start
+	// pmi_fence: every task of this node entered a PMI barrier; its puts
+	// since the last one go to the leader, which answers every node with
+	// StepPMIFenceDone once all of them did.
+	PmiFence      *StepPMIFence `protobuf:"bytes,240,opt,name=pmi_fence,json=pmiFence,proto3" json:"pmi_fence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -772,12 +848,167 @@ func (x *StepEvent) GetMessage() string {
 	return ""
 }
 
+func (x *StepEvent) GetPmiFence() *StepPMIFence {
+	if x != nil {
+		return x.PmiFence
+	}
+	return nil
+}
+
+// StepPMIFence is one node's part of a PMI fence (barrier with a
+// key-value exchange) of a step.
+type StepPMIFence struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Seq           int32                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"` // the fence's number on this node, 1, 2, ...
+	Keys          []string               `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	Values        []string               `protobuf:"bytes,4,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepPMIFence) Reset() {
+	*x = StepPMIFence{}
+	mi := &file_lattice_v1_step_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepPMIFence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepPMIFence) ProtoMessage() {}
+
+func (x *StepPMIFence) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_step_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepPMIFence.ProtoReflect.Descriptor instead.
+func (*StepPMIFence) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_step_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StepPMIFence) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *StepPMIFence) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *StepPMIFence) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *StepPMIFence) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// StepPMIFenceDone (leader → agent): fence seq of a step ended on every
+// node; keys/values are every node's puts of that fence.
+type StepPMIFenceDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AllocationId  uint64                 `protobuf:"varint,1,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	StepId        int32                  `protobuf:"varint,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Seq           int32                  `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	Keys          []string               `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
+	Values        []string               `protobuf:"bytes,5,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepPMIFenceDone) Reset() {
+	*x = StepPMIFenceDone{}
+	mi := &file_lattice_v1_step_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepPMIFenceDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepPMIFenceDone) ProtoMessage() {}
+
+func (x *StepPMIFenceDone) ProtoReflect() protoreflect.Message {
+	mi := &file_lattice_v1_step_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepPMIFenceDone.ProtoReflect.Descriptor instead.
+func (*StepPMIFenceDone) Descriptor() ([]byte, []int) {
+	return file_lattice_v1_step_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *StepPMIFenceDone) GetAllocationId() uint64 {
+	if x != nil {
+		return x.AllocationId
+	}
+	return 0
+}
+
+func (x *StepPMIFenceDone) GetStepId() int32 {
+	if x != nil {
+		return x.StepId
+	}
+	return 0
+}
+
+func (x *StepPMIFenceDone) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *StepPMIFenceDone) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *StepPMIFenceDone) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 var File_lattice_v1_step_proto protoreflect.FileDescriptor
 
 const file_lattice_v1_step_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/step.proto\x12\n" +
-	"lattice.v1\"\xf0\x01\n" +
+	"lattice.v1\"\xe6\x02\n" +
 	"\x11LaunchStepRequest\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12\x14\n" +
@@ -787,7 +1018,12 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\n" +
 	"keep_going\x18\x06 \x01(\bR\tkeepGoing\x12\x10\n" +
 	"\x03env\x18\a \x03(\tR\x03env\x12\x19\n" +
-	"\bwork_dir\x18\b \x01(\tR\aworkDir\"\x9d\x01\n" +
+	"\bwork_dir\x18\b \x01(\tR\aworkDir\x12\x1c\n" +
+	"\tnode_list\x18\xf0\x01 \x03(\tR\bnodeList\x12\x11\n" +
+	"\x03mpi\x18\xf1\x01 \x01(\tR\x03mpi\x12#\n" +
+	"\rcpus_per_task\x18\xf2\x01 \x01(\x05R\vcpusPerTask\x12\x1e\n" +
+	"\n" +
+	"multi_prog\x18\xf3\x01 \x01(\tR\tmultiProg\"\x9d\x01\n" +
 	"\n" +
 	"StepOutput\x123\n" +
 	"\astarted\x18\x01 \x01(\v2\x17.lattice.v1.StepStartedH\x00R\astarted\x12*\n" +
@@ -809,7 +1045,7 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\bStepTask\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x1d\n" +
 	"\n" +
-	"local_rank\x18\x02 \x01(\x05R\tlocalRank\"\x86\x03\n" +
+	"local_rank\x18\x02 \x01(\x05R\tlocalRank\"\x8e\x04\n" +
 	"\n" +
 	"StepLaunch\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
@@ -826,13 +1062,18 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"step_nodes\x18\n" +
 	" \x03(\tR\tstepNodes\x12\x12\n" +
 	"\x04user\x18\v \x01(\tR\x04user\x12\x11\n" +
+	"\x03mpi\x18\xf0\x01 \x01(\tR\x03mpi\x12#\n" +
+	"\rcpus_per_task\x18\xf1\x01 \x01(\x05R\vcpusPerTask\x12.\n" +
+	"\x13step_tasks_per_node\x18\xf2\x01 \x03(\x05R\x10stepTasksPerNode\x12\x1e\n" +
+	"\n" +
+	"multi_prog\x18\xf3\x01 \x01(\tR\tmultiProg\x12\x11\n" +
 	"\x03pty\x18\x84\x02 \x01(\bR\x03pty\x12\x1a\n" +
 	"\bpty_rows\x18\x85\x02 \x01(\rR\aptyRows\x12\x1a\n" +
 	"\bpty_cols\x18\x86\x02 \x01(\rR\aptyCols\"m\n" +
 	"\bStepKill\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12#\n" +
-	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"\xd8\x01\n" +
+	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"\x90\x02\n" +
 	"\tStepEvent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12\x12\n" +
@@ -841,7 +1082,19 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\x04data\x18\x05 \x01(\fR\x04data\x12\x16\n" +
 	"\x06exited\x18\x06 \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x18\n" +
-	"\amessage\x18\b \x01(\tR\amessage2P\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x126\n" +
+	"\tpmi_fence\x18\xf0\x01 \x01(\v2\x18.lattice.v1.StepPMIFenceR\bpmiFence\"`\n" +
+	"\fStepPMIFence\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\tR\x04keys\x12\x16\n" +
+	"\x06values\x18\x04 \x03(\tR\x06values\"\x8e\x01\n" +
+	"\x10StepPMIFenceDone\x12#\n" +
+	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04keys\x18\x04 \x03(\tR\x04keys\x12\x16\n" +
+	"\x06values\x18\x05 \x03(\tR\x06values2P\n" +
 	"\vStepService\x12A\n" +
 	"\x06Launch\x12\x1d.lattice.v1.LaunchStepRequest\x1a\x16.lattice.v1.StepOutput0\x01B8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 
@@ -857,7 +1110,7 @@ func file_lattice_v1_step_proto_rawDescGZIP() []byte {
 	return file_lattice_v1_step_proto_rawDescData
 }
 
-var file_lattice_v1_step_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_lattice_v1_step_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_lattice_v1_step_proto_goTypes = []any{
 	(*LaunchStepRequest)(nil), // 0: lattice.v1.LaunchStepRequest
 	(*StepOutput)(nil),        // 1: lattice.v1.StepOutput
@@ -868,19 +1121,22 @@ var file_lattice_v1_step_proto_goTypes = []any{
 	(*StepLaunch)(nil),        // 6: lattice.v1.StepLaunch
 	(*StepKill)(nil),          // 7: lattice.v1.StepKill
 	(*StepEvent)(nil),         // 8: lattice.v1.StepEvent
+	(*StepPMIFence)(nil),      // 9: lattice.v1.StepPMIFence
+	(*StepPMIFenceDone)(nil),  // 10: lattice.v1.StepPMIFenceDone
 }
 var file_lattice_v1_step_proto_depIdxs = []int32{
 	2, // 0: lattice.v1.StepOutput.started:type_name -> lattice.v1.StepStarted
 	3, // 1: lattice.v1.StepOutput.data:type_name -> lattice.v1.StepData
 	4, // 2: lattice.v1.StepOutput.end:type_name -> lattice.v1.StepEnd
 	5, // 3: lattice.v1.StepLaunch.tasks:type_name -> lattice.v1.StepTask
-	0, // 4: lattice.v1.StepService.Launch:input_type -> lattice.v1.LaunchStepRequest
-	1, // 5: lattice.v1.StepService.Launch:output_type -> lattice.v1.StepOutput
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	9, // 4: lattice.v1.StepEvent.pmi_fence:type_name -> lattice.v1.StepPMIFence
+	0, // 5: lattice.v1.StepService.Launch:input_type -> lattice.v1.LaunchStepRequest
+	1, // 6: lattice.v1.StepService.Launch:output_type -> lattice.v1.StepOutput
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_step_proto_init() }
@@ -899,7 +1155,7 @@ func file_lattice_v1_step_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lattice_v1_step_proto_rawDesc), len(file_lattice_v1_step_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,3 @@
+#!/bin/sh
+#SBATCH -n3 -N2 -O --mem-per-cpu=20
+env | grep -E '^SLURM_(NTASKS|NPROCS|TASKS_PER_NODE|JOB_CPUS_PER_NODE|MEM_PER_NODE|MEM_PER_CPU|NTASKS_PER_NODE)=' | sort
