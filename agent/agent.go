@@ -106,6 +106,9 @@ type Config struct {
 	FenceTimeout   time.Duration
 	StreamTimeout  time.Duration
 	ConnectTimeout time.Duration
+	// Cgroups configures the jobs' cgroups (cgroup.go): layout, the pids
+	// limit, the memory reserved for the system.
+	Cgroups CgroupConfig
 }
 
 // Agent runs the allocations the quorum assigns to its nodes.
@@ -243,7 +246,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
-		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor, SupervisorMode: cfg.SupervisorMode})
+		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor, SupervisorMode: cfg.SupervisorMode,
+		Cgroups: cfg.Cgroups, Energy: cfg.PowerMeter.energyCounter()})
 	if err != nil {
 		return nil, err
 	}
@@ -628,6 +632,7 @@ func exitReport(e Exit) *latticev1.AllocationReport {
 	if e.ExitCode != nil {
 		r.HasExitCode, r.ExitCode = true, int32(*e.ExitCode)
 	}
+	r.Usage = e.Usage.proto()
 	return r
 }
 
@@ -742,6 +747,10 @@ func (a *Agent) handle(m *latticev1.ServerMessage) {
 		if a.runner.SetWalltime(msg.SetWalltime.AllocationId, w) {
 			a.log.Info("walltime changed", "alloc", msg.SetWalltime.AllocationId, "walltime", w)
 		}
+	case *latticev1.ServerMessage_UsageQuery:
+		a.send(&latticev1.AgentMessage{Msg: &latticev1.AgentMessage_UsageAnswer{UsageAnswer: a.liveUsage(msg.UsageQuery)}})
+	case *latticev1.ServerMessage_Freeze:
+		a.freeze(msg.Freeze)
 	case *latticev1.ServerMessage_CheckpointAck:
 		if !a.runner.CheckpointAck(msg.CheckpointAck.AllocationId, msg.CheckpointAck.Failed) {
 			a.log.Info("checkpoint acknowledgement with no checkpoint in progress", "alloc", msg.CheckpointAck.AllocationId)
@@ -802,6 +811,7 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		RequeueCount: int(run), CheckpointHook: req.GetCheckpointHook(), CheckpointWebhook: req.GetCheckpointWebhook(),
 		GPUs: a.nodeGPUs(as.LaunchNode), CPUs: a.nodeCPUs(as.LaunchNode), Tasks: taskSpecOf(req), Placeholder: req.GetInteractive(),
 	}
+	a.limitLaunch(&l, req, as.LaunchNode)
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {
 			l.CheckpointSignal = syscall.Signal(n)
@@ -1012,7 +1022,8 @@ func (a *Agent) checkpoint(req *latticev1.CheckpointRequest) {
 
 func cloneReport(r *latticev1.AllocationReport) *latticev1.AllocationReport {
 	return &latticev1.AllocationReport{AllocationId: r.AllocationId, State: r.State, Reason: r.Reason,
-		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run, EndUnixMs: r.EndUnixMs}
+		HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run, EndUnixMs: r.EndUnixMs,
+		Usage: usageOfProto(r.Usage).proto()}
 }
 
 // MaxLogChunk bounds one log read.

@@ -12,6 +12,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/latticehpc/lattice/agent/supervise"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 )
 
@@ -57,7 +58,7 @@ func (t *ptyTable) set(k stepKey, f *os.File) {
 const ptyDrain = 2 * time.Second
 
 // startPtyTask starts a step's task on a new pseudo-terminal.
-func (a *Agent) startPtyTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*stepTask, error) {
+func (a *Agent) startPtyTask(m *latticev1.StepLaunch, t *latticev1.StepTask, place *supervise.Cgroups) (*stepTask, error) {
 	if len(m.Command) == 0 {
 		return nil, errors.New("empty command")
 	}
@@ -100,7 +101,7 @@ func (a *Agent) startPtyTask(m *latticev1.StepLaunch, t *latticev1.StepTask) (*s
 	// A new session led by the task, with the terminal as its controlling
 	// terminal (fd 0); the session id is its process group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: cred}
-	if err := cmd.Start(); err != nil {
+	if err := startInCgroup(place, cmd); err != nil { // its step's cgroup (runner_cgroup.go)
 		master.Close()
 		return nil, err
 	}

@@ -167,9 +167,10 @@ func (a *Agent) recoverRuns() error {
 	}
 	a.mu.Unlock()
 	killed := 0
+	adoptedCgroups := a.runner.adoptedCgroups()
 	for _, p := range procs {
-		if keep[p.pgid] {
-			continue
+		if keep[p.pgid] || inCgroupOf(p.pid, adoptedCgroups) {
+			continue // of an adopted run (in its cgroup: a daemon it started)
 		}
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
@@ -180,10 +181,13 @@ func (a *Agent) recoverRuns() error {
 		// Wait (briefly) until they are gone: the nodes take no work before.
 		deadline := time.Now().Add(5 * time.Second)
 		for _, p := range procs {
-			for !keep[p.pgid] && processAlive(p.pid) && time.Now().Before(deadline) {
+			for !keep[p.pgid] && !inCgroupOf(p.pid, adoptedCgroups) && processAlive(p.pid) && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
+	}
+	if n := a.runner.endStrayCgroups(); n > 0 {
+		a.log.Warn("killed the processes left in the cgroups of runs this agent does not keep", "count", n)
 	}
 	for _, r := range reports {
 		a.log.Info("run ended while the agent was down", "alloc", r.AllocationId, "state", r.State, "reason", r.Reason, "exit_code", r.ExitCode)
@@ -212,6 +216,7 @@ func (r *Runner) adopted(l Launch, pid int, exited chan daemonExit) *process {
 		l.CheckpointDir = r.CheckpointDir(l.AllocID)
 	}
 	p := &process{pgid: pid, launch: l, logs: lp, done: make(chan struct{}), exited: exited}
+	r.adoptCgroup(p)
 	r.mu.Lock()
 	r.running[l.AllocID] = p
 	r.mu.Unlock()

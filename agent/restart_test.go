@@ -113,6 +113,10 @@ func TestResentAssignmentAfterRestartLaunchesOnce(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Its status file goes right after that write (not atomically with it).
+	for deadline := time.Now().Add(2 * time.Second); fileExists(a2.statusPath(5, 0)) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if fileExists(a2.statusPath(5, 0)) {
 		t.Error("the acknowledged run's status file is still there")
 	}

@@ -74,6 +74,11 @@ type Launch struct {
 	// to its state file (fsynced) before the process starts, and an
 	// assignment whose launch id is recorded never starts a process again.
 	LaunchID string `json:",omitempty"`
+	// MemLimitBytes is the run's memory limit on this node (--mem,
+	// --mem-per-cpu; 0 = none); BusyWatts the node's configured busy draw
+	// (the energy estimate where RAPL is missing).
+	MemLimitBytes int64 `json:",omitempty"`
+	BusyWatts     int   `json:",omitempty"`
 }
 
 // launchID is the id of the launch of run requeue+1 of allocation id.
@@ -96,6 +101,8 @@ type Exit struct {
 	Message      string
 	// End is when the run ended (zero: unknown).
 	End time.Time
+	// Usage is what it used, from its cgroup (nil without cgroups).
+	Usage *Usage
 }
 
 // RunnerConfig configures a Runner.
@@ -135,6 +142,10 @@ type RunnerConfig struct {
 	// SupervisorMode is SupervisorDaemon (default) or SupervisorPerJob
 	// (Config.SupervisorMode).
 	SupervisorMode string
+	// Cgroups configures the runs' cgroups (cgroup.go); Energy, when set,
+	// reads the node's energy counter (µJ, RAPL) for the runs' usage.
+	Cgroups CgroupConfig
+	Energy  func() (uint64, bool)
 }
 
 // Runner starts entrypoints as real processes, each in its own process
@@ -168,6 +179,9 @@ type Runner struct {
 	closed   bool
 	wg       sync.WaitGroup
 	virtual  bool // RunnerConfig.VirtualRuns
+
+	cg     *cgroupManager // nil: no cgroups (process groups only)
+	energy func() (uint64, bool)
 }
 
 type process struct {
@@ -192,6 +206,10 @@ type process struct {
 	// exited delivers the end of a run started through the supervisor
 	// daemon (cmd is nil) or adopted from it.
 	exited chan daemonExit
+	// cg is the run's cgroup (runner_cgroup.go); nil without one.
+	cg *runCgroup
+	// frozenAt: suspended since (Runner.Freeze; under Runner.mu).
+	frozenAt time.Time
 }
 
 // signal sends sig to the process group; a virtual run has none, and ends
@@ -251,6 +269,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		supMode: mode, cwd: cwd}
 	r.sayWhoRunsJobs()
 	if !r.virtual {
+		r.cg, r.energy = newCgroupManager(cfg.Cgroups, cfg.Dir, r.log), cfg.Energy
 		r.log.Info("job supervisor", "binary", cmp.Or(sup, "this executable"), "mode", mode)
 	}
 	return r, nil
@@ -420,6 +439,9 @@ func (r *Runner) Start(l Launch) error {
 	r.mu.Unlock()
 	var p *process
 	var err error
+	if l.Started.IsZero() {
+		l.Started = time.Now()
+	}
 	if r.virtual || l.Placeholder {
 		p = &process{launch: l, done: make(chan struct{}), stopped: make(chan struct{})}
 	} else {
@@ -543,6 +565,18 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 		return nil, errors.New("allocation has neither a command nor a script")
 	}
 	cmd.Env = r.stepEnv(Env(l, BaseEnv()))
+	rc, place, err := r.cgroupOf(&l)
+	if err != nil {
+		closeLogs(stdout, stderr)
+		return nil, err
+	}
+	defer func() {
+		if !started && rc != nil {
+			close(rc.stop)
+			_ = r.cg.kill(rc.id)
+			r.cg.remove(rc.id)
+		}
+	}()
 	if err := chownForJob(cred, stdout.Name(), stderr.Name(), l.CheckpointDir, scriptPath(cmd, l)); err != nil {
 		closeLogs(stdout, stderr)
 		return nil, err
@@ -559,14 +593,14 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 		r.writeLimit(l)
 		if r.supMode == SupervisorDaemon {
 			cmd.Dir = l.WorkDir
-			p, ok, err := r.spawnDaemon(cmd, l, cred, stdout, stderr)
+			p, ok, err := r.spawnDaemon(cmd, l, cred, stdout, stderr, place)
 			if ok {
 				closeLogs(stdout, stderr) // the job holds its own descriptors
 				if err != nil {
 					return nil, err
 				}
 				started = true
-				p.logs = lp
+				p.logs, p.cg = lp, rc
 				return p, nil
 			}
 			// The daemon cannot be used: a supervisor of its own.
@@ -576,7 +610,8 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 			closeLogs(stdout, stderr)
 			return nil, err
 		}
-		sup.Env = append(cmd.Env, superviseEnv+"="+l.StatusFile)
+		sup.Env = append(append(cmd.Env, superviseEnv+"="+l.StatusFile), cgroupEnv(place)...)
+		place = nil // the supervisor places its job
 		if cred != nil {
 			// The supervisor stays the agent's user (it writes the status
 			// file in the agent's data dir); it starts the job as its owner.
@@ -588,13 +623,13 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 	cmd.Dir = l.WorkDir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: procCred}
-	if err := cmd.Start(); err != nil {
+	if err := startInCgroup(place, cmd); err != nil {
 		closeLogs(stdout, stderr)
 		return nil, fmt.Errorf("start entrypoint: %w", err)
 	}
 	closeLogs(stdout, stderr) // the child holds its own descriptors
 	started = true
-	return &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{})}, nil
+	return &process{cmd: cmd, pgid: cmd.Process.Pid, launch: l, logs: lp, done: make(chan struct{}), cg: rc}, nil
 }
 
 // openLog opens an output file for appending, making its directory when
@@ -669,8 +704,10 @@ func (r *Runner) finish(p *process, code int, message string) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	// Whatever the entrypoint left behind in its group goes with it.
+	// Whatever the entrypoint left behind in its group goes with it, and
+	// in its cgroup (what left the group).
 	_ = p.signal(syscall.SIGKILL)
+	usage := r.endCgroup(p)
 	close(p.done)
 	removeLimit(p.launch.StatusFile)
 	r.mu.Lock()
@@ -708,6 +745,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 	default:
 		ex.State, ex.Reason = model.StateFailed, model.ReasonNonZeroExit
 	}
+	cgroupEnd(&ex, why, usage)
 	if ex.State.Terminal() && (why == "" || why == model.ReasonCancelled || why == model.ReasonWalltimeExceeded) {
 		// No run follows: drop the acknowledgement, and the directory if
 		// the application saved nothing in it. (A run the quorum stopped
@@ -776,12 +814,14 @@ func (r *Runner) stop(p *process, reason string, grace time.Duration) {
 		p.why = reason
 		r.mu.Unlock()
 		r.log.Info("stopping allocation", "alloc", p.launch.AllocID, "reason", reason, "grace", grace)
+		r.thawToStop(p)
 		_ = p.signal(syscall.SIGTERM)
 		go func() {
 			select {
 			case <-p.done:
 			case <-time.After(grace):
 				_ = p.signal(syscall.SIGKILL)
+				r.killCgroupOf(p)
 			}
 		}()
 	})
@@ -907,6 +947,9 @@ func (r *Runner) Detach() {
 		}
 	}
 	r.closeDaemon()
+	if r.cg != nil {
+		r.cg.close() // only when no job's cgroup is left in it
+	}
 }
 
 // closeDaemon disconnects from the supervisor daemon, which ends once it
@@ -934,6 +977,9 @@ func (r *Runner) Shutdown(grace time.Duration) {
 	}
 	r.wg.Wait()
 	r.closeDaemon()
+	if r.cg != nil {
+		r.cg.close()
+	}
 }
 
 // virtualWait is the life of a virtual run: `sleep SECONDS` lasts that

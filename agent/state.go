@@ -36,16 +36,17 @@ type finalReport struct {
 	Message     string `json:"message,omitempty"`
 	Run         int32  `json:"run"`
 	EndUnixMs   int64  `json:"end_unix_ms,omitempty"`
+	Usage       *Usage `json:"usage,omitempty"`
 }
 
 func finalOf(r *latticev1.AllocationReport) *finalReport {
 	return &finalReport{State: r.State, Reason: r.Reason, HasExitCode: r.HasExitCode, ExitCode: r.ExitCode, Message: r.Message, Run: r.Run,
-		EndUnixMs: r.EndUnixMs}
+		EndUnixMs: r.EndUnixMs, Usage: usageOfProto(r.Usage)}
 }
 
 func (f *finalReport) report(id uint64) *latticev1.AllocationReport {
 	return &latticev1.AllocationReport{AllocationId: id, State: f.State, Reason: f.Reason, HasExitCode: f.HasExitCode,
-		ExitCode: f.ExitCode, Message: f.Message, Run: f.Run, EndUnixMs: f.EndUnixMs}
+		ExitCode: f.ExitCode, Message: f.Message, Run: f.Run, EndUnixMs: f.EndUnixMs, Usage: f.Usage.proto()}
 }
 
 type stateFile struct {

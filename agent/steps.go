@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/latticehpc/lattice/agent/supervise"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 )
@@ -79,9 +80,13 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 	a.steps.runs[key] = append(a.steps.runs[key], run)
 	a.steps.mu.Unlock()
 
+	cgID, place, cgErr := a.runner.stepCgroupOf(m.AllocationId, m.StepId, m.Node)
 	var wg sync.WaitGroup
 	for _, t := range m.Tasks {
-		task, err := a.startTask(m, t, run.pmi)
+		task, err := (*stepTask)(nil), cgErr // nothing runs outside its cgroup
+		if cgErr == nil {
+			task, err = a.startTask(m, t, run.pmi, place)
+		}
 		if err != nil {
 			code := 126
 			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -111,6 +116,8 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 		if run.pmi != nil {
 			run.pmi.close()
 		}
+		u := a.runner.endStepCgroup(cgID, m.StepId, m.Node)
+		a.sendStepEvent(&latticev1.StepEvent{AllocationId: m.AllocationId, StepId: m.StepId, NodeDone: true, Usage: u.proto()})
 		a.steps.mu.Lock()
 		defer a.steps.mu.Unlock()
 		rs := a.steps.runs[key]
@@ -223,9 +230,9 @@ func envValue(env []string, key string) string {
 // usesPMI says whether srun --mpi=TYPE asks for the step's PMI server.
 func usesPMI(mpi string) bool { return mpi == "pmi2" || mpi == "pmi1" || mpi == "pmi" }
 
-func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *pmiNode) (*stepTask, error) {
+func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *pmiNode, place *supervise.Cgroups) (*stepTask, error) {
 	if m.Pty {
-		return a.startPtyTask(m, t)
+		return a.startPtyTask(m, t, place)
 	}
 	argv := m.Command
 	if m.MultiProg != "" {
@@ -296,7 +303,7 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *p
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startInCgroup(place, cmd); err != nil {
 		return nil, err
 	}
 	if pmiConn != nil {

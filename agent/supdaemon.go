@@ -375,8 +375,8 @@ func (r *Runner) startDaemon() error {
 // spawnDaemon starts cmd (prepared by spawn: path, argv, env, dir) through
 // the supervisor daemon; ok is false when the daemon cannot be used and
 // nothing was started (the caller falls back to a per-job supervisor).
-func (r *Runner) spawnDaemon(cmd *exec.Cmd, l Launch, cred *syscall.Credential, stdout, stderr *os.File) (p *process, ok bool, err error) {
-	m := &supervise.Msg{Op: supervise.OpStart, Key: l.StatusFile, Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
+func (r *Runner) spawnDaemon(cmd *exec.Cmd, l Launch, cred *syscall.Credential, stdout, stderr *os.File, place *supervise.Cgroups) (p *process, ok bool, err error) {
+	m := &supervise.Msg{Op: supervise.OpStart, Key: l.StatusFile, Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Cgroups: place}
 	if m.Dir == "" {
 		m.Dir = r.cwd
 	}
@@ -401,6 +401,7 @@ func (r *Runner) spawnDaemon(cmd *exec.Cmd, l Launch, cred *syscall.Credential, 
 	if err != nil {
 		return nil, true, fmt.Errorf("start entrypoint: %w", err)
 	}
+	r.ensurePlaced(pid, place)
 	return &process{pgid: pid, launch: l, done: make(chan struct{}), exited: exit}, true, nil
 }
 

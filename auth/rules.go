@@ -70,6 +70,11 @@ var Rules = map[string]Access{
 	// A terminal step or attach, checked the same way (terminal_service.go).
 	"/lattice.v1.TerminalService/Terminal": Human,
 
+	// Usage: reading follows CanRead (the handler); suspend is for admins.
+	"/lattice.v1.UsageService/Stat":    Human,
+	"/lattice.v1.UsageService/Report":  Human,
+	"/lattice.v1.UsageService/Suspend": Admin,
+
 	"/lattice.v1.DAGService/SubmitDAG": Human,
 	"/lattice.v1.DAGService/GetDAG":    Human,
 	"/lattice.v1.DAGService/ListDAGs":  Human,

@@ -746,8 +746,8 @@ func (r *runner) listTenants(c *cli.Context) ([]*latticev1.TenantInfo, error) {
 func (r *runner) usageCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "usage",
-		Usage:  "fair-share usage and targets per tenant (--tenant T for one)",
-		Flags:  listingFlags(),
+		Usage:  "fair-share usage and targets per tenant (--tenant T for one); with --start/--end, what the jobs that ended then used (sreport-like)",
+		Flags:  append(usageReportFlags(), listingFlags()...),
 		Action: r.usage,
 	}
 }
@@ -759,6 +759,9 @@ func (r *runner) usage(c *cli.Context) error {
 	}
 	if err := needArgs(c, 0, 0, "[--tenant T]"); err != nil {
 		return err
+	}
+	if c.IsSet("start") || c.IsSet("end") {
+		return r.usageReport(c, format)
 	}
 	tenants, err := r.listTenants(c)
 	if err != nil {

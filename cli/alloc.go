@@ -330,13 +330,15 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 	}
 	if steps := a.GetSteps(); len(steps) > 0 {
 		fmt.Fprintln(w)
-		row(w, "STEP", "NODES", "TASKS", "STATE", "EXIT", "COMMAND")
+		row(w, "STEP", "NODES", "TASKS", "STATE", "EXIT", "TOTALCPU", "MAXRSS", "COMMAND")
 		for _, st := range steps {
 			exit := "-"
 			if st.GetHasExitCode() {
 				exit = strconv.Itoa(int(st.GetExitCode()))
 			}
-			row(w, strconv.Itoa(int(st.GetId())), hostlist(st.GetNodes()), strconv.Itoa(int(st.GetTasks())), st.GetState(), exit, shellJoin(st.GetCommand()))
+			u := st.GetUsage()
+			row(w, strconv.Itoa(int(st.GetId())), hostlist(st.GetNodes()), strconv.Itoa(int(st.GetTasks())), st.GetState(), exit,
+				orDash(cpuTime(u.GetUserCpuSeconds()+u.GetSystemCpuSeconds(), u != nil)), orDash(rssText(u)), shellJoin(st.GetCommand()))
 		}
 	}
 	if len(v.History) > 0 {

@@ -177,6 +177,7 @@ func (r *runner) app() *cli.App {
 			r.dagCommand(),
 			r.logsCommand(),
 			r.historyCommand(),
+			r.statCommand(),
 			r.nodesCommand(),
 			r.vclusterCommand(),
 			r.quorumCommand(),
@@ -190,6 +191,7 @@ func (r *runner) app() *cli.App {
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
+	app.Commands = append(app.Commands, r.suspendCommands()...)    // suspend, resume (usage_job.go)
 	app.Commands = append(app.Commands, r.accountCommands()...)    // user, token, whoami
 	fastNames(app.Flags)
 	return app

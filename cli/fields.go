@@ -91,6 +91,9 @@ func shortState(a *latticev1.Allocation) string {
 	case model.StateStaging:
 		return "CF"
 	case model.StateRunning:
+		if a.GetSuspendedUnixMs() != 0 {
+			return "S" // suspended by an admin (latticectl suspend)
+		}
 		return "R"
 	case model.StateCheckpointing:
 		return "CK"
@@ -172,6 +175,9 @@ var allocFields = []allocField{
 		}
 		return strconv.Itoa(int(a.GetArrayIndex()))
 	}},
+	// Measured usage (usage_job.go): names only, no squeue letter.
+	usageField("totalcpu", "TOTALCPU"), usageField("usercpu", "USERCPU"), usageField("systemcpu", "SYSTEMCPU"),
+	usageField("maxrss", "MAXRSS"), usageField("consumedenergy", "CONSUMEDENERGY"),
 }
 
 func exitText(a *latticev1.Allocation) string {
@@ -281,7 +287,9 @@ func parseFormat(s string) ([]column, error) {
 func letterList() string {
 	var parts []string
 	for _, f := range allocFields {
-		parts = append(parts, "%"+string(f.letter)+" "+f.names[0])
+		if f.letter != 0 {
+			parts = append(parts, "%"+string(f.letter)+" "+f.names[0])
+		}
 	}
 	return strings.Join(parts, ", ")
 }

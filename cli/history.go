@@ -43,6 +43,9 @@ type historyView struct {
 	allocationView
 	User           string `json:"user"`
 	ElapsedSeconds int64  `json:"elapsed_seconds"`
+	// Usage is what it used (usage_job.go); its fields are absent when
+	// it was not measured (no cgroups on its node).
+	*usageView
 }
 
 func (r *runner) history(c *cli.Context) error {
@@ -103,7 +106,8 @@ func (r *runner) history(c *cli.Context) error {
 	slices.SortStableFunc(allocs, func(x, y *latticev1.Allocation) int { return cmp.Compare(x.GetId(), y.GetId()) })
 	views := make([]historyView, 0, len(allocs))
 	for _, a := range allocs {
-		views = append(views, historyView{allocationView: allocationOf(a, false), User: userOf(a), ElapsedSeconds: int64(r.runDuration(a) / time.Second)})
+		views = append(views, historyView{allocationView: allocationOf(a, false), User: userOf(a), ElapsedSeconds: int64(r.runDuration(a) / time.Second),
+			usageView: usageViewOf(a.GetUsage())})
 	}
 	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
 		if cols != nil {

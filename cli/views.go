@@ -133,7 +133,7 @@ func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
 		}
 		for _, st := range a.GetSteps() {
 			sv := stepView{ID: st.GetId(), Nodes: st.GetNodes(), Tasks: st.GetTasks(), Command: st.GetCommand(), State: st.GetState(),
-				StartTime: rfc3339(st.GetStartTimeUnixMs()), EndTime: rfc3339(st.GetEndTimeUnixMs())}
+				StartTime: rfc3339(st.GetStartTimeUnixMs()), EndTime: rfc3339(st.GetEndTimeUnixMs()), usageView: usageViewOf(st.GetUsage())}
 			if st.GetHasExitCode() {
 				e := st.GetExitCode()
 				sv.ExitCode = &e
@@ -523,4 +523,6 @@ type stepView struct {
 	ExitCode  *int32   `json:"exit_code"`
 	StartTime *string  `json:"start_time"`
 	EndTime   *string  `json:"end_time"`
+	// Usage: what its tasks used on its nodes (absent when not measured).
+	*usageView
 }

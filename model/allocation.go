@@ -109,6 +109,9 @@ const (
 	// ReasonCheckpointTimeout: no acknowledgement before the deadline.
 	ReasonCheckpointTimeout = "CheckpointTimeout"
 	ReasonRequeued          = "Requeued"
+	// ReasonOutOfMemory: the kernel killed the job for its memory limit
+	// (--mem, --mem-per-cpu), Slurm's OUT_OF_MEMORY.
+	ReasonOutOfMemory = "OutOfMemory"
 )
 
 // CheckpointMode says how a running allocation is asked to checkpoint.
@@ -471,6 +474,14 @@ type Allocation struct {
 	// RequeueRequested marks an active allocation a user requeued: its agent
 	// is stopping it, and its end sends it back to PENDING.
 	RequeueRequested bool `json:"requeue_requested,omitempty"`
+	// SuspendedAt is when an admin suspended its run (latticectl suspend;
+	// zero: not suspended); SuspendedFor is how long its run was suspended
+	// before, which its walltime does not count.
+	SuspendedAt  time.Time     `json:"suspended_at,omitzero"`
+	SuspendedFor time.Duration `json:"suspended_for,omitempty"`
+	// Usage is what its latest ended run used, as its agent measured it
+	// (cgroups); nil when not measured.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // DisplayID is the id users see: "ID", or "ARRAYID_INDEX" for array tasks.

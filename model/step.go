@@ -33,6 +33,9 @@ type Step struct {
 	ExitCode  *int      `json:"exit_code,omitempty"`
 	StartTime time.Time `json:"start_time,omitzero"`
 	EndTime   time.Time `json:"end_time,omitzero"`
+	// Usage is what its tasks used, summed over its nodes (MaxRSSBytes:
+	// the largest node's); nil when not measured.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // cloneSteps deep-copies steps.
@@ -47,6 +50,10 @@ func cloneSteps(steps []Step) []Step {
 		if s.ExitCode != nil {
 			e := *s.ExitCode
 			s.ExitCode = &e
+		}
+		if s.Usage != nil {
+			u := *s.Usage
+			s.Usage = &u
 		}
 		out[i] = s
 	}

@@ -125,6 +125,11 @@ func (s *State) dispatch(c Command) *Result {
 	if r := s.dispatchJobControl(c); r != nil {
 		return r
 	}
+	for _, apply := range extraAppliers {
+		if r := apply(s, c); r != nil {
+			return r
+		}
+	}
 	if r := s.dispatchUsers(c); r != nil {
 		return r
 	}
@@ -452,6 +457,7 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		if c.StartTime.IsZero() {
 			at = reportedStart(c, u.StartTime, t)
 			c.StartTime = at
+			c.SuspendedAt, c.SuspendedFor = time.Time{}, 0 // a new run
 		}
 		transition(c, model.StateRunning, reason, at)
 		if a.State == model.StateCheckpointing {
@@ -488,6 +494,10 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 		s.finishAt(c, u.State, reason, u.ExitCode, reportedEnd(c, u.EndTime, t), t)
 	default:
 		return reject(CodeInvalid, "", "state %s cannot be reported", u.State)
+	}
+	if u.Usage != nil && (u.State.Terminal() || u.State == model.StateSuspended) {
+		v := *u.Usage
+		c.Usage = &v
 	}
 	s.replaceAlloc(a, c)
 	s.touch()

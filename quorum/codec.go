@@ -58,7 +58,8 @@ const (
 	flagExitCode = 1 << 0
 	flagRun      = 1 << 1 // followed by the run (requeue count + 1)
 	flagEndTime  = 1 << 2 // followed by the end time, unix milliseconds (varint)
-	flagStart    = 1 << 3 // followed by the start time, unix milliseconds (varint)
+	flagUsage    = 1 << 3 // followed by the run's usage (appendUsage)
+	flagStart    = 1 << 4 // followed by the start time, unix milliseconds (varint)
 )
 
 // zeroTimeUnix is time.Time{}.Unix(): the zero time encodes like any other.
@@ -153,6 +154,9 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		if !u.EndTime.IsZero() {
 			flags |= flagEndTime
 		}
+		if u.Usage != nil {
+			flags |= flagUsage
+		}
 		if !u.StartTime.IsZero() {
 			flags |= flagStart
 		}
@@ -165,6 +169,9 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		}
 		if !u.EndTime.IsZero() {
 			b = binary.AppendVarint(b, u.EndTime.UnixMilli())
+		}
+		if u.Usage != nil {
+			b = appendUsage(b, u.Usage)
 		}
 		if !u.StartTime.IsZero() {
 			b = binary.AppendVarint(b, u.StartTime.UnixMilli())
@@ -434,7 +441,7 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if flags&^(flagExitCode|flagRun|flagEndTime|flagStart) != 0 {
+		if flags&^(flagExitCode|flagRun|flagEndTime|flagUsage|flagStart) != 0 {
 			r.fail(fmt.Errorf("unknown update flags %#x", flags))
 			return nil, r.err
 		}
@@ -470,6 +477,12 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 				return nil, r.err
 			}
 			u.EndTime = time.UnixMilli(ms).UTC()
+		}
+		if flags&flagUsage != 0 {
+			u.Usage = r.usage()
+			if r.err != nil {
+				return nil, r.err
+			}
 		}
 		if flags&flagStart != 0 {
 			ms := r.varint()

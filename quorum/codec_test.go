@@ -40,8 +40,11 @@ func codecSamples() []Command {
 			{AllocID: 9, State: model.StateCompleted, ExitCode: intPtr(0), Run: math.MaxInt32},
 			{AllocID: 10, State: model.StateFailed, Reason: model.ReasonNodeFailure, Run: 1, EndTime: time.UnixMilli(1772600000123).UTC()},
 			{AllocID: 11, State: model.StateCompleted, EndTime: time.UnixMilli(-5).UTC()},
-			{AllocID: 12, State: model.StateRunning, Run: 2, StartTime: time.UnixMilli(1772600000456).UTC()},
-			{AllocID: 13, State: model.StateCompleted, StartTime: time.UnixMilli(7).UTC(), EndTime: time.UnixMilli(9).UTC()},
+			{AllocID: 12, State: model.StateFailed, Reason: model.ReasonOutOfMemory, Usage: &model.Usage{UserCPUSeconds: 1.5, SystemCPUSeconds: 0.25,
+				MaxRSSBytes: 200 << 20, MaxRSSSampled: true, EnergyJoules: 1234.5, EnergySource: model.EnergyModel, OOMKills: 1}},
+			{AllocID: 13, State: model.StateCompleted, Usage: &model.Usage{}},
+			{AllocID: 14, State: model.StateRunning, Run: 2, StartTime: time.UnixMilli(1772600000456).UTC()},
+			{AllocID: 15, State: model.StateCompleted, StartTime: time.UnixMilli(7).UTC(), EndTime: time.UnixMilli(9).UTC()},
 		}},
 		&UpdateAllocs{Header: Header{Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}},
 		&UpdateAllocs{Header: Header{Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}},
@@ -142,7 +145,7 @@ func TestCodecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[AssignBatch]():  "Header VCluster Items",
 		reflect.TypeFor[AssignItem]():   "AllocID Nodes Version",
 		reflect.TypeFor[UpdateAllocs](): "Header Updates",
-		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime StartTime",
+		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime Usage StartTime",
 	}
 	for typ, fields := range want {
 		var got []string

@@ -137,6 +137,9 @@ type AllocUpdate struct {
 	// A final report applies it, clamped between the run's start and the
 	// command's time, so a late delivery does not stretch the run.
 	EndTime time.Time `json:"end_time,omitzero"`
+	// Usage is what the ended run used (its agent's cgroup figures); a
+	// final report records it on the allocation.
+	Usage *model.Usage `json:"usage,omitempty"`
 	// StartTime is when a RUNNING report's run started by its agent's
 	// clock (zero: unknown), clamped between its assignment and the
 	// command's time, as EndTime.
@@ -428,6 +431,10 @@ func Decode(data []byte) (Command, error) {
 	default:
 		if jc := decodeJobControl(CommandType(data[0])); jc != nil {
 			c = jc
+			break
+		}
+		if ec := decodeExtra(CommandType(data[0])); ec != nil {
+			c = ec
 			break
 		}
 		if uc := decodeUsers(CommandType(data[0])); uc != nil {

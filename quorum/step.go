@@ -19,6 +19,8 @@ type StepCommand struct {
 	Command  []string        `json:"command,omitempty"`
 	State    model.StepState `json:"state,omitempty"`
 	ExitCode *int            `json:"exit_code,omitempty"`
+	// Usage: what the ended step used (its nodes' cgroups).
+	Usage *model.Usage `json:"usage,omitempty"`
 }
 
 // Type implements Command.
@@ -67,6 +69,10 @@ func (s *State) applyStep(c *StepCommand) *Result {
 	if c.ExitCode != nil {
 		e := *c.ExitCode
 		st.ExitCode = &e
+	}
+	if c.Usage != nil {
+		u := *c.Usage
+		st.Usage = &u
 	}
 	s.replaceAlloc(a, cp)
 	s.touch()

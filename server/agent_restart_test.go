@@ -120,6 +120,7 @@ func startAgentProcStackArgs(t *testing.T, nodes int, tune func(*Config), args [
 		}
 		// Whatever the test's jobs left: their supervisors carry the tag.
 		killTagged(s.dataDir)
+		removeAgentCgroups(s.dataDir) // cgroup_e2e_test.go
 	})
 	waitFor(t, 20*time.Second, "nodes ready", func() bool {
 		r, err := s.nodes.List(context.Background(), &latticev1.ListNodesRequest{States: []string{"Ready"}})

@@ -144,6 +144,8 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				s.nodeFacts(stream.Context(), hello.AgentId, &latticev1.NodeFacts{Nodes: mine})
 			case *latticev1.AgentMessage_LogData:
 				conn.deliverLog(msg.LogData)
+			case *latticev1.AgentMessage_UsageAnswer:
+				l.disp.usage.deliver(msg.UsageAnswer)
 			case *latticev1.AgentMessage_StepEvent:
 				l.steps.deliver(msg.StepEvent)
 				l.terms.publish(msg.StepEvent)

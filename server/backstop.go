@@ -41,7 +41,7 @@ func (l *leaderState) walltimeBackstop(ctx context.Context) {
 				if a.State != model.StateRunning || a.Walltime <= 0 || a.StartTime.IsZero() || len(a.Nodes) == 0 {
 					continue
 				}
-				if now.After(a.StartTime.Add(a.Walltime + limit)) {
+				if now.After(a.StartTime.Add(a.Walltime + limit + suspendedFor(a, now))) {
 					overdue = append(overdue, a)
 				}
 			}

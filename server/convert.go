@@ -124,6 +124,8 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 	if a.ExitCode != nil {
 		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)
 	}
+	p.Usage = UsageToProto(a.Usage)
+	p.SuspendedUnixMs, p.SuspendedSeconds = unixMS(a.SuspendedAt), int64(a.SuspendedFor/time.Second)
 	for _, h := range a.History {
 		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
 	}
@@ -133,6 +135,7 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 		if st.ExitCode != nil {
 			ps.HasExitCode, ps.ExitCode = true, int32(*st.ExitCode)
 		}
+		ps.Usage = UsageToProto(st.Usage)
 		p.Steps = append(p.Steps, ps)
 	}
 	return p

@@ -77,6 +77,7 @@ type dispatcher struct {
 	reports chan reportIn
 	logSeq  uint64
 	kick    chan struct{}
+	usage   usageWaiters // live usage questions to agents (usage_service.go)
 }
 
 func newDispatcher(l *leaderState) *dispatcher {
@@ -474,6 +475,9 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 		if in.report.HasExitCode {
 			code := int(in.report.ExitCode)
 			u.ExitCode = &code
+		}
+		if st.Terminal() || st == model.StateSuspended {
+			u.Usage = usageFromProto(in.report.Usage)
 		}
 		cmd.Updates = append(cmd.Updates, u)
 		keep = append(keep, in)

@@ -293,6 +293,7 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 			kill()
 		}
 	}
+	var used stepUsage // usage_service.go
 	for len(exited) < ntasks {
 		if killedFor != "" && time.Since(killedAt) > grace+stepKillWait {
 			message += fmt.Sprintf("; %d task(s) did not report their end", ntasks-len(exited))
@@ -301,6 +302,10 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 		changed := s.fsm.Changed()
 		select {
 		case ev := <-sess.events:
+			if ev.NodeDone {
+				used.add(ev)
+				continue
+			}
 			if ev.PmiFence != nil {
 				fences.add(ev.PmiFence, conns, plan, al.ID, stepID)
 				continue
@@ -365,8 +370,11 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 		state = model.StepFailed
 	}
 	code := int(exit)
+	if killedFor != "agent" {
+		used.wait(sess.events, len(plan))
+	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if _, err := s.propose(rctx, &quorum.StepCommand{AllocID: al.ID, StepID: int(stepID), State: state, ExitCode: &code}); err != nil {
+	if _, err := s.propose(rctx, &quorum.StepCommand{AllocID: al.ID, StepID: int(stepID), State: state, ExitCode: &code, Usage: used.sum}); err != nil {
 		log.Warn("record step end", "err", err)
 	}
 	rcancel()

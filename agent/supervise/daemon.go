@@ -70,9 +70,11 @@ type Msg struct {
 	Env  []string `json:"env,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
 	Cred string   `json:"cred,omitempty"` // FormatCredential; "" = the daemon's own user
-	Code int      `json:"code,omitempty"`
-	Err  string   `json:"err,omitempty"`
-	Jobs []Job    `json:"jobs,omitempty"`
+	// Cgroups: where the job starts (cgroup.go); nil = the daemon's own.
+	Cgroups *Cgroups `json:"cgroups,omitempty"`
+	Code    int      `json:"code,omitempty"`
+	Err     string   `json:"err,omitempty"`
+	Jobs    []Job    `json:"jobs,omitempty"`
 	// More: another OpList packet follows (a long list comes in parts).
 	More bool `json:"more,omitempty"`
 }
@@ -328,7 +330,7 @@ func (d *daemon) start(m *Msg, files []*os.File) *Msg {
 		attr.Sys.Credential = c
 	}
 	d.mu.Lock()
-	pid, err := syscall.ForkExec(m.Path, m.Argv, attr)
+	pid, err := ForkExecIn(m.Cgroups, m.Path, m.Argv, attr)
 	if err == nil {
 		d.jobs[pid] = m.Key // before the reaper can look it up (it takes d.mu)
 	}

@@ -76,6 +76,12 @@ func Run(status, path string, argv []string) int {
 		cred = c
 		_ = os.Unsetenv(CredEnv)
 	}
+	cg, err := cgroupsFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lattice: %v\n", err)
+		_ = WriteStatus(status, 126)
+		return 126
+	}
 	// The signals the Go runtime would end the supervisor with when they
 	// come from kill(2) (its sigtable's _SigKill and _SigThrow ones); it
 	// drops the others itself while they are not notified. Handled, not
@@ -90,7 +96,7 @@ func Run(status, path string, argv []string) int {
 		}
 	}()
 	g := newJobGuard(status)
-	code := start(path, argv, cred, g.started)
+	code := start(path, argv, cred, cg, g.started)
 	if err := WriteStatus(status, code); err != nil {
 		fmt.Fprintf(os.Stderr, "lattice: record exit status: %v\n", err)
 	}
@@ -101,12 +107,12 @@ func Run(status, path string, argv []string) int {
 // start runs path and waits for it: its exit code, 128+N when signal N
 // ended it, 127 when it could not start. syscall.ForkExec and Wait4, not
 // os/exec: nothing but the process is needed (no pipes, no pidfd).
-func start(path string, argv []string, cred *syscall.Credential, started func(pid int)) int {
+func start(path string, argv []string, cred *syscall.Credential, cg *Cgroups, started func(pid int)) int {
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
 	if cred != nil {
 		attr.Sys = &syscall.SysProcAttr{Credential: cred}
 	}
-	pid, err := syscall.ForkExec(path, argv, attr)
+	pid, err := ForkExecIn(cg, path, argv, attr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lattice: start %s: %v\n", path, err)
 		return 127

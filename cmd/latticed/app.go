@@ -489,6 +489,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (always with --simulate)"}),
 	}
 	flags = append(flags, tlsFlags("the agent")...)
+	flags = append(flags, cgroupFlags()...)
 	return &cli.Command{
 		Name:         "agent",
 		Usage:        "run a node agent (one node, or --simulate N nodes)",
@@ -588,7 +589,11 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return usageError{&model.FieldError{Field: "job-supervisor-mode", Value: c.String("job-supervisor-mode"), Allowed: agent.SupervisorDaemon + ", " + agent.SupervisorPerJob}}
 	}
-	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes,
+	cgroups, err := cgroupConfig(c)
+	if err != nil {
+		return err
+	}
+	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes, Cgroups: cgroups,
 		HeartbeatInterval: c.Duration("heartbeat"), FenceTimeout: c.Duration("fence-timeout"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,

@@ -31,6 +31,7 @@ type AgentMessage struct {
 	//	*AgentMessage_Heartbeat
 	//	*AgentMessage_StepEvent
 	//	*AgentMessage_NodeFacts
+	//	*AgentMessage_UsageAnswer
 	Msg           isAgentMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -127,6 +128,15 @@ func (x *AgentMessage) GetNodeFacts() *NodeFacts {
 	return nil
 }
 
+func (x *AgentMessage) GetUsageAnswer() *UsageAnswer {
+	if x != nil {
+		if x, ok := x.Msg.(*AgentMessage_UsageAnswer); ok {
+			return x.UsageAnswer
+		}
+	}
+	return nil
+}
+
 type isAgentMessage_Msg interface {
 	isAgentMessage_Msg()
 }
@@ -155,6 +165,10 @@ type AgentMessage_NodeFacts struct {
 	NodeFacts *NodeFacts `protobuf:"bytes,6,opt,name=node_facts,json=nodeFacts,proto3,oneof"`
 }
 
+type AgentMessage_UsageAnswer struct {
+	UsageAnswer *UsageAnswer `protobuf:"bytes,300,opt,name=usage_answer,json=usageAnswer,proto3,oneof"`
+}
+
 func (*AgentMessage_Hello) isAgentMessage_Msg() {}
 
 func (*AgentMessage_Report) isAgentMessage_Msg() {}
@@ -166,6 +180,8 @@ func (*AgentMessage_Heartbeat) isAgentMessage_Msg() {}
 func (*AgentMessage_StepEvent) isAgentMessage_Msg() {}
 
 func (*AgentMessage_NodeFacts) isAgentMessage_Msg() {}
+
+func (*AgentMessage_UsageAnswer) isAgentMessage_Msg() {}
 
 // AgentHello opens the stream: who the agent is and the nodes it runs.
 type AgentHello struct {
@@ -515,7 +531,10 @@ type AllocationReport struct {
 	// start_unix_ms is when a RUNNING report's run started, by the agent's
 	// clock (0: unknown): a start reported late (every member was down) is
 	// recorded when it happened.
-	StartUnixMs   int64 `protobuf:"varint,200,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"`
+	StartUnixMs int64 `protobuf:"varint,200,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"`
+	// usage: what the run used (its cgroup), with a final report; absent
+	// without cgroups.
+	Usage         *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -620,6 +639,13 @@ func (x *AllocationReport) GetStartUnixMs() int64 {
 	return 0
 }
 
+func (x *AllocationReport) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 type LogData struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestId     uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -718,6 +744,8 @@ type ServerMessage struct {
 	//	*ServerMessage_StepKill
 	//	*ServerMessage_Signal
 	//	*ServerMessage_SetWalltime
+	//	*ServerMessage_UsageQuery
+	//	*ServerMessage_Freeze
 	//	*ServerMessage_StepPmiFenceDone
 	//	*ServerMessage_StepInput
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
@@ -852,6 +880,24 @@ func (x *ServerMessage) GetSetWalltime() *SetWalltime {
 	return nil
 }
 
+func (x *ServerMessage) GetUsageQuery() *UsageQuery {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_UsageQuery); ok {
+			return x.UsageQuery
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetFreeze() *FreezeAllocation {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Freeze); ok {
+			return x.Freeze
+		}
+	}
+	return nil
+}
+
 func (x *ServerMessage) GetStepPmiFenceDone() *StepPMIFenceDone {
 	if x != nil {
 		if x, ok := x.Msg.(*ServerMessage_StepPmiFenceDone); ok {
@@ -914,6 +960,14 @@ type ServerMessage_SetWalltime struct {
 	SetWalltime *SetWalltime `protobuf:"bytes,10,opt,name=set_walltime,json=setWalltime,proto3,oneof"`
 }
 
+type ServerMessage_UsageQuery struct {
+	UsageQuery *UsageQuery `protobuf:"bytes,300,opt,name=usage_query,json=usageQuery,proto3,oneof"`
+}
+
+type ServerMessage_Freeze struct {
+	Freeze *FreezeAllocation `protobuf:"bytes,301,opt,name=freeze,proto3,oneof"`
+}
+
 type ServerMessage_StepPmiFenceDone struct {
 	StepPmiFenceDone *StepPMIFenceDone `protobuf:"bytes,240,opt,name=step_pmi_fence_done,json=stepPmiFenceDone,proto3,oneof"`
 }
@@ -941,6 +995,10 @@ func (*ServerMessage_StepKill) isServerMessage_Msg() {}
 func (*ServerMessage_Signal) isServerMessage_Msg() {}
 
 func (*ServerMessage_SetWalltime) isServerMessage_Msg() {}
+
+func (*ServerMessage_UsageQuery) isServerMessage_Msg() {}
+
+func (*ServerMessage_Freeze) isServerMessage_Msg() {}
 
 func (*ServerMessage_StepPmiFenceDone) isServerMessage_Msg() {}
 
@@ -1480,7 +1538,7 @@ var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/agent.proto\x12\n" +
-	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x1clattice/v1/interactive.proto\"\xd6\x02\n" +
+	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x16lattice/v1/usage.proto\x1a\x1clattice/v1/interactive.proto\"\x95\x03\n" +
 	"\fAgentMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.lattice.v1.AgentHelloH\x00R\x05hello\x126\n" +
 	"\x06report\x18\x02 \x01(\v2\x1c.lattice.v1.AllocationReportH\x00R\x06report\x120\n" +
@@ -1489,7 +1547,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"step_event\x18\x05 \x01(\v2\x15.lattice.v1.StepEventH\x00R\tstepEvent\x126\n" +
 	"\n" +
-	"node_facts\x18\x06 \x01(\v2\x15.lattice.v1.NodeFactsH\x00R\tnodeFactsB\x05\n" +
+	"node_facts\x18\x06 \x01(\v2\x15.lattice.v1.NodeFactsH\x00R\tnodeFacts\x12=\n" +
+	"\fusage_answer\x18\xac\x02 \x01(\v2\x17.lattice.v1.UsageAnswerH\x00R\vusageAnswerB\x05\n" +
 	"\x03msg\"\xac\x01\n" +
 	"\n" +
 	"AgentHello\x12\x19\n" +
@@ -1512,7 +1571,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\bNodeFact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa9\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xd6\x02\n" +
 	"\x10AllocationReport\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1523,7 +1582,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x03seq\x18\a \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03run\x18\b \x01(\x05R\x03run\x12\x1e\n" +
 	"\vend_unix_ms\x18\t \x01(\x03R\tendUnixMs\x12#\n" +
-	"\rstart_unix_ms\x18\xc8\x01 \x01(\x03R\vstartUnixMs\"\x99\x01\n" +
+	"\rstart_unix_ms\x18\xc8\x01 \x01(\x03R\vstartUnixMs\x12+\n" +
+	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\"\x99\x01\n" +
 	"\aLogData\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
@@ -1531,7 +1591,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
 	"\x03eof\x18\x04 \x01(\bR\x03eof\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x1b\n" +
-	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xda\x05\n" +
+	"\tnot_found\x18\x06 \x01(\bR\bnotFound\"\xcf\x06\n" +
 	"\rServerMessage\x120\n" +
 	"\x06assign\x18\x01 \x01(\v2\x16.lattice.v1.AssignmentH\x00R\x06assign\x126\n" +
 	"\x06cancel\x18\x02 \x01(\v2\x1c.lattice.v1.CancelAllocationH\x00R\x06cancel\x129\n" +
@@ -1547,7 +1607,10 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\tstep_kill\x18\b \x01(\v2\x14.lattice.v1.StepKillH\x00R\bstepKill\x126\n" +
 	"\x06signal\x18\t \x01(\v2\x1c.lattice.v1.SignalAllocationH\x00R\x06signal\x12<\n" +
 	"\fset_walltime\x18\n" +
-	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x12N\n" +
+	" \x01(\v2\x17.lattice.v1.SetWalltimeH\x00R\vsetWalltime\x12:\n" +
+	"\vusage_query\x18\xac\x02 \x01(\v2\x16.lattice.v1.UsageQueryH\x00R\n" +
+	"usageQuery\x127\n" +
+	"\x06freeze\x18\xad\x02 \x01(\v2\x1c.lattice.v1.FreezeAllocationH\x00R\x06freeze\x12N\n" +
 	"\x13step_pmi_fence_done\x18\xf0\x01 \x01(\v2\x1c.lattice.v1.StepPMIFenceDoneH\x00R\x10stepPmiFenceDone\x127\n" +
 	"\n" +
 	"step_input\x18\x84\x02 \x01(\v2\x15.lattice.v1.StepInputH\x00R\tstepInputB\x05\n" +
@@ -1629,12 +1692,16 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*CheckpointRequest)(nil), // 15: lattice.v1.CheckpointRequest
 	(*ReportAck)(nil),         // 16: lattice.v1.ReportAck
 	(*StepEvent)(nil),         // 17: lattice.v1.StepEvent
-	(*Node)(nil),              // 18: lattice.v1.Node
-	(*StepLaunch)(nil),        // 19: lattice.v1.StepLaunch
-	(*StepKill)(nil),          // 20: lattice.v1.StepKill
-	(*StepPMIFenceDone)(nil),  // 21: lattice.v1.StepPMIFenceDone
-	(*StepInput)(nil),         // 22: lattice.v1.StepInput
-	(*Allocation)(nil),        // 23: lattice.v1.Allocation
+	(*UsageAnswer)(nil),       // 18: lattice.v1.UsageAnswer
+	(*Node)(nil),              // 19: lattice.v1.Node
+	(*JobUsage)(nil),          // 20: lattice.v1.JobUsage
+	(*StepLaunch)(nil),        // 21: lattice.v1.StepLaunch
+	(*StepKill)(nil),          // 22: lattice.v1.StepKill
+	(*UsageQuery)(nil),        // 23: lattice.v1.UsageQuery
+	(*FreezeAllocation)(nil),  // 24: lattice.v1.FreezeAllocation
+	(*StepPMIFenceDone)(nil),  // 25: lattice.v1.StepPMIFenceDone
+	(*StepInput)(nil),         // 26: lattice.v1.StepInput
+	(*Allocation)(nil),        // 27: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1643,29 +1710,33 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	3,  // 3: lattice.v1.AgentMessage.heartbeat:type_name -> lattice.v1.Heartbeat
 	17, // 4: lattice.v1.AgentMessage.step_event:type_name -> lattice.v1.StepEvent
 	4,  // 5: lattice.v1.AgentMessage.node_facts:type_name -> lattice.v1.NodeFacts
-	18, // 6: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
-	2,  // 7: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
-	5,  // 8: lattice.v1.NodeFacts.nodes:type_name -> lattice.v1.NodeFact
-	12, // 9: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
-	13, // 10: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
-	14, // 11: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
-	15, // 12: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
-	16, // 13: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
-	11, // 14: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
-	19, // 15: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
-	20, // 16: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
-	10, // 17: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
-	9,  // 18: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
-	21, // 19: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
-	22, // 20: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
-	23, // 21: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 22: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 23: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	23, // [23:24] is the sub-list for method output_type
-	22, // [22:23] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	18, // 6: lattice.v1.AgentMessage.usage_answer:type_name -> lattice.v1.UsageAnswer
+	19, // 7: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
+	2,  // 8: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
+	5,  // 9: lattice.v1.NodeFacts.nodes:type_name -> lattice.v1.NodeFact
+	20, // 10: lattice.v1.AllocationReport.usage:type_name -> lattice.v1.JobUsage
+	12, // 11: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
+	13, // 12: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
+	14, // 13: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
+	15, // 14: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
+	16, // 15: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
+	11, // 16: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
+	21, // 17: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
+	22, // 18: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
+	10, // 19: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
+	9,  // 20: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
+	23, // 21: lattice.v1.ServerMessage.usage_query:type_name -> lattice.v1.UsageQuery
+	24, // 22: lattice.v1.ServerMessage.freeze:type_name -> lattice.v1.FreezeAllocation
+	25, // 23: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
+	26, // 24: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
+	27, // 25: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 26: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 27: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	27, // [27:28] is the sub-list for method output_type
+	26, // [26:27] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1676,6 +1747,7 @@ func file_lattice_v1_agent_proto_init() {
 	file_lattice_v1_allocation_proto_init()
 	file_lattice_v1_node_proto_init()
 	file_lattice_v1_step_proto_init()
+	file_lattice_v1_usage_proto_init()
 	file_lattice_v1_interactive_proto_init()
 	file_lattice_v1_agent_proto_msgTypes[0].OneofWrappers = []any{
 		(*AgentMessage_Hello)(nil),
@@ -1684,6 +1756,7 @@ func file_lattice_v1_agent_proto_init() {
 		(*AgentMessage_Heartbeat)(nil),
 		(*AgentMessage_StepEvent)(nil),
 		(*AgentMessage_NodeFacts)(nil),
+		(*AgentMessage_UsageAnswer)(nil),
 	}
 	file_lattice_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*ServerMessage_Assign)(nil),
@@ -1696,6 +1769,8 @@ func file_lattice_v1_agent_proto_init() {
 		(*ServerMessage_StepKill)(nil),
 		(*ServerMessage_Signal)(nil),
 		(*ServerMessage_SetWalltime)(nil),
+		(*ServerMessage_UsageQuery)(nil),
+		(*ServerMessage_Freeze)(nil),
 		(*ServerMessage_StepPmiFenceDone)(nil),
 		(*ServerMessage_StepInput)(nil),
 	}

@@ -1985,8 +1985,16 @@ type Allocation struct {
 	CheckpointDeadlineUnixMs int64        `protobuf:"varint,23,opt,name=checkpoint_deadline_unix_ms,json=checkpointDeadlineUnixMs,proto3" json:"checkpoint_deadline_unix_ms,omitempty"` // while CHECKPOINTING
 	Steps                    []*Step      `protobuf:"bytes,24,rep,name=steps,proto3" json:"steps,omitempty"`                                                                            // steps launched inside it (latticectl run, srun)
 	Held                     string       `protobuf:"bytes,33,opt,name=held,proto3" json:"held,omitempty"`                                                                              // while PENDING: user or admin when held
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// usage: what its last run used (its first node's cgroup); absent
+	// without cgroups and while it runs (latticectl stat asks the agent).
+	Usage *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
+	// suspended_unix_ms: when an admin suspended its run (latticectl
+	// suspend; 0 = not suspended); suspended_seconds: how long its run was
+	// suspended before (its walltime does not count it).
+	SuspendedUnixMs  int64 `protobuf:"varint,301,opt,name=suspended_unix_ms,json=suspendedUnixMs,proto3" json:"suspended_unix_ms,omitempty"`
+	SuspendedSeconds int64 `protobuf:"varint,302,opt,name=suspended_seconds,json=suspendedSeconds,proto3" json:"suspended_seconds,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2201,6 +2209,27 @@ func (x *Allocation) GetHeld() string {
 	return ""
 }
 
+func (x *Allocation) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Allocation) GetSuspendedUnixMs() int64 {
+	if x != nil {
+		return x.SuspendedUnixMs
+	}
+	return 0
+}
+
+func (x *Allocation) GetSuspendedSeconds() int64 {
+	if x != nil {
+		return x.SuspendedSeconds
+	}
+	return 0
+}
+
 // Step is one step launched inside an allocation.
 type Step struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -2213,8 +2242,11 @@ type Step struct {
 	ExitCode        int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	StartTimeUnixMs int64                  `protobuf:"varint,8,opt,name=start_time_unix_ms,json=startTimeUnixMs,proto3" json:"start_time_unix_ms,omitempty"`
 	EndTimeUnixMs   int64                  `protobuf:"varint,9,opt,name=end_time_unix_ms,json=endTimeUnixMs,proto3" json:"end_time_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// usage: what its tasks used, summed over its nodes (max RSS: the
+	// largest node's); absent when no node measured it.
+	Usage         *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -2308,6 +2340,13 @@ func (x *Step) GetEndTimeUnixMs() int64 {
 		return x.EndTimeUnixMs
 	}
 	return 0
+}
+
+func (x *Step) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 type GetAllocationRequest struct {
@@ -3109,7 +3148,7 @@ var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"\x1blattice/v1/allocation.proto\x12\n" +
-	"lattice.v1\"K\n" +
+	"lattice.v1\x1a\x16lattice/v1/usage.proto\"K\n" +
 	"\x12SubmitBatchRequest\x125\n" +
 	"\brequests\x18\x01 \x03(\v2\x19.lattice.v1.SubmitRequestR\brequests\"n\n" +
 	"\x11SubmitBatchResult\x12\x10\n" +
@@ -3279,7 +3318,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\x84\b\n" +
+	"timeUnixMs\"\x8c\t\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -3313,7 +3352,10 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x11checkpoint_reason\x18\x16 \x01(\tR\x10checkpointReason\x12=\n" +
 	"\x1bcheckpoint_deadline_unix_ms\x18\x17 \x01(\x03R\x18checkpointDeadlineUnixMs\x12&\n" +
 	"\x05steps\x18\x18 \x03(\v2\x10.lattice.v1.StepR\x05steps\x12\x12\n" +
-	"\x04held\x18! \x01(\tR\x04held\"\x89\x02\n" +
+	"\x04held\x18! \x01(\tR\x04held\x12+\n" +
+	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\x12+\n" +
+	"\x11suspended_unix_ms\x18\xad\x02 \x01(\x03R\x0fsuspendedUnixMs\x12,\n" +
+	"\x11suspended_seconds\x18\xae\x02 \x01(\x03R\x10suspendedSeconds\"\xb6\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +
@@ -3323,7 +3365,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\rhas_exit_code\x18\x06 \x01(\bR\vhasExitCode\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12+\n" +
 	"\x12start_time_unix_ms\x18\b \x01(\x03R\x0fstartTimeUnixMs\x12'\n" +
-	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\"&\n" +
+	"\x10end_time_unix_ms\x18\t \x01(\x03R\rendTimeUnixMs\x12+\n" +
+	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\"&\n" +
 	"\x14GetAllocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\xff\x01\n" +
 	"\x16ListAllocationsRequest\x12\x16\n" +
@@ -3457,6 +3500,7 @@ var file_lattice_v1_allocation_proto_goTypes = []any{
 	(*FactorScore)(nil),                  // 38: lattice.v1.FactorScore
 	(*FilterCount)(nil),                  // 39: lattice.v1.FilterCount
 	(*Explanation)(nil),                  // 40: lattice.v1.Explanation
+	(*JobUsage)(nil),                     // 41: lattice.v1.JobUsage
 }
 var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	24, // 0: lattice.v1.SubmitBatchRequest.requests:type_name -> lattice.v1.SubmitRequest
@@ -3473,49 +3517,51 @@ var file_lattice_v1_allocation_proto_depIdxs = []int32{
 	40, // 11: lattice.v1.Allocation.explanation:type_name -> lattice.v1.Explanation
 	23, // 12: lattice.v1.Allocation.preemption:type_name -> lattice.v1.Preemption
 	28, // 13: lattice.v1.Allocation.steps:type_name -> lattice.v1.Step
-	27, // 14: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
-	33, // 15: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
-	38, // 16: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
-	39, // 17: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
-	24, // 18: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
-	29, // 19: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
-	30, // 20: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
-	32, // 21: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
-	35, // 22: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
-	37, // 23: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
-	16, // 24: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
-	18, // 25: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
-	3,  // 26: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
-	3,  // 27: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
-	3,  // 28: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
-	6,  // 29: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
-	7,  // 30: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
-	10, // 31: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
-	12, // 32: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
-	14, // 33: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
-	0,  // 34: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
-	25, // 35: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
-	27, // 36: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
-	31, // 37: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
-	34, // 38: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
-	36, // 39: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
-	40, // 40: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
-	17, // 41: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
-	19, // 42: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
-	5,  // 43: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
-	5,  // 44: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
-	5,  // 45: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
-	27, // 46: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
-	5,  // 47: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
-	11, // 48: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
-	13, // 49: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
-	15, // 50: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
-	2,  // 51: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
-	35, // [35:52] is the sub-list for method output_type
-	18, // [18:35] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	41, // 14: lattice.v1.Allocation.usage:type_name -> lattice.v1.JobUsage
+	41, // 15: lattice.v1.Step.usage:type_name -> lattice.v1.JobUsage
+	27, // 16: lattice.v1.ListAllocationsResponse.allocations:type_name -> lattice.v1.Allocation
+	33, // 17: lattice.v1.CancelResponse.results:type_name -> lattice.v1.CancelResult
+	38, // 18: lattice.v1.Explanation.factors:type_name -> lattice.v1.FactorScore
+	39, // 19: lattice.v1.Explanation.filtered:type_name -> lattice.v1.FilterCount
+	24, // 20: lattice.v1.AllocationService.Submit:input_type -> lattice.v1.SubmitRequest
+	29, // 21: lattice.v1.AllocationService.Get:input_type -> lattice.v1.GetAllocationRequest
+	30, // 22: lattice.v1.AllocationService.List:input_type -> lattice.v1.ListAllocationsRequest
+	32, // 23: lattice.v1.AllocationService.Cancel:input_type -> lattice.v1.CancelRequest
+	35, // 24: lattice.v1.AllocationService.Logs:input_type -> lattice.v1.LogsRequest
+	37, // 25: lattice.v1.AllocationService.Explain:input_type -> lattice.v1.ExplainRequest
+	16, // 26: lattice.v1.AllocationService.Checkpoint:input_type -> lattice.v1.CheckpointAllocationRequest
+	18, // 27: lattice.v1.AllocationService.CheckpointDone:input_type -> lattice.v1.CheckpointDoneRequest
+	3,  // 28: lattice.v1.AllocationService.Hold:input_type -> lattice.v1.JobControlRequest
+	3,  // 29: lattice.v1.AllocationService.Release:input_type -> lattice.v1.JobControlRequest
+	3,  // 30: lattice.v1.AllocationService.Requeue:input_type -> lattice.v1.JobControlRequest
+	6,  // 31: lattice.v1.AllocationService.Update:input_type -> lattice.v1.UpdateAllocationRequest
+	7,  // 32: lattice.v1.AllocationService.Signal:input_type -> lattice.v1.SignalRequest
+	10, // 33: lattice.v1.AllocationService.ListQOS:input_type -> lattice.v1.ListQOSRequest
+	12, // 34: lattice.v1.AllocationService.SetQOS:input_type -> lattice.v1.SetQOSRequest
+	14, // 35: lattice.v1.AllocationService.SetPartition:input_type -> lattice.v1.SetPartitionRequest
+	0,  // 36: lattice.v1.AllocationService.SubmitBatch:input_type -> lattice.v1.SubmitBatchRequest
+	25, // 37: lattice.v1.AllocationService.Submit:output_type -> lattice.v1.SubmitResponse
+	27, // 38: lattice.v1.AllocationService.Get:output_type -> lattice.v1.Allocation
+	31, // 39: lattice.v1.AllocationService.List:output_type -> lattice.v1.ListAllocationsResponse
+	34, // 40: lattice.v1.AllocationService.Cancel:output_type -> lattice.v1.CancelResponse
+	36, // 41: lattice.v1.AllocationService.Logs:output_type -> lattice.v1.LogChunk
+	40, // 42: lattice.v1.AllocationService.Explain:output_type -> lattice.v1.Explanation
+	17, // 43: lattice.v1.AllocationService.Checkpoint:output_type -> lattice.v1.CheckpointAllocationResponse
+	19, // 44: lattice.v1.AllocationService.CheckpointDone:output_type -> lattice.v1.CheckpointDoneResponse
+	5,  // 45: lattice.v1.AllocationService.Hold:output_type -> lattice.v1.JobControlResponse
+	5,  // 46: lattice.v1.AllocationService.Release:output_type -> lattice.v1.JobControlResponse
+	5,  // 47: lattice.v1.AllocationService.Requeue:output_type -> lattice.v1.JobControlResponse
+	27, // 48: lattice.v1.AllocationService.Update:output_type -> lattice.v1.Allocation
+	5,  // 49: lattice.v1.AllocationService.Signal:output_type -> lattice.v1.JobControlResponse
+	11, // 50: lattice.v1.AllocationService.ListQOS:output_type -> lattice.v1.ListQOSResponse
+	13, // 51: lattice.v1.AllocationService.SetQOS:output_type -> lattice.v1.SetQOSResponse
+	15, // 52: lattice.v1.AllocationService.SetPartition:output_type -> lattice.v1.SetPartitionResponse
+	2,  // 53: lattice.v1.AllocationService.SubmitBatch:output_type -> lattice.v1.SubmitBatchResponse
+	37, // [37:54] is the sub-list for method output_type
+	20, // [20:37] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_allocation_proto_init() }
@@ -3523,6 +3569,7 @@ func file_lattice_v1_allocation_proto_init() {
 	if File_lattice_v1_allocation_proto != nil {
 		return
 	}
+	file_lattice_v1_usage_proto_init()
 	file_lattice_v1_allocation_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -754,6 +754,11 @@ type StepEvent struct {
 	Exited       bool                   `protobuf:"varint,6,opt,name=exited,proto3" json:"exited,omitempty"`
 	ExitCode     int32                  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Message      string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"` // why a task could not start
+	// node_done: the step's tasks on this node have all ended and what they
+	// left is gone (its cgroup ended); usage is what they used there, absent
+	// without cgroups.
+	NodeDone bool      `protobuf:"varint,300,opt,name=node_done,json=nodeDone,proto3" json:"node_done,omitempty"`
+	Usage    *JobUsage `protobuf:"bytes,301,opt,name=usage,proto3" json:"usage,omitempty"`
 	// pmi_fence: every task of this node entered a PMI barrier; its puts
 	// since the last one go to the leader, which answers every node with
 	// StepPMIFenceDone once all of them did.
@@ -846,6 +851,20 @@ func (x *StepEvent) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *StepEvent) GetNodeDone() bool {
+	if x != nil {
+		return x.NodeDone
+	}
+	return false
+}
+
+func (x *StepEvent) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 func (x *StepEvent) GetPmiFence() *StepPMIFence {
@@ -1008,7 +1027,7 @@ var File_lattice_v1_step_proto protoreflect.FileDescriptor
 const file_lattice_v1_step_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/step.proto\x12\n" +
-	"lattice.v1\"\xe6\x02\n" +
+	"lattice.v1\x1a\x16lattice/v1/usage.proto\"\xe6\x02\n" +
 	"\x11LaunchStepRequest\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12\x14\n" +
@@ -1073,7 +1092,7 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\bStepKill\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12#\n" +
-	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"\x90\x02\n" +
+	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"\xdb\x02\n" +
 	"\tStepEvent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\x05R\x06stepId\x12\x12\n" +
@@ -1082,7 +1101,9 @@ const file_lattice_v1_step_proto_rawDesc = "" +
 	"\x04data\x18\x05 \x01(\fR\x04data\x12\x16\n" +
 	"\x06exited\x18\x06 \x01(\bR\x06exited\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x18\n" +
-	"\amessage\x18\b \x01(\tR\amessage\x126\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x12\x1c\n" +
+	"\tnode_done\x18\xac\x02 \x01(\bR\bnodeDone\x12+\n" +
+	"\x05usage\x18\xad\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\x126\n" +
 	"\tpmi_fence\x18\xf0\x01 \x01(\v2\x18.lattice.v1.StepPMIFenceR\bpmiFence\"`\n" +
 	"\fStepPMIFence\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
@@ -1123,20 +1144,22 @@ var file_lattice_v1_step_proto_goTypes = []any{
 	(*StepEvent)(nil),         // 8: lattice.v1.StepEvent
 	(*StepPMIFence)(nil),      // 9: lattice.v1.StepPMIFence
 	(*StepPMIFenceDone)(nil),  // 10: lattice.v1.StepPMIFenceDone
+	(*JobUsage)(nil),          // 11: lattice.v1.JobUsage
 }
 var file_lattice_v1_step_proto_depIdxs = []int32{
-	2, // 0: lattice.v1.StepOutput.started:type_name -> lattice.v1.StepStarted
-	3, // 1: lattice.v1.StepOutput.data:type_name -> lattice.v1.StepData
-	4, // 2: lattice.v1.StepOutput.end:type_name -> lattice.v1.StepEnd
-	5, // 3: lattice.v1.StepLaunch.tasks:type_name -> lattice.v1.StepTask
-	9, // 4: lattice.v1.StepEvent.pmi_fence:type_name -> lattice.v1.StepPMIFence
-	0, // 5: lattice.v1.StepService.Launch:input_type -> lattice.v1.LaunchStepRequest
-	1, // 6: lattice.v1.StepService.Launch:output_type -> lattice.v1.StepOutput
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	2,  // 0: lattice.v1.StepOutput.started:type_name -> lattice.v1.StepStarted
+	3,  // 1: lattice.v1.StepOutput.data:type_name -> lattice.v1.StepData
+	4,  // 2: lattice.v1.StepOutput.end:type_name -> lattice.v1.StepEnd
+	5,  // 3: lattice.v1.StepLaunch.tasks:type_name -> lattice.v1.StepTask
+	11, // 4: lattice.v1.StepEvent.usage:type_name -> lattice.v1.JobUsage
+	9,  // 5: lattice.v1.StepEvent.pmi_fence:type_name -> lattice.v1.StepPMIFence
+	0,  // 6: lattice.v1.StepService.Launch:input_type -> lattice.v1.LaunchStepRequest
+	1,  // 7: lattice.v1.StepService.Launch:output_type -> lattice.v1.StepOutput
+	7,  // [7:8] is the sub-list for method output_type
+	6,  // [6:7] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_step_proto_init() }
@@ -1144,6 +1167,7 @@ func file_lattice_v1_step_proto_init() {
 	if File_lattice_v1_step_proto != nil {
 		return
 	}
+	file_lattice_v1_usage_proto_init()
 	file_lattice_v1_step_proto_msgTypes[1].OneofWrappers = []any{
 		(*StepOutput_Started)(nil),
 		(*StepOutput_Data)(nil),
