@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,6 +97,15 @@ type Config struct {
 	// too), one long-lived supervisor daemon per agent that starts every
 	// run (supdaemon.go), or SupervisorPerJob, a supervisor process per run.
 	SupervisorMode string
+	// FenceTimeout is how long the agent keeps running its jobs without a
+	// leader hearing it (fence.go; default DefaultFenceTimeout, negative:
+	// never stops them). StreamTimeout is how long the stream to the leader
+	// may stay silent before the agent takes it for dead (default twice the
+	// heartbeat interval plus 5 s); ConnectTimeout how long a member may
+	// take to accept it (default DefaultConnectTimeout).
+	FenceTimeout   time.Duration
+	StreamTimeout  time.Duration
+	ConnectTimeout time.Duration
 	// Cgroups configures the jobs' cgroups (cgroup.go): layout, the pids
 	// limit, the memory reserved for the system.
 	Cgroups CgroupConfig
@@ -143,6 +153,8 @@ type Agent struct {
 	// blocked: allocations whose launch is deferred (rec.deferred) until no
 	// other allocation's entrypoint runs on their nodes; under mu.
 	blocked map[uint64]bool
+
+	fence fence // fencing clock (fence.go)
 }
 
 // runRecord is what the agent knows of one run of an allocation. A run is
@@ -203,6 +215,15 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ReportRetry <= 0 {
 		cfg.ReportRetry = 5 * time.Second
 	}
+	if cfg.FenceTimeout == 0 {
+		cfg.FenceTimeout = DefaultFenceTimeout
+	}
+	if cfg.StreamTimeout <= 0 {
+		cfg.StreamTimeout = 2*cfg.HeartbeatInterval + 5*time.Second
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -238,6 +259,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Machine != nil {
 		a.facts = cfg.Machine()
 	}
+	a.loadFence()
 	if err := a.recoverRuns(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -259,6 +281,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.runner.Shutdown(min(a.cfg.Grace, 5*time.Second))
 	}()
 	defer a.killAllSteps(min(a.cfg.Grace, 5*time.Second))
+	fctx, stopFence := context.WithCancel(ctx)
+	defer stopFence()
+	go a.fenceLoop(fctx)
 	backoff := 100 * time.Millisecond
 	refusals := 0
 	for i := 0; ; i++ {
@@ -322,7 +347,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	if a.cfg.TLS != nil {
 		creds = credentials.NewTLS(a.cfg.TLS)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds), keepaliveOption())
 	if err != nil {
 		return err
 	}
@@ -332,11 +357,15 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	if a.cfg.Token != "" {
 		sctx = metadata.AppendToOutgoingContext(sctx, "authorization", "Bearer "+a.cfg.Token)
 	}
+	// A member that does not accept the stream in time (frozen: its
+	// kernel accepts the connection, nothing answers) is skipped.
+	accepting := time.AfterFunc(a.cfg.ConnectTimeout, cancel)
+	defer accepting.Stop()
 	stream, err := latticev1.NewAgentServiceClient(conn).Connect(sctx)
 	if err != nil {
 		return err
 	}
-	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, Instance: a.instance}
+	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, FenceAfterMs: a.fenceAfter().Milliseconds(), Instance: a.instance}
 	a.mu.Lock() // fingerprints change with drift
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
@@ -361,6 +390,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		}
 		return err
 	}
+	if !accepting.Stop() {
+		return fmt.Errorf("server %s did not accept the stream within %s", addr, a.cfg.ConnectTimeout)
+	}
+	var lastRecv atomic.Int64 // Unix ns of the last message received
+	lastRecv.Store(time.Now().UnixNano())
 
 	outbox := make(chan *latticev1.AgentMessage, 1024)
 	a.mu.Lock()
@@ -389,6 +423,14 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		retry := time.NewTicker(a.cfg.ReportRetry)
 		defer retry.Stop()
 		var waiting map[uint64]bool // unacknowledged at the previous retry tick
+		// The first heartbeat at once: a leader's answer restarts the
+		// fencing clock as soon as the agent is back.
+		if err := stream.Send(a.heartbeat()); err != nil {
+			sendErr <- err
+			return
+		}
+		watch := time.NewTicker(min(time.Second, a.cfg.StreamTimeout/4))
+		defer watch.Stop()
 		var recheck <-chan time.Time
 		if a.cfg.Machine != nil && a.cfg.FingerprintCheck > 0 {
 			t := time.NewTicker(a.cfg.FingerprintCheck)
@@ -407,6 +449,12 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 			case <-sctx.Done():
 				sendErr <- sctx.Err()
 				return
+			case <-watch.C:
+				if silent := time.Since(time.Unix(0, lastRecv.Load())); silent > a.cfg.StreamTimeout {
+					a.log.Warn("nothing heard from the leader on the stream: taking it for dead", "server", addr, "silent", silent.Round(time.Millisecond))
+					sendErr <- fmt.Errorf("no message from %s for %s", addr, silent.Round(time.Millisecond))
+					return
+				}
 			case <-retry.C:
 				var again []*latticev1.AgentMessage
 				waiting, again = a.unacknowledged(waiting)
@@ -438,6 +486,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				recvErr <- err
 				return
 			}
+			lastRecv.Store(time.Now().UnixNano())
 			a.handle(m)
 		}
 	}()
@@ -523,7 +572,7 @@ func (a *Agent) runningAllocations() []uint64 {
 }
 
 func (a *Agent) heartbeat() *latticev1.AgentMessage {
-	hb := &latticev1.Heartbeat{ListsRunning: true, Running: a.runningAllocations()}
+	hb := &latticev1.Heartbeat{ListsRunning: true, Running: a.runningAllocations(), Seq: a.nextHeartbeatSeq()}
 	for i := range a.cfg.Nodes {
 		hb.Nodes = append(hb.Nodes, a.cfg.Nodes[i].Name)
 	}
@@ -659,6 +708,10 @@ func (a *Agent) onCheckpoint(c CheckpointResult) {
 func (a *Agent) handle(m *latticev1.ServerMessage) {
 	switch msg := m.Msg.(type) {
 	case *latticev1.ServerMessage_Ack:
+		if msg.Ack.HeartbeatSeq != 0 {
+			a.heartbeatAcked(msg.Ack.HeartbeatSeq)
+			return
+		}
 		a.mu.Lock()
 		r := a.pending[msg.Ack.Seq]
 		delete(a.pending, msg.Ack.Seq)
@@ -858,7 +911,8 @@ func (a *Agent) launch(l Launch) {
 		a.onExit(Exit{AllocID: l.AllocID, RequeueCount: l.RequeueCount, State: model.StateFailed, Reason: model.ReasonLaunchFailed, ExitCode: &code, Message: err.Error(), End: time.Now()})
 		return
 	}
-	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1})
+	a.report(&latticev1.AllocationReport{AllocationId: l.AllocID, State: string(model.StateRunning), Run: int32(l.RequeueCount) + 1,
+		StartUnixMs: l.Started.UnixMilli()})
 }
 
 // cancel stops the run of an allocation. A cancel whose reason is not

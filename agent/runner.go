@@ -590,6 +590,7 @@ func (r *Runner) spawn(l Launch) (*process, error) {
 			closeLogs(stdout, stderr)
 			return nil, err
 		}
+		r.writeLimit(l)
 		if r.supMode == SupervisorDaemon {
 			cmd.Dir = l.WorkDir
 			p, ok, err := r.spawnDaemon(cmd, l, cred, stdout, stderr, place)
@@ -708,6 +709,7 @@ func (r *Runner) finish(p *process, code int, message string) {
 	_ = p.signal(syscall.SIGKILL)
 	usage := r.endCgroup(p)
 	close(p.done)
+	removeLimit(p.launch.StatusFile)
 	r.mu.Lock()
 	delete(r.running, p.launch.AllocID)
 	why, ck := p.why, p.ckpt
@@ -857,6 +859,7 @@ func (r *Runner) SetWalltime(id uint64, walltime time.Duration) bool {
 	}
 	p.launch.Walltime = walltime
 	p.timer.Reset(max(time.Until(p.launch.Started.Add(walltime)), 0))
+	r.writeLimit(p.launch)
 	return true
 }
 

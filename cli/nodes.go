@@ -19,7 +19,7 @@ func (r *runner) nodesCommand() *cli.Command {
 		Usage: "list nodes (sinfo-like), show, drain or undrain one",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only nodes whose current vCluster is this one"},
-			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (Ready, Draining, Drained, Degraded, Down)"},
+			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (Ready, Draining, Drained, Degraded, NotResponding, Down, Cleanup)"},
 			&cli.BoolFlag{Name: "summary", Usage: "sinfo's default view: per vCluster, how many nodes are idle, alloc, drain... with their hostlists"},
 		}, listingFlags()...),
 		Action: r.nodesList,

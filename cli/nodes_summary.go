@@ -20,7 +20,7 @@ type nodeSummaryView struct {
 }
 
 // sinfoState is a node's state in sinfo's words: idle, alloc, drng,
-// drain, down; a '*' marks a node that stopped answering (Degraded).
+// drain, down; a '*' marks a node that stopped answering (Degraded, NotResponding).
 func sinfoState(n *latticev1.Node) string {
 	busy := n.GetAllocation() != 0
 	switch model.NodeState(n.GetState()) {
@@ -33,7 +33,7 @@ func sinfoState(n *latticev1.Node) string {
 		return "drng"
 	case model.NodeDrained:
 		return "drain"
-	case model.NodeDegraded:
+	case model.NodeDegraded, model.NodeNotResponding:
 		if busy {
 			return "alloc*"
 		}

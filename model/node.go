@@ -18,6 +18,11 @@ const (
 	NodeDrained  NodeState = "Drained"
 	NodeDegraded NodeState = "Degraded" // missed heartbeats; keeps its work, takes no new one
 	NodeDown     NodeState = "Down"
+	// NodeNotResponding: silent past the node timeout, but the leader holds
+	// its failure — many nodes went silent at once (the control plane's
+	// problem, not theirs), or its work's old run is not yet certainly
+	// stopped (fencing). It keeps its work and takes no new one.
+	NodeNotResponding NodeState = "NotResponding"
 	// NodeCleanup: the quorum ended an allocation here without its agent's
 	// report (the node was lost); its processes may still run, so the node
 	// takes no work until the agent confirms they are gone.
@@ -25,7 +30,7 @@ const (
 )
 
 // NodeStates lists every node state, for validation messages and completion.
-var NodeStates = []NodeState{NodeReady, NodeDraining, NodeDrained, NodeDegraded, NodeDown, NodeCleanup}
+var NodeStates = []NodeState{NodeReady, NodeDraining, NodeDrained, NodeDegraded, NodeNotResponding, NodeDown, NodeCleanup}
 
 // ParseNodeState accepts a state name in any letter case.
 func ParseNodeState(s string) (NodeState, error) {
@@ -97,6 +102,11 @@ type Node struct {
 	MeasuredWatts int       `json:"measured_watts,omitempty"`
 	MeasuredAlloc uint64    `json:"measured_alloc,omitempty"`
 	MeasuredAt    time.Time `json:"measured_at,omitzero"`
+	// FenceAfter is how long after a leader last heard its agent the
+	// agent has certainly stopped the node's processes (its fencing
+	// deadline and kill grace, from its hello; 0 = it never fences itself):
+	// the leader fails the node's work no sooner.
+	FenceAfter time.Duration `json:"fence_after,omitempty"`
 	// ModifyVersion is the quorum state version of the node's last change.
 	ModifyVersion uint64 `json:"modify_version,omitempty"`
 }
@@ -107,7 +117,7 @@ type Node struct {
 // Cleanup; otherwise Ready.
 func (n *Node) DeriveState() {
 	switch {
-	case n.Health == NodeDown || n.Health == NodeDegraded:
+	case n.Health == NodeDown || n.Health == NodeDegraded || n.Health == NodeNotResponding:
 		n.State = n.Health
 	case n.Drain && n.Allocation != 0:
 		n.State = NodeDraining

@@ -455,11 +455,13 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	}
 	switch u.State {
 	case model.StateRunning:
-		transition(c, model.StateRunning, reason, t)
+		at := t
 		if c.StartTime.IsZero() {
-			c.StartTime = t
+			at = reportedStart(c, u.StartTime, t)
+			c.StartTime = at
 			c.SuspendedAt, c.SuspendedFor = time.Time{}, 0 // a new run
 		}
+		transition(c, model.StateRunning, reason, at)
 		if a.State == model.StateCheckpointing {
 			s.checkpointEnded(c, reason, t)
 		}
@@ -510,6 +512,18 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 // reportedEnd is when a run ended: the agent's end time when it has one,
 // kept between the allocation's start (and its latest transition, so its
 // history stays in order) and t, the command's time; else t.
+// reportedStart is when a run started: the agent's start time, clamped
+// between its latest transition (its assignment) and the command's time t.
+func reportedStart(c *model.Allocation, start, t time.Time) time.Time {
+	if start.IsZero() || !start.Before(t) {
+		return t
+	}
+	if n := len(c.History); n > 0 && start.Before(c.History[n-1].Time) {
+		return c.History[n-1].Time
+	}
+	return start
+}
+
 func reportedEnd(c *model.Allocation, end, t time.Time) time.Time {
 	if end.IsZero() || !end.Before(t) {
 		return t
@@ -699,6 +713,7 @@ func (s *State) applyRegisterNodes(c *RegisterNodes) *Result {
 		n.Features = model.NormalizeFeatures(slices.Clone(in.Features))
 		n.IdleWatts, n.BusyWatts = in.IdleWatts, in.BusyWatts
 		n.Agent = c.Agent
+		n.FenceAfter = in.FenceAfter
 		n.Health = model.NodeReady
 		n.DeriveState()
 		drawDelta += int64(n.Watts())
@@ -761,9 +776,17 @@ func (s *State) applySetNodeState(c *SetNodeState) *Result {
 				nc.ReasonBy, nc.ReasonAt = c.By, c.Time
 			}
 		case ActionUp:
+			if nc.Health == model.NodeNotResponding && !nc.Drain {
+				nc.StateReason = "" // the hold's explanation
+			}
 			nc.Health = model.NodeReady
+		case ActionNotResponding:
+			if nc.Health != model.NodeDown {
+				nc.Health = model.NodeNotResponding
+				nc.StateReason = c.Reason
+			}
 		default:
-			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, down, up, cleaned", c.Action)
+			res.Items[i].Rejection = reject(CodeInvalid, "", "invalid node action %q: allowed drain, undrain, degraded, notresponding, down, up, cleaned", c.Action)
 			continue
 		}
 		nc.DeriveState()

@@ -59,6 +59,7 @@ const (
 	flagRun      = 1 << 1 // followed by the run (requeue count + 1)
 	flagEndTime  = 1 << 2 // followed by the end time, unix milliseconds (varint)
 	flagUsage    = 1 << 3 // followed by the run's usage (appendUsage)
+	flagStart    = 1 << 4 // followed by the start time, unix milliseconds (varint)
 )
 
 // zeroTimeUnix is time.Time{}.Unix(): the zero time encodes like any other.
@@ -156,6 +157,9 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		if u.Usage != nil {
 			flags |= flagUsage
 		}
+		if !u.StartTime.IsZero() {
+			flags |= flagStart
+		}
 		b = append(b, flags)
 		if u.ExitCode != nil {
 			b = binary.AppendVarint(b, int64(*u.ExitCode))
@@ -168,6 +172,9 @@ func encodeUpdateAllocs(c *UpdateAllocs) ([]byte, error) {
 		}
 		if u.Usage != nil {
 			b = appendUsage(b, u.Usage)
+		}
+		if !u.StartTime.IsZero() {
+			b = binary.AppendVarint(b, u.StartTime.UnixMilli())
 		}
 	}
 	return b, nil
@@ -434,7 +441,7 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if flags&^(flagExitCode|flagRun|flagEndTime|flagUsage) != 0 {
+		if flags&^(flagExitCode|flagRun|flagEndTime|flagUsage|flagStart) != 0 {
 			r.fail(fmt.Errorf("unknown update flags %#x", flags))
 			return nil, r.err
 		}
@@ -476,6 +483,13 @@ func decodeUpdateAllocs(body []byte) (*UpdateAllocs, error) {
 			if r.err != nil {
 				return nil, r.err
 			}
+		}
+		if flags&flagStart != 0 {
+			ms := r.varint()
+			if r.err != nil {
+				return nil, r.err
+			}
+			u.StartTime = time.UnixMilli(ms).UTC()
 		}
 	}
 	if err := r.end(); err != nil {

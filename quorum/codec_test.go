@@ -43,6 +43,8 @@ func codecSamples() []Command {
 			{AllocID: 12, State: model.StateFailed, Reason: model.ReasonOutOfMemory, Usage: &model.Usage{UserCPUSeconds: 1.5, SystemCPUSeconds: 0.25,
 				MaxRSSBytes: 200 << 20, MaxRSSSampled: true, EnergyJoules: 1234.5, EnergySource: model.EnergyModel, OOMKills: 1}},
 			{AllocID: 13, State: model.StateCompleted, Usage: &model.Usage{}},
+			{AllocID: 14, State: model.StateRunning, Run: 2, StartTime: time.UnixMilli(1772600000456).UTC()},
+			{AllocID: 15, State: model.StateCompleted, StartTime: time.UnixMilli(7).UTC(), EndTime: time.UnixMilli(9).UTC()},
 		}},
 		&UpdateAllocs{Header: Header{Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}},
 		&UpdateAllocs{Header: Header{Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}},
@@ -143,7 +145,7 @@ func TestCodecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[AssignBatch]():  "Header VCluster Items",
 		reflect.TypeFor[AssignItem]():   "AllocID Nodes Version",
 		reflect.TypeFor[UpdateAllocs](): "Header Updates",
-		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime Usage",
+		reflect.TypeFor[AllocUpdate]():  "AllocID State Reason ExitCode Run EndTime Usage StartTime",
 	}
 	for typ, fields := range want {
 		var got []string

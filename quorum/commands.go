@@ -140,6 +140,10 @@ type AllocUpdate struct {
 	// Usage is what the ended run used (its agent's cgroup figures); a
 	// final report records it on the allocation.
 	Usage *model.Usage `json:"usage,omitempty"`
+	// StartTime is when a RUNNING report's run started by its agent's
+	// clock (zero: unknown), clamped between its assignment and the
+	// command's time, as EndTime.
+	StartTime time.Time `json:"start_time,omitzero"`
 }
 
 // UpdateAllocs applies state reports (from agents, the checkpoint broker...).
@@ -173,6 +177,9 @@ const (
 	ActionDegraded NodeAction = "degraded" // missed heartbeats
 	ActionDown     NodeAction = "down"     // lost: its work fails with NodeFailure
 	ActionUp       NodeAction = "up"       // heard from again
+	// ActionNotResponding: silent past the node timeout, its failure held
+	// by the leader (mass silence, or fencing); Reason says which.
+	ActionNotResponding NodeAction = "notresponding"
 	// ActionCleaned: the node's agent confirmed that no process of the
 	// allocation in Cleanup (SetNodeState.Allocation; 0 = any) runs there.
 	ActionCleaned NodeAction = "cleaned"

@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	cfg.logf("starting three members in %s", cfg.Dir)
 	if err := c.startQuorum(ctx, []string{"--vclusters", "hpc-batch,ml-training", "--tenants", strings.Join(cfg.Mix.Tenants, ","),
-		"--max-array-size", "100000", "--down-after", "10m", "--degraded-after", "5m", "--raft-heartbeat-timeout", "1s",
+		"--max-array-size", "100000", "--node-timeout", "10m", "--degraded-after", "5m", "--raft-heartbeat-timeout", "1s",
 		"--retention", cfg.Retention.String(), "--prune-interval", cfg.PruneInterval.String(), "--pprof"}); err != nil {
 		return rep, err
 	}

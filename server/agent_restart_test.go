@@ -132,7 +132,11 @@ func startAgentProcStackArgs(t *testing.T, nodes int, tune func(*Config), args [
 func (s *agentProcStack) startAgent(t *testing.T, nodes int) {
 	t.Helper()
 	args := []string{"agent", "--server", s.srv.APIAddr(), "--id", "a1", "--data-dir", s.dataDir,
-		"--heartbeat", "500ms", "--grace", "2s"}
+		"--heartbeat", "500ms", "--grace", "2s",
+		// Without fencing (the tests of the Cleanup backstop freeze the
+		// agent and need the quorum to fail its job while it still runs);
+		// fencing_test.go turns it on with agentArgs, which come after.
+		"--fence-timeout", "-1s"}
 	if s.agentArgs != nil {
 		args = append(args, s.agentArgs...)
 	} else {

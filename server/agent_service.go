@@ -42,6 +42,7 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	names := make([]string, len(hello.Nodes))
 	for i, n := range hello.Nodes {
 		nodes[i] = agent.NodeFromProto(n)
+		nodes[i].FenceAfter = time.Duration(max(hello.FenceAfterMs, 0)) * time.Millisecond
 		names[i] = n.Name
 	}
 	conn := &agentConn{
@@ -129,6 +130,11 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 			case *latticev1.AgentMessage_Heartbeat:
 				heard := s.ownedOnly(owned, msg.Heartbeat.Nodes)
 				l.live.heard(heard)
+				// The agent's proof that a leader heard it (its fencing
+				// clock, agent/fence.go): only while this member leads.
+				if msg.Heartbeat.Seq != 0 && len(heard) > 0 && s.q.IsLeader() {
+					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{HeartbeatSeq: msg.Heartbeat.Seq}}})
+				}
 				if len(heard) == len(msg.Heartbeat.Nodes) { // measured draw only from an agent of those nodes
 					l.power.record(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
 				}

@@ -479,6 +479,9 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 		if ms := in.report.EndUnixMs; ms > 0 && st.Terminal() {
 			u.EndTime = time.UnixMilli(ms).UTC()
 		}
+		if ms := in.report.StartUnixMs; ms > 0 && st == model.StateRunning {
+			u.StartTime = time.UnixMilli(ms).UTC()
+		}
 		if in.report.HasExitCode {
 			code := int(in.report.ExitCode)
 			u.ExitCode = &code

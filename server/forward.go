@@ -113,7 +113,7 @@ func (f *forwarder) leaderConn() (*grpc.ClientConn, error) {
 	if c := f.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, f.s.dialCreds())
+	c, err := grpc.NewClient(addr, f.s.dialCreds(), memberKeepalive())
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dial leader %s at %s: %v", id, addr, err)
 	}

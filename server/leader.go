@@ -2,25 +2,27 @@ package server
 
 import (
 	"context"
-	"github.com/latticehpc/lattice/checkpoint"
 	"sync"
 	"time"
 
+	"github.com/latticehpc/lattice/checkpoint"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/solver"
 	"github.com/latticehpc/lattice/vcluster"
 )
 
-// leaderState holds the leader-only loops: one scheduler per vCluster, the
-// dispatcher (assignments and cancellations to agents, agent reports to the
-// log), node liveness and retention. It lives from a won election (after a
-// barrier) until leadership is lost.
+// leaderState is one term's leader state, which the leader-only loops
+// share: one scheduler per vCluster, the dispatcher (assignments and
+// cancellations to agents, agent reports to the log), node liveness and
+// retention. It lives from a won election (after a barrier) until
+// leadership is lost; package leader starts and stops its loops.
 type leaderState struct {
 	s      *Server
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the scheduler loops manageLoops started
 	since  time.Time
 
 	mu    sync.Mutex
@@ -62,7 +64,11 @@ type loopHandle struct {
 	cancel context.CancelFunc
 }
 
-func (s *Server) startLeading(parent context.Context) {
+// BeginTerm implements leader.Member: after a won election and its
+// barrier it builds this term's leader state and names every leader-only
+// loop; the lifecycle (package leader) runs them and cancels them when
+// leadership is lost.
+func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 	// A backup staged by `latticectl quorum restore` is installed before
 	// anything else can touch the state.
 	if restored, err := s.q.ApplyPendingRestore(); err != nil {
@@ -70,32 +76,30 @@ func (s *Server) startLeading(parent context.Context) {
 	} else if restored {
 		s.log.Info("restored the staged backup")
 	}
-	s.mu.Lock()
-	if s.leader != nil {
-		s.mu.Unlock()
-		return
-	}
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancel(ctx)
 	l := &leaderState{s: s, ctx: ctx, cancel: cancel, since: time.Now(), loops: map[string]*loopHandle{}, board: &vcluster.Board{}}
 	l.disp = newDispatcher(l)
 	l.live = newLiveness(l)
+	s.mu.Lock()
 	s.leader = l
 	s.mu.Unlock()
-
-	s.log.Info("leading: starting scheduler loops, dispatcher and liveness")
 	l.ensureConfig()
-	l.run(l.disp.run)
-	l.run(l.disp.batchReports)
-	l.run(l.live.run)
-	l.run(l.manageLoops)
-	l.run(l.prune)
-	l.run(l.broker)
-	l.run(l.walltimeBackstop)
-	l.run(l.commitMeasuredPower)
-	l.run(l.endIdleInteractive)
+	return []leader.Loop{
+		{Name: "dispatcher", Run: l.disp.run},
+		{Name: "reports", Run: l.disp.batchReports},
+		{Name: "liveness", Run: l.live.run},
+		{Name: "schedulers", Run: l.manageLoops},
+		{Name: "prune", Run: l.prune},
+		{Name: "broker", Run: l.broker},
+		{Name: "walltime-backstop", Run: l.walltimeBackstop},
+		{Name: "measured-power", Run: l.commitMeasuredPower},
+		{Name: "idle-interactive", Run: l.endIdleInteractive},
+	}
 }
 
-func (s *Server) stopLeading() {
+// EndTerm implements leader.Member: the term's loops were cancelled; the
+// agents' streams close (they reconnect to the next leader).
+func (s *Server) EndTerm() {
 	s.mu.Lock()
 	l := s.leader
 	s.leader = nil
@@ -105,24 +109,15 @@ func (s *Server) stopLeading() {
 	}
 	l.cancel()
 	l.disp.closeAll()
-	done := make(chan struct{})
-	go func() {
-		l.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		s.log.Warn("leader loops still stopping after 1s")
-	}
 }
 
-func (l *leaderState) run(fn func(ctx context.Context)) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		fn(l.ctx)
-	}()
+// Changed implements leader.Member.
+func (s *Server) Changed(leading bool) {
+	s.metrics.isLeader.Set(boolFloat(leading))
+	if !leading {
+		s.contract.clearWaiting()
+		s.metrics.clearPrediction()
+	}
 }
 
 // ensureConfig writes what a fresh cluster needs: this member's addresses,
@@ -180,6 +175,7 @@ func (l *leaderState) ensureConfig() {
 func (l *leaderState) manageLoops(ctx context.Context) {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
+	defer l.wg.Wait() // its loops end with it
 	for {
 		var names []string
 		l.s.view(func(st *quorum.State) {

@@ -2,22 +2,67 @@ package server
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
 
+// DefaultNodeTimeout and DefaultMassSilenceFraction are latticed's
+// --node-timeout and --mass-silence-fraction (package leader's rule).
+const (
+	DefaultNodeTimeout         = leader.DefaultNodeTimeout
+	DefaultMassSilenceFraction = leader.DefaultMassSilenceFraction
+)
+
 // liveness keeps node heartbeats in leader memory — they never touch the
 // log — and commits only changes: Ready → Degraded after DegradedAfter of
-// silence, → Down after DownAfter, and back up when heard again. After a
-// leader change nothing is marked for LivenessGrace, so a failover never
-// marks the fleet down at once.
+// silence, → Down after DownAfter (the node timeout), and back up when
+// heard again. A node past the timeout is NotResponding instead of Down —
+// its work is not failed — while
+//
+//   - more than MassSilenceFraction of the nodes (at least two) are silent
+//     at once: that is the control plane's problem (a partition, a member
+//     that froze, every agent reconnecting), not the nodes'. One log line
+//     says so, and the lattice_liveness_mass_silence gauge;
+//   - or it runs something and its agent may still run it: the agent stops
+//     its jobs FenceAfter after a leader last heard it (agent/fence.go),
+//     so its work fails (and a --requeue job runs again) only then, never
+//     beside its old run.
+//
+// After a leader change nothing is marked for LivenessGrace, and a node
+// not heard yet counts as heard when this member began to lead.
 type liveness struct {
 	l    *leaderState
 	mu   sync.Mutex
 	seen map[string]time.Time
+	mass bool // failures held for mass silence (at the last check)
+}
+
+// livenessMetrics are the liveness loop's series, on the member's registry.
+type livenessMetrics struct {
+	massSilence prometheus.Gauge
+	massEvents  prometheus.Counter
+	held        *prometheus.GaugeVec
+}
+
+func newLivenessMetrics(reg *prometheus.Registry) *livenessMetrics {
+	m := &livenessMetrics{
+		massSilence: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lattice_liveness_mass_silence",
+			Help: "1 while the leader holds node failures because more than --mass-silence-fraction of the nodes went silent at once."}),
+		massEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "lattice_liveness_mass_silence_events_total",
+			Help: "Times the leader began to hold node failures for a mass silence."}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lattice_liveness_held_nodes",
+			Help: "Nodes past the node timeout whose failure the leader holds, by why (mass_silence, fencing)."}, []string{"why"}),
+	}
+	reg.MustRegister(m.massSilence, m.massEvents, m.held)
+	return m
 }
 
 func newLiveness(l *leaderState) *liveness {
@@ -44,6 +89,7 @@ func (v *liveness) run(ctx context.Context) {
 	period := min(time.Second, v.l.s.cfg.DegradedAfter/4)
 	tick := time.NewTicker(period)
 	defer tick.Stop()
+	defer v.l.s.liveMetrics.massSilence.Set(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -60,49 +106,57 @@ func (v *liveness) check(ctx context.Context) {
 	if now.Sub(v.l.since) < cfg.LivenessGrace {
 		return
 	}
-	var degraded, down, up []string
 	var nodes []*model.Node
 	v.l.s.view(func(st *quorum.State) { nodes = st.NodesShared() })
 	// Compared after the read lock: 10,000 lookups of heartbeats do not
 	// hold Apply up.
+	silences := make([]time.Duration, len(nodes))
 	v.mu.Lock()
-	for _, n := range nodes {
+	for i, n := range nodes {
 		last, ok := v.seen[n.Name]
 		if !ok {
 			last = v.l.since
 		}
-		silence := now.Sub(last)
-		switch {
-		case silence >= cfg.DownAfter:
-			if n.Health != model.NodeDown {
-				down = append(down, n.Name)
-			}
-		case silence >= cfg.DegradedAfter:
-			if n.Health == model.NodeReady {
-				degraded = append(degraded, n.Name)
-			}
-		default:
-			if n.Health != model.NodeReady {
-				up = append(up, n.Name)
-			}
-		}
+		silences[i] = now.Sub(last)
 	}
 	v.mu.Unlock()
-	for _, batch := range []struct {
+	j := leader.Judge(nodes, silences, leader.Settings{DegradedAfter: cfg.DegradedAfter, NodeTimeout: cfg.DownAfter, MassSilenceFraction: cfg.MassSilenceFraction})
+	lm := v.l.s.liveMetrics
+	if j.Mass != v.mass {
+		v.mass = j.Mass
+		if j.Mass {
+			lm.massEvents.Inc()
+			lm.massSilence.Set(1)
+			v.l.s.log.Warn("mass silence: most nodes went silent at once; holding every node failure (they become NotResponding) until they are heard again",
+				"silent", j.Silent, "nodes", j.Alive, "mass_silence_fraction", cfg.MassSilenceFraction)
+		} else {
+			lm.massSilence.Set(0)
+			v.l.s.log.Info("mass silence over: node failures are no longer held", "silent", j.Silent, "nodes", j.Alive)
+		}
+	}
+	lm.held.WithLabelValues("mass_silence").Set(float64(j.HeldMass))
+	lm.held.WithLabelValues("fencing").Set(float64(j.HeldFence))
+	down, degraded, up, held := j.Down, j.Degraded, j.Up, j.Held
+	type batch struct {
 		nodes  []string
 		action quorum.NodeAction
 		reason string
-	}{{down, quorum.ActionDown, "no heartbeat"}, {degraded, quorum.ActionDegraded, "missed heartbeats"}, {up, quorum.ActionUp, ""}} {
-		if len(batch.nodes) == 0 {
+	}
+	batches := []batch{{down, quorum.ActionDown, "no heartbeat"}, {degraded, quorum.ActionDegraded, "missed heartbeats"}, {up, quorum.ActionUp, ""}}
+	for _, r := range slices.Sorted(maps.Keys(held)) {
+		batches = append(batches, batch{held[r], quorum.ActionNotResponding, r})
+	}
+	for _, b := range batches {
+		if len(b.nodes) == 0 {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := v.l.s.propose(pctx, &quorum.SetNodeState{Nodes: batch.nodes, Action: batch.action, Reason: batch.reason})
+		_, err := v.l.s.propose(pctx, &quorum.SetNodeState{Nodes: b.nodes, Action: b.action, Reason: b.reason})
 		cancel()
 		if err != nil {
-			v.l.s.log.Warn("commit node health", "action", batch.action, "nodes", len(batch.nodes), "err", err)
+			v.l.s.log.Warn("commit node health", "action", b.action, "nodes", len(b.nodes), "err", err)
 			continue
 		}
-		v.l.s.log.Info("node health changed", "action", batch.action, "nodes", len(batch.nodes))
+		v.l.s.log.Info("node health changed", "action", b.action, "nodes", len(b.nodes), "reason", b.reason)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/checkpoint"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
@@ -64,12 +65,17 @@ type Config struct {
 	MaxArraySize int
 	MaxDAGStages int
 
-	// Liveness: a node is Degraded after DegradedAfter without a heartbeat,
-	// Down after DownAfter; after winning leadership no node is marked for
-	// LivenessGrace.
-	DegradedAfter time.Duration
-	DownAfter     time.Duration
-	LivenessGrace time.Duration
+	// Liveness (liveness.go): a node is Degraded after DegradedAfter
+	// without a heartbeat, failed (Down) after DownAfter, the node timeout
+	// (default DefaultNodeTimeout) — unless more than MassSilenceFraction
+	// of the nodes are silent at once (default DefaultMassSilenceFraction;
+	// 1 = never held), or its work's old run may still go (fencing): then it
+	// is NotResponding and nothing fails. After winning leadership no node
+	// is marked for LivenessGrace (default DownAfter).
+	DegradedAfter       time.Duration
+	DownAfter           time.Duration
+	LivenessGrace       time.Duration
+	MassSilenceFraction float64
 	// KillGrace is the SIGTERM→SIGKILL grace sent with cancellations.
 	KillGrace time.Duration
 	// MailHook is the site's mail command (sh -c, run by the leader) for
@@ -193,10 +199,16 @@ func (c *Config) defaults() error {
 		c.DegradedAfter = 30 * time.Second
 	}
 	if c.DownAfter <= 0 {
-		c.DownAfter = 60 * time.Second
+		c.DownAfter = DefaultNodeTimeout
+	}
+	if c.MassSilenceFraction == 0 {
+		c.MassSilenceFraction = DefaultMassSilenceFraction
+	}
+	if c.MassSilenceFraction < 0 || c.MassSilenceFraction > 1 {
+		return &model.FieldError{Field: "mass-silence-fraction", Value: fmt.Sprint(c.MassSilenceFraction), Allowed: "a fraction in (0, 1]; 1 never holds failures"}
 	}
 	if c.DownAfter < c.DegradedAfter {
-		return &model.FieldError{Field: "down-after", Value: c.DownAfter.String(), Allowed: "a duration >= degraded-after"}
+		return &model.FieldError{Field: "node-timeout", Value: c.DownAfter.String(), Allowed: "a duration >= degraded-after"}
 	}
 	if c.LivenessGrace <= 0 {
 		c.LivenessGrace = c.DownAfter
@@ -260,11 +272,13 @@ type Server struct {
 	metrics   *metrics
 	// contract and health: docs/metrics.md's series (metrics_contract.go)
 	// and readiness (health.go).
-	contract *contract
-	health   *healthState
-	httpSrv  *http.Server
-	fwd      *forwarder
-	auth     *authenticator // nil = auth off
+	contract    *contract
+	liveMetrics *livenessMetrics
+	lc          *leader.Lifecycle // leadership: barrier, leader-only loops (package leader)
+	health      *healthState
+	httpSrv     *http.Server
+	fwd         *forwarder
+	auth        *authenticator // nil = auth off
 	// The REST API and dashboard (http_api.go).
 	sessions   *rest.Sessions
 	httpLis    net.Listener
@@ -293,6 +307,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ID)}
 	s.metrics = newMetrics(prometheus.NewRegistry())
 	s.contract = newContract(s.metrics.reg)
+	s.liveMetrics = newLivenessMetrics(s.metrics.reg)
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
@@ -334,6 +349,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.q = q
+	s.lc = leader.New(q, s, leader.Config{Logger: s.log})
 	s.metrics.registerQuorum(s)
 	s.health = newHealthState(s)
 	s.registerContractCollector()
@@ -353,7 +369,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	unary = append(unary, s.audit, s.fwd.unary)
 	stream = append(stream, s.auditStream)
-	opts := []grpc.ServerOption{}
+	opts := keepaliveServerOptions()
 	if serverTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
 	}
@@ -459,7 +475,7 @@ func (s *Server) Serve() error {
 	}()
 	go func() {
 		defer s.wg.Done()
-		s.watchLeadership(ctx)
+		s.lc.Run(ctx)
 	}()
 	if err := s.serveHTTP(ctx); err != nil {
 		s.log.Error("REST API and dashboard not served", "err", err)
@@ -479,7 +495,7 @@ func (s *Server) Stop() {
 	if s.cancel != nil {
 		s.cancel()
 	}
-	s.stopLeading()
+	s.lc.Stop()
 	s.stopHTTP()
 	stopped := make(chan struct{})
 	go func() {
@@ -501,52 +517,6 @@ func (s *Server) Stop() {
 	if err := s.q.Shutdown(); err != nil {
 		s.log.Warn("raft shutdown", "err", err)
 	}
-}
-
-// watchLeadership starts the leader-only loops after winning an election
-// (and a barrier), and stops them when leadership is lost.
-func (s *Server) watchLeadership(ctx context.Context) {
-	ch := s.q.LeaderCh()
-	// A single member may already be leader before we listen.
-	check := time.NewTicker(250 * time.Millisecond)
-	defer check.Stop()
-	leading := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case isLeader := <-ch:
-			if isLeader != leading {
-				leading = isLeader
-				s.leadershipChanged(ctx, isLeader)
-			}
-		case <-check.C:
-			if isLeader := s.q.IsLeader(); isLeader != leading {
-				leading = isLeader
-				s.leadershipChanged(ctx, isLeader)
-			}
-		}
-	}
-}
-
-func (s *Server) leadershipChanged(ctx context.Context, isLeader bool) {
-	s.metrics.isLeader.Set(boolFloat(isLeader))
-	if !isLeader {
-		s.log.Info("leadership lost")
-		s.stopLeading()
-		s.contract.clearWaiting()
-		s.metrics.clearPrediction()
-		return
-	}
-	s.log.Info("leadership gained; waiting for the log barrier")
-	if err := s.q.Barrier(10 * time.Second); err != nil {
-		s.log.Warn("barrier after election failed", "err", err)
-		return
-	}
-	if !s.q.IsLeader() {
-		return
-	}
-	s.startLeading(ctx)
 }
 
 func (s *Server) currentLeader() *leaderState {

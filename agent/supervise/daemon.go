@@ -340,6 +340,7 @@ func (d *daemon) start(m *Msg, files []*os.File) *Msg {
 		go d.ended(m.Key, 127)
 		return &Msg{Op: OpStarted, Key: m.Key}
 	}
+	guardDaemonJob(pid, m.Key)
 	select {
 	case d.started <- struct{}{}:
 	default:
@@ -368,6 +369,7 @@ func (d *daemon) reap() {
 		key, ok := d.jobs[pid]
 		d.mu.Unlock()
 		if ok {
+			unguardDaemonJob(pid)
 			d.ended(key, code)
 			d.mu.Lock()
 			delete(d.jobs, pid)

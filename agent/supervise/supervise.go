@@ -95,17 +95,19 @@ func Run(status, path string, argv []string) int {
 		for range sigs {
 		}
 	}()
-	code := start(path, argv, cred, cg)
+	g := newJobGuard(status)
+	code := start(path, argv, cred, cg, g.started)
 	if err := WriteStatus(status, code); err != nil {
 		fmt.Fprintf(os.Stderr, "lattice: record exit status: %v\n", err)
 	}
+	g.ended()
 	return code
 }
 
 // start runs path and waits for it: its exit code, 128+N when signal N
 // ended it, 127 when it could not start. syscall.ForkExec and Wait4, not
 // os/exec: nothing but the process is needed (no pipes, no pidfd).
-func start(path string, argv []string, cred *syscall.Credential, cg *Cgroups) int {
+func start(path string, argv []string, cred *syscall.Credential, cg *Cgroups, started func(pid int)) int {
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
 	if cred != nil {
 		attr.Sys = &syscall.SysProcAttr{Credential: cred}
@@ -115,6 +117,7 @@ func start(path string, argv []string, cred *syscall.Credential, cg *Cgroups) in
 		fmt.Fprintf(os.Stderr, "lattice: start %s: %v\n", path, err)
 		return 127
 	}
+	started(pid)
 	var ws syscall.WaitStatus
 	for {
 		_, err := syscall.Wait4(pid, &ws, 0, nil)

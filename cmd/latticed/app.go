@@ -298,7 +298,10 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(str("default-vcluster", "", "vCluster for submissions that name none (default: the first)")),
 		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "power-budget-kw", Usage: "system power budget set when the cluster is new (0 = none)", EnvVars: env("power-budget-kw")}),
 		altsrc.NewDurationFlag(dur("degraded-after", 30*time.Second, "heartbeat silence before a node is Degraded")),
-		altsrc.NewDurationFlag(dur("down-after", 60*time.Second, "heartbeat silence before a node is Down (its work fails)")),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "node-timeout", Aliases: []string{"down-after"}, Value: server.DefaultNodeTimeout, EnvVars: append(env("node-timeout"), env("down-after")...),
+			Usage: "heartbeat silence before a node is failed (Down; its work fails or is requeued once its agent has certainly stopped it: the agent's --fence-timeout), as Slurm's SlurmdTimeout"}),
+		altsrc.NewFloat64Flag(&cli.Float64Flag{Name: "mass-silence-fraction", Value: server.DefaultMassSilenceFraction, EnvVars: env("mass-silence-fraction"),
+			Usage: "when more than this share of the nodes is silent at once, fail none of them (they show NotResponding): the control plane's problem, not theirs; 1 = never hold"}),
 		altsrc.NewDurationFlag(dur("liveness-grace", 0, "after winning leadership, wait this long before marking nodes (default: down-after)")),
 		altsrc.NewDurationFlag(dur("kill-grace", 30*time.Second, "SIGTERM to SIGKILL grace sent with cancellations")),
 		altsrc.NewDurationFlag(dur("retention", 7*24*time.Hour, "keep ended allocations whole this long in the live state, then as compact records in the replicated history of ended jobs")),
@@ -418,7 +421,7 @@ func runServer(c *cli.Context) error {
 		ID: c.String("id"), DataDir: c.String("data-dir"), RaftAddr: c.String("raft-addr"), APIAddr: c.String("api-addr"),
 		MetricsAddr: c.String("metrics-addr"), HTTPAddr: c.String("http"), Bootstrap: c.Bool("bootstrap"), Join: splitList(c.String("join")),
 		VClusters: vclusterDefs(vcs), DefaultVCluster: c.String("default-vcluster"), PowerBudgetWatts: budget,
-		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("down-after"), LivenessGrace: c.Duration("liveness-grace"),
+		DegradedAfter: c.Duration("degraded-after"), DownAfter: c.Duration("node-timeout"), MassSilenceFraction: c.Float64("mass-silence-fraction"), LivenessGrace: c.Duration("liveness-grace"),
 		KillGrace: c.Duration("kill-grace"), Retention: c.Duration("retention"), HistoryRetention: c.Duration("history-retention"), MeasuredPowerMaxAge: c.Duration("measured-power-max-age"), PruneInterval: c.Duration("prune-interval"),
 		RaftLogLevel: c.String("raft-log-level"), FaultInjection: c.Bool("fault-injection"), RaftHeartbeatTimeout: c.Duration("raft-heartbeat-timeout"), Pprof: c.Bool("pprof"), LoopProcs: true,
 		MaxArraySize: maxArray, MaxDAGStages: maxStages, MaxStartsPerCycle: starts,
@@ -481,6 +484,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("fingerprint-check", 5*time.Minute, "how often a real node's fingerprint is recomputed from the machine and drift reported (0 = never)")),
 		altsrc.NewStringFlag(str("machine-root", "/", "where the machine's /proc and /sys are read (the fingerprint and hardware inputs; tests point it elsewhere)")),
 		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
+		altsrc.NewDurationFlag(dur("fence-timeout", agent.DefaultFenceTimeout, "stop this agent's jobs (and, when the agent is gone, its job supervisor does) once no leader has heard it for this long; the leader requeues a lost node's work only after it and --grace: longer rides out longer outages of the whole quorum, and delays the requeue after a real node loss as much (negative = never)")),
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
@@ -593,7 +597,7 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes, Cgroups: cgroups,
-		HeartbeatInterval: c.Duration("heartbeat"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
+		HeartbeatInterval: c.Duration("heartbeat"), FenceTimeout: c.Duration("fence-timeout"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
 		Latticectl: c.String("latticectl"), Supervisor: c.String("job-supervisor"), SupervisorMode: supMode, KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,

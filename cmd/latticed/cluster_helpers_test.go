@@ -144,6 +144,12 @@ func childEnv() []string {
 
 func startProc(t *testing.T, logPath, name string, args ...string) *proc {
 	t.Helper()
+	return startProcIn(t, "", logPath, name, args...)
+}
+
+// startProcIn is startProc in network namespace netns ("" = the test's).
+func startProcIn(t *testing.T, netns, logPath, name string, args ...string) *proc {
+	t.Helper()
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +157,9 @@ func startProc(t *testing.T, logPath, name string, args ...string) *proc {
 	defer f.Close()
 	fmt.Fprintf(f, "=== %s start %s: latticed %s\n", name, time.Now().Format("15:04:05.000"), strings.Join(args, " "))
 	cmd := exec.Command(latticedBin, args...)
+	if netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", netns, latticedBin}, args...)...) // ip execs latticed: same pid
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = childEnv()
 	// Own process group so that kill reaches everything it started; and a
@@ -230,6 +239,7 @@ func tail(path string, n int) string {
 type member struct {
 	id, dataDir, raftAddr, apiAddr string
 	role                           []string // --bootstrap or --join ADDRS: kept for restarts
+	netns                          string   // network namespace it runs in ("" = the test's)
 	mu                             sync.Mutex
 	p                              *proc // the current process; guarded by mu (restarts replace it)
 	conn                           *grpc.ClientConn
@@ -271,7 +281,7 @@ type cluster struct {
 // metrics listener.
 var serverFlags = []string{
 	"--metrics-addr", "", "--fault-injection", "--raft-log-level", "warn",
-	"--degraded-after", "3s", "--down-after", "6s", "--kill-grace", "2s",
+	"--degraded-after", "3s", "--node-timeout", "6s", "--kill-grace", "2s",
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -329,7 +339,13 @@ func (c *cluster) track(p *proc) {
 // {"--bootstrap"} or {"--join", ADDRS}.
 func (c *cluster) addMember(id string, role ...string) *member {
 	c.t.Helper()
-	m := &member{id: id, dataDir: filepath.Join(c.dir, id), raftAddr: freeAddr(c.t), apiAddr: freeAddr(c.t), role: role}
+	return c.addMemberAt(id, freeAddr(c.t), freeAddr(c.t), "", role...)
+}
+
+// addMemberAt is addMember with its addresses and network namespace.
+func (c *cluster) addMemberAt(id, raftAddr, apiAddr, netns string, role ...string) *member {
+	c.t.Helper()
+	m := &member{id: id, dataDir: filepath.Join(c.dir, id), raftAddr: raftAddr, apiAddr: apiAddr, role: role, netns: netns}
 	creds := insecure.NewCredentials()
 	if c.tlsDir != "" {
 		cfg, err := pki.Client(pki.Files{CA: filepath.Join(c.tlsDir, pki.CAFile)})
@@ -366,7 +382,7 @@ func (c *cluster) start(m *member) {
 		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile),
 			"--tls-cert", filepath.Join(c.tlsDir, m.id+".crt"), "--tls-key", filepath.Join(c.tlsDir, m.id+".key"))
 	}
-	p := startProc(c.t, filepath.Join(c.dir, m.id+".log"), m.id, args...)
+	p := startProcIn(c.t, m.netns, filepath.Join(c.dir, m.id+".log"), m.id, args...)
 	m.mu.Lock()
 	m.p = p
 	m.mu.Unlock()

@@ -190,6 +190,11 @@ type AgentHello struct {
 	Nodes   []*Node                `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// allocations the agent is still running (after a reconnect): id and node.
 	Running []*RunningOnAgent `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"`
+	// fence_after_ms: how long after its last acknowledged heartbeat this
+	// agent has certainly stopped every process of its nodes when it hears
+	// no leader (its fencing deadline plus its kill grace); 0 = it never
+	// fences itself. The leader fails a lost node's work no sooner.
+	FenceAfterMs int64 `protobuf:"varint,200,opt,name=fence_after_ms,json=fenceAfterMs,proto3" json:"fence_after_ms,omitempty"`
 	// instance identifies this agent process (random, kept in its data dir
 	// across restarts). The leader refuses a hello for nodes a connected
 	// agent holds unless it comes from the same agent id, credential and
@@ -248,6 +253,13 @@ func (x *AgentHello) GetRunning() []*RunningOnAgent {
 		return x.Running
 	}
 	return nil
+}
+
+func (x *AgentHello) GetFenceAfterMs() int64 {
+	if x != nil {
+		return x.FenceAfterMs
+	}
+	return 0
 }
 
 func (x *AgentHello) GetInstance() string {
@@ -325,8 +337,11 @@ type Heartbeat struct {
 	// lists_running: running holds every allocation with a process on this
 	// agent (entrypoints and step tasks); the leader clears a node's
 	// cleanup_allocation when it is not among them.
-	ListsRunning  bool     `protobuf:"varint,3,opt,name=lists_running,json=listsRunning,proto3" json:"lists_running,omitempty"`
-	Running       []uint64 `protobuf:"varint,4,rep,packed,name=running,proto3" json:"running,omitempty"`
+	ListsRunning bool     `protobuf:"varint,3,opt,name=lists_running,json=listsRunning,proto3" json:"lists_running,omitempty"`
+	Running      []uint64 `protobuf:"varint,4,rep,packed,name=running,proto3" json:"running,omitempty"`
+	// seq numbers the heartbeat; the leader answers it with a ReportAck
+	// carrying heartbeat_seq (the agent's proof that a leader heard it).
+	Seq           uint64 `protobuf:"varint,200,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -387,6 +402,13 @@ func (x *Heartbeat) GetRunning() []uint64 {
 		return x.Running
 	}
 	return nil
+}
+
+func (x *Heartbeat) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 // NodeFacts is what the agent found when it re-checked its machine: the
@@ -518,6 +540,10 @@ type AllocationReport struct {
 	// run's start and the commit's time), so a report delivered late — after
 	// a leader change or a restart — does not stretch the run.
 	EndUnixMs int64 `protobuf:"varint,9,opt,name=end_unix_ms,json=endUnixMs,proto3" json:"end_unix_ms,omitempty"`
+	// start_unix_ms is when a RUNNING report's run started, by the agent's
+	// clock (0: unknown): a start reported late (every member was down) is
+	// recorded when it happened.
+	StartUnixMs int64 `protobuf:"varint,200,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"`
 	// usage: what the run used (its cgroup), with a final report; absent
 	// without cgroups.
 	Usage         *JobUsage `protobuf:"bytes,300,opt,name=usage,proto3" json:"usage,omitempty"`
@@ -614,6 +640,13 @@ func (x *AllocationReport) GetRun() int32 {
 func (x *AllocationReport) GetEndUnixMs() int64 {
 	if x != nil {
 		return x.EndUnixMs
+	}
+	return 0
+}
+
+func (x *AllocationReport) GetStartUnixMs() int64 {
+	if x != nil {
+		return x.StartUnixMs
 	}
 	return 0
 }
@@ -1460,8 +1493,10 @@ func (x *CheckpointRequest) GetGraceSeconds() int64 {
 }
 
 type ReportAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// heartbeat_seq acknowledges a Heartbeat (seq 0 then).
+	HeartbeatSeq  uint64 `protobuf:"varint,200,opt,name=heartbeat_seq,json=heartbeatSeq,proto3" json:"heartbeat_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1503,6 +1538,13 @@ func (x *ReportAck) GetSeq() uint64 {
 	return 0
 }
 
+func (x *ReportAck) GetHeartbeatSeq() uint64 {
+	if x != nil {
+		return x.HeartbeatSeq
+	}
+	return 0
+}
+
 var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 
 const file_lattice_v1_agent_proto_rawDesc = "" +
@@ -1519,28 +1561,30 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"node_facts\x18\x06 \x01(\v2\x15.lattice.v1.NodeFactsH\x00R\tnodeFacts\x12=\n" +
 	"\fusage_answer\x18\xac\x02 \x01(\v2\x17.lattice.v1.UsageAnswerH\x00R\vusageAnswerB\x05\n" +
-	"\x03msg\"\xa2\x01\n" +
+	"\x03msg\"\xc9\x01\n" +
 	"\n" +
 	"AgentHello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x124\n" +
-	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\x12\x1b\n" +
+	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\x12%\n" +
+	"\x0efence_after_ms\x18\xc8\x01 \x01(\x03R\ffenceAfterMs\x12\x1b\n" +
 	"\binstance\x18\xdc\x01 \x01(\tR\binstance\"[\n" +
 	"\x0eRunningOnAgent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +
-	"\x03run\x18\x03 \x01(\x05R\x03run\"v\n" +
+	"\x03run\x18\x03 \x01(\x05R\x03run\"\x89\x01\n" +
 	"\tHeartbeat\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x14\n" +
 	"\x05watts\x18\x02 \x03(\x05R\x05watts\x12#\n" +
 	"\rlists_running\x18\x03 \x01(\bR\flistsRunning\x12\x18\n" +
-	"\arunning\x18\x04 \x03(\x04R\arunning\"7\n" +
+	"\arunning\x18\x04 \x03(\x04R\arunning\x12\x11\n" +
+	"\x03seq\x18\xc8\x01 \x01(\x04R\x03seq\"7\n" +
 	"\tNodeFacts\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.lattice.v1.NodeFactR\x05nodes\"X\n" +
 	"\bNodeFact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xb1\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xd6\x02\n" +
 	"\x10AllocationReport\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1550,7 +1594,8 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x10\n" +
 	"\x03seq\x18\a \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03run\x18\b \x01(\x05R\x03run\x12\x1e\n" +
-	"\vend_unix_ms\x18\t \x01(\x03R\tendUnixMs\x12+\n" +
+	"\vend_unix_ms\x18\t \x01(\x03R\tendUnixMs\x12#\n" +
+	"\rstart_unix_ms\x18\xc8\x01 \x01(\x03R\vstartUnixMs\x12+\n" +
 	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\"\x99\x01\n" +
 	"\aLogData\x12\x1d\n" +
 	"\n" +
@@ -1621,9 +1666,10 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x04hook\x18\x06 \x01(\tR\x04hook\x12\x18\n" +
 	"\awebhook\x18\a \x01(\tR\awebhook\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x12#\n" +
-	"\rgrace_seconds\x18\t \x01(\x03R\fgraceSeconds\"\x1d\n" +
+	"\rgrace_seconds\x18\t \x01(\x03R\fgraceSeconds\"C\n" +
 	"\tReportAck\x12\x10\n" +
-	"\x03seq\x18\x01 \x01(\x04R\x03seq2R\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12$\n" +
+	"\rheartbeat_seq\x18\xc8\x01 \x01(\x04R\fheartbeatSeq2R\n" +
 	"\fAgentService\x12B\n" +
 	"\aConnect\x12\x18.lattice.v1.AgentMessage\x1a\x19.lattice.v1.ServerMessage(\x010\x01B8Z6github.com/latticehpc/lattice/api/lattice/v1;latticev1b\x06proto3"
 

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostNet is a network namespace joined to the test's by a veth pair: a
+// "host" whose loss the test can cause without closing any socket (its
+// link goes down: packets are dropped, nothing is reset).
+type hostNet struct {
+	ns, outer, inner string // namespace, veth ends
+	outerIP, innerIP string
+}
+
+func runCmd(args ...string) error {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// newHostNet makes the namespace, or skips the test saying why.
+func newHostNet(t *testing.T) *hostNet {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a lost host is simulated with a network namespace: needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip (iproute2) for a network namespace")
+	}
+	n := os.Getpid()%200 + 20
+	h := &hostNet{ns: fmt.Sprintf("i24-host-%d", os.Getpid()), outer: fmt.Sprintf("i24o%d", n), inner: fmt.Sprintf("i24i%d", n),
+		outerIP: fmt.Sprintf("10.224.%d.1", n), innerIP: fmt.Sprintf("10.224.%d.2", n)}
+	if err := runCmd("ip", "netns", "add", h.ns); err != nil {
+		t.Skipf("cannot make a network namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = runCmd("ip", "link", "del", h.outer)
+		_ = runCmd("ip", "netns", "del", h.ns)
+	})
+	for _, cmd := range [][]string{
+		{"ip", "link", "add", h.outer, "type", "veth", "peer", "name", h.inner},
+		{"ip", "link", "set", h.inner, "netns", h.ns},
+		{"ip", "addr", "add", h.outerIP + "/24", "dev", h.outer},
+		{"ip", "link", "set", h.outer, "up"},
+		{"ip", "netns", "exec", h.ns, "ip", "addr", "add", h.innerIP + "/24", "dev", h.inner},
+		{"ip", "netns", "exec", h.ns, "ip", "link", "set", h.inner, "up"},
+		{"ip", "netns", "exec", h.ns, "ip", "link", "set", "lo", "up"},
+	} {
+		if err := runCmd(cmd...); err != nil {
+			t.Skipf("cannot wire a network namespace: %v", err)
+		}
+	}
+	return h
+}
+
+// link takes the host's link down (lost) or up (back).
+func (h *hostNet) link(t *testing.T, up bool) {
+	t.Helper()
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if err := runCmd("ip", "netns", "exec", h.ns, "ip", "link", "set", h.inner, state); err != nil {
+		t.Fatal(err)
+	}
+	if err := runCmd("ip", "link", "set", h.outer, state); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addrOn returns a free address on ip (of the test's namespace).
+func addrOn(t *testing.T, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// The leader's host is lost without closing its sockets (its network
+// namespace's link goes down) while jobs run: none is failed, killed or run
+// twice, and the agent is on the new leader within seconds.
+func TestLeaderHostLossCostsNoRunningJob(t *testing.T) {
+	h := newHostNet(t)
+	loss := 12 * time.Second
+	if longTests() {
+		loss = 120 * time.Second
+	}
+	c := newCluster(t)
+	// s1 on the host that will be lost: it bootstraps, so it leads first.
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	_, rport, _ := net.SplitHostPort(freeAddr(t))
+	s1 := c.addMemberAt("s1", net.JoinHostPort(h.innerIP, rport), net.JoinHostPort(h.innerIP, port), h.ns, "--bootstrap")
+	c.waitFor(20*time.Second, "s1 to lead", func() (bool, string) {
+		st, err := selfStatus(s1, time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Members[0].Role == "leader", "role " + st.Members[0].Role
+	})
+	for _, id := range []string{"s2", "s3"} {
+		c.addMemberAt(id, addrOn(t, h.outerIP), addrOn(t, h.outerIP), "", "--join", strings.Join(c.apiAddrs(), ","))
+	}
+	c.waitHealthy(3, 45*time.Second)
+	c.startAgent(4, 4)
+	ids, groups := runJobs(c, 4, "#!/bin/sh\nsleep 3600\n")
+	if l := c.mustLeader(10 * time.Second); l != s1 {
+		t.Fatalf("%s leads, want s1 (on the host to lose)", l.id)
+	}
+	w := watchGroups(filepath.Join(c.dir, "agent"), groups, nil)
+	before, _ := agentConnections(c, s1.apiAddr)
+	start := time.Now()
+	h.link(t, false)
+	restored := false
+	defer func() {
+		if !restored {
+			h.link(t, true)
+		}
+	}()
+	var moved time.Duration
+	c.waitFor(90*time.Second, "the agent on the new leader", func() (bool, string) {
+		n, last := agentConnections(c, s1.apiAddr)
+		moved = time.Since(start)
+		return n > before, last
+	})
+	t.Logf("the agent was on the new leader %s after the host was lost", moved.Round(100*time.Millisecond))
+	if limit := 15 * time.Second; longTests() && moved > limit {
+		t.Errorf("the agent reached the new leader %s after the host loss, want within %s", moved, limit)
+	} else if moved > 30*time.Second {
+		t.Errorf("the agent reached the new leader %s after the host loss", moved)
+	}
+	time.Sleep(time.Until(start.Add(loss)))
+	c.waitNodesReady(4, 30*time.Second) // on the new leader, before the host is back
+	h.link(t, true)
+	restored = true
+	c.waitHealthy(3, 60*time.Second)
+	time.Sleep(3 * time.Second)
+	for _, p := range w.finish() {
+		t.Error(p)
+	}
+	c.checkJobsRunning(ids)
+}
