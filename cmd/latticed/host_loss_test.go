@@ -101,7 +101,10 @@ func TestLeaderHostLossCostsNoRunningJob(t *testing.T) {
 	// s1 on the host that will be lost: it bootstraps, so it leads first.
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	_, rport, _ := net.SplitHostPort(freeAddr(t))
-	s1 := c.addMemberAt("s1", net.JoinHostPort(h.innerIP, rport), net.JoinHostPort(h.innerIP, port), h.ns, "--bootstrap")
+	// Raft beyond loopback without TLS must be authenticated: every member
+	// proves the same cluster secret.
+	secret := []string{"--cluster-secret", "host-loss-test-cluster-secret"}
+	s1 := c.addMemberAt("s1", net.JoinHostPort(h.innerIP, rport), net.JoinHostPort(h.innerIP, port), h.ns, append([]string{"--bootstrap"}, secret...)...)
 	c.waitFor(20*time.Second, "s1 to lead", func() (bool, string) {
 		st, err := selfStatus(s1, time.Second)
 		if err != nil {
@@ -110,7 +113,7 @@ func TestLeaderHostLossCostsNoRunningJob(t *testing.T) {
 		return st.Members[0].Role == "leader", "role " + st.Members[0].Role
 	})
 	for _, id := range []string{"s2", "s3"} {
-		c.addMemberAt(id, addrOn(t, h.outerIP), addrOn(t, h.outerIP), "", "--join", strings.Join(c.apiAddrs(), ","))
+		c.addMemberAt(id, addrOn(t, h.outerIP), addrOn(t, h.outerIP), "", append([]string{"--join", strings.Join(c.apiAddrs(), ",")}, secret...)...)
 	}
 	c.waitHealthy(3, 45*time.Second)
 	c.startAgent(4, 4)
