@@ -227,6 +227,24 @@ func (a *sargs) list(key string) []string {
 // options. With inOrder (getopt's "+") the first operand ends them too
 // (sbatch: what follows the script are its arguments); otherwise operands
 // may come anywhere.
+// parse reads a Slurm command's options as getopt does and answers --help
+// (with usage) and --version itself, as every Slurm command does. A nil
+// *sargs means the command has nothing more to do: err is then the usage
+// error, the help, or nil after the version.
+func (s *slurmRun) parse(opts []sopt, args []string, inOrder bool, usage string) (*sargs, error) {
+	a, err := getopt(opts, args, inOrder)
+	switch {
+	case err != nil:
+		return nil, err
+	case a.has("help"):
+		return nil, &slurmHelp{usage}
+	case a.has("version"):
+		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
+		return nil, nil
+	}
+	return a, nil
+}
+
 func getopt(opts []sopt, args []string, inOrder bool) (*sargs, error) {
 	out := &sargs{vals: map[string][]string{}}
 	add := func(o sopt, v string) {

@@ -86,16 +86,9 @@ var sacctmgrOpts = []sopt{
 // accounts (tenants), associations and QOS. Only show/list: accounts are
 // changed with latticectl tenant and qos.
 func (s *slurmRun) sacctmgr(args []string) error {
-	a, err := getopt(sacctmgrOpts, args, false)
-	if err != nil {
+	a, err := s.parse(sacctmgrOpts, args, false, "sacctmgr [-n] [-p|-P] [-s] show|list user [NAME] | account | assoc | qos [format=FIELD[%WIDTH],...]\n")
+	if a == nil {
 		return err
-	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{"sacctmgr [-n] [-p|-P] [-s] show|list user [NAME] | account | assoc | qos [format=FIELD[%WIDTH],...]\n"}
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	if len(a.pos) < 2 {
 		return fmt.Errorf("sacctmgr needs a command and an entity, e.g. sacctmgr show qos")
@@ -504,16 +497,9 @@ var sprioOpts = []sopt{
 // sprio lists pending jobs with their priority: Lattice's score (scaled
 // to an integer as Slurm's is) and its factors by name.
 func (s *slurmRun) sprio(args []string) error {
-	a, err := getopt(sprioOpts, args, false)
-	if err != nil {
+	a, err := s.parse(sprioOpts, args, false, "Usage: sprio [-j jobid[,jobid...]] [-u user[,user...]] [-p partition] [-h] [-l] [-n] [-w]\n")
+	if a == nil {
 		return err
-	}
-	if a.has("help") {
-		return &slurmHelp{"Usage: sprio [-j jobid[,jobid...]] [-u user[,user...]] [-p partition] [-h] [-l] [-n] [-w]\n"}
-	}
-	if a.has("version") {
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	all, err := s.listAllocations(s.c, &latticev1.ListAllocationsRequest{States: []string{"PENDING"}})
 	if err != nil {
@@ -584,16 +570,9 @@ var sshareOpts = []sopt{
 // sshare shows fair share by account (Lattice tenant): target share,
 // usage and the share it has used.
 func (s *slurmRun) sshare(args []string) error {
-	a, err := getopt(sshareOpts, args, false)
-	if err != nil {
+	a, err := s.parse(sshareOpts, args, false, "Usage: sshare [-A accounts] [-a] [-l] [-n] [-p|-P] [-u users] [-o format]\n")
+	if a == nil {
 		return err
-	}
-	if a.has("help") {
-		return &slurmHelp{"Usage: sshare [-A accounts] [-a] [-l] [-n] [-p|-P] [-u users] [-o format]\n"}
-	}
-	if a.has("version") {
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	cn, err := s.connect(s.c)
 	if err != nil {

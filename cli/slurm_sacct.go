@@ -289,22 +289,16 @@ func sacctCell(b *strings.Builder, v string, width int) {
 }
 
 func (s *slurmRun) sacct(args []string) error {
-	a, err := getopt(sacctOpts, args, false)
-	if err != nil {
+	a, err := s.parse(sacctOpts, args, false, "Usage: sacct [-a] [-A account] [-b] [-E end] [-j jobs] [-n] [-o format] [-p|-P]\n             [-r partition] [-s state] [-S start] [-u user] [-X] [--name names]\n")
+	if a == nil {
 		return err
 	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{"Usage: sacct [-a] [-A account] [-b] [-E end] [-j jobs] [-n] [-o format] [-p|-P]\n             [-r partition] [-s state] [-S start] [-u user] [-X] [--name names]\n"}
-	case a.has("helpformat"):
+	if a.has("helpformat") {
 		var names []string
 		for _, f := range sacctFields {
 			names = append(names, f.name)
 		}
 		fmt.Fprintln(s.Stdout, strings.Join(names, " "))
-		return nil
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
 		return nil
 	}
 	if len(a.pos) > 0 {

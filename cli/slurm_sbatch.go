@@ -88,16 +88,9 @@ Parallel run options:
 `
 
 func (s *slurmRun) sbatch(args []string) error {
-	a, err := getopt(sbatchOpts, args, true)
-	if err != nil {
+	a, err := s.parse(sbatchOpts, args, true, sbatchUsage)
+	if a == nil {
 		return err
-	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{sbatchUsage}
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	in := submitInput{opts: submitOptions{}}
 	var warnings []string

@@ -27,16 +27,9 @@ var scancelOpts = []sopt{
 // success as Slurm's is; each job it cannot cancel is one error line, and
 // the exit code is then 1.
 func (s *slurmRun) scancel(args []string) error {
-	a, err := getopt(scancelOpts, args, false)
-	if err != nil {
+	a, err := s.parse(scancelOpts, args, false, "Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey]\n               [job_id[_array_id][.step_id]]\n")
+	if a == nil {
 		return err
-	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{"Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey]\n               [job_id[_array_id][.step_id]]\n"}
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	var ids []string
 	for _, p := range a.pos {

@@ -49,16 +49,9 @@ func skv(k, v string) string { return k + "=" + v }
 func nullOr(s string) string { return cmp.Or(s, "(null)") }
 
 func (s *slurmRun) scontrol(args []string) error {
-	a, err := getopt(scontrolOpts, args, false)
-	if err != nil {
+	a, err := s.parse(scontrolOpts, args, false, "scontrol [<OPTION>] [<COMMAND>]\n  commands: show job|node|partition [ID], hold, uhold, release, requeue, requeuehold,\n            update JobId=ID Key=Value..., suspend, resume, version\n")
+	if a == nil {
 		return err
-	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{"scontrol [<OPTION>] [<COMMAND>]\n  commands: show job|node|partition [ID], hold, uhold, release, requeue, requeuehold,\n            update JobId=ID Key=Value..., suspend, resume, version\n"}
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	if len(a.pos) == 0 {
 		return fmt.Errorf("interactive mode is not supported by Lattice's scontrol; give a command (show, hold, release, requeue, update)")

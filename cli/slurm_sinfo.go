@@ -253,16 +253,9 @@ const (
 )
 
 func (s *slurmRun) sinfo(args []string) error {
-	a, err := getopt(sinfoOpts, args, false)
-	if err != nil {
+	a, err := s.parse(sinfoOpts, args, false, "Usage: sinfo [OPTIONS]\n  -h  no header    -N  node-oriented    -o FORMAT    -p PARTITION\n  -R  reasons      -s  summarize        -t STATES    -n NODES     -l long\n")
+	if a == nil {
 		return err
-	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{"Usage: sinfo [OPTIONS]\n  -h  no header    -N  node-oriented    -o FORMAT    -p PARTITION\n  -R  reasons      -s  summarize        -t STATES    -n NODES     -l long\n"}
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	if len(a.pos) > 0 {
 		return &slurmUsage{fmt.Sprintf("unrecognized argument '%s'", a.pos[0])}

@@ -313,16 +313,9 @@ const (
 )
 
 func (s *slurmRun) squeue(args []string) error {
-	a, err := getopt(squeueOpts, args, false)
-	if err != nil {
+	a, err := s.parse(squeueOpts, args, false, "Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n              [-n name] [-o format] [-O fields] [-p partitions] [--qos qos]\n              [--reservation reservation] [--sort fields] [--start]\n              [--step step_id] [-t states] [-u user_name] [--usage]\n              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n              [-ahjlrsv]\n")
+	if a == nil {
 		return err
-	}
-	switch {
-	case a.has("help"):
-		return &slurmHelp{"Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n              [-n name] [-o format] [-O fields] [-p partitions] [--qos qos]\n              [--reservation reservation] [--sort fields] [--start]\n              [--step step_id] [-t states] [-u user_name] [--usage]\n              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n              [-ahjlrsv]\n"}
-	case a.has("version"):
-		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)
-		return nil
 	}
 	if len(a.pos) > 0 {
 		return &slurmUsage{fmt.Sprintf("unrecognized argument '%s'", a.pos[0])}
