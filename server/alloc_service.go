@@ -142,6 +142,20 @@ func batchError(err error) *latticev1.SubmitBatchResult {
 	return &latticev1.SubmitBatchResult{Error: st.Message(), Code: st.Code().String()}
 }
 
+// oneAllocation is the live allocation a user id names ("12", "12_3"), read
+// from committed state.
+func (s *Server) oneAllocation(id string) (*model.Allocation, error) {
+	var al *model.Allocation
+	var err error
+	s.view(func(st *quorum.State) {
+		var found []*model.Allocation
+		if found, err = resolveIDs(st, id, false); err == nil {
+			al = found[0]
+		}
+	})
+	return al, err
+}
+
 // resolveIDs turns user ids into allocations: "12" is allocation 12 — or,
 // when 12 starts an array, all its tasks when expandArrays — and "12_3" is
 // task 3 of array 12.
@@ -379,14 +393,7 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 }
 
 func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainRequest) (*latticev1.Explanation, error) {
-	var al *model.Allocation
-	var err error
-	a.s.view(func(st *quorum.State) {
-		var found []*model.Allocation
-		if found, err = resolveIDs(st, req.Id, false); err == nil {
-			al = found[0]
-		}
-	})
+	al, err := a.s.oneAllocation(req.Id)
 	if err != nil {
 		return nil, err
 	}

@@ -67,14 +67,7 @@ func (u *usageService) Stat(ctx context.Context, req *latticev1.StatRequest) (*l
 	if l == nil {
 		return nil, status.Error(codes.Unavailable, "no quorum leader right now; retry")
 	}
-	var al *model.Allocation
-	var err error
-	u.s.view(func(st *quorum.State) {
-		var found []*model.Allocation
-		if found, err = resolveIDs(st, req.Id, false); err == nil {
-			al = found[0]
-		}
-	})
+	al, err := u.s.oneAllocation(req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +175,7 @@ func (u *usageService) Suspend(ctx context.Context, req *latticev1.SuspendJobReq
 	if l == nil {
 		return nil, status.Error(codes.Unavailable, "no quorum leader right now; retry")
 	}
-	var al *model.Allocation
-	var err error
-	u.s.view(func(st *quorum.State) {
-		var found []*model.Allocation
-		if found, err = resolveIDs(st, req.Id, false); err == nil {
-			al = found[0]
-		}
-	})
+	al, err := u.s.oneAllocation(req.Id)
 	if err != nil {
 		return nil, err
 	}
