@@ -523,9 +523,9 @@ func (a *allocService) proxyLogs(req *latticev1.LogsRequest, stream latticev1.Al
 // recvStream is the receiving side of a server stream.
 type recvStream[T any] interface{ Recv() (T, error) }
 
-// relayFromLeader opens a server stream on the leader (with the caller's
-// metadata, marked forwarded) and relays everything it sends.
-func relayFromLeader[T any](s *Server, ctx context.Context, open func(*grpc.ClientConn, context.Context) (recvStream[T], error), send func(T) error) error {
+// dialLeader opens a connection of its own to the leader's API, for a
+// stream relayed through this member (the caller closes it).
+func (s *Server) dialLeader() (*grpc.ClientConn, error) {
 	id, _ := s.q.Leader()
 	var addr string
 	s.view(func(st *quorum.State) {
@@ -534,11 +534,21 @@ func relayFromLeader[T any](s *Server, ctx context.Context, open func(*grpc.Clie
 		}
 	})
 	if addr == "" {
-		return status.Error(codes.Unavailable, "no quorum leader right now; retry")
+		return nil, status.Error(codes.Unavailable, "no quorum leader right now; retry")
 	}
 	conn, err := grpc.NewClient(addr, s.dialCreds())
 	if err != nil {
-		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
+		return nil, status.Errorf(codes.Unavailable, "dial leader: %v", err)
+	}
+	return conn, nil
+}
+
+// relayFromLeader opens a server stream on the leader (with the caller's
+// metadata, marked forwarded) and relays everything it sends.
+func relayFromLeader[T any](s *Server, ctx context.Context, open func(*grpc.ClientConn, context.Context) (recvStream[T], error), send func(T) error) error {
+	conn, err := s.dialLeader()
+	if err != nil {
+		return err
 	}
 	defer conn.Close()
 	up, err := open(conn, forwardContext(ctx))

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -422,19 +421,9 @@ func drain(events chan *latticev1.StepEvent, stream latticev1.TerminalService_Te
 func (ts *terminalService) proxy(stream latticev1.TerminalService_TerminalServer) error {
 	s := ts.s
 	ctx := stream.Context()
-	id, _ := s.q.Leader()
-	var addr string
-	s.view(func(st *quorum.State) {
-		if m, ok := st.Member(id); ok {
-			addr = m.APIAddr
-		}
-	})
-	if addr == "" {
-		return status.Error(codes.Unavailable, "no quorum leader right now; retry")
-	}
-	cc, err := grpc.NewClient(addr, s.dialCreds())
+	cc, err := s.dialLeader()
 	if err != nil {
-		return status.Errorf(codes.Unavailable, "dial leader: %v", err)
+		return err
 	}
 	defer cc.Close()
 	uctx, cancel := context.WithCancel(forwardContext(ctx))
