@@ -43,6 +43,23 @@ type stepSession struct {
 	done   chan struct{}
 }
 
+// beginStep records a new step of allocation alloc in the quorum (its nodes,
+// task count and command) and registers its session on the leader l; the
+// caller removes the session (l.steps.remove(key)) when the step is over.
+func (s *Server) beginStep(ctx context.Context, l *leaderState, alloc uint64, nodes []string, tasks int, command []string) (stepKey, *stepSession, error) {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	res, err := s.propose(pctx, &quorum.StepCommand{AllocID: alloc, Begin: true, Nodes: nodes, Tasks: tasks, Command: command})
+	cancel()
+	if err != nil {
+		return stepKey{}, nil, rpcError(err)
+	}
+	if res.Rejection != nil {
+		return stepKey{}, nil, rejectionError(res.Rejection)
+	}
+	key := stepKey{alloc, int32(res.IDs[0])}
+	return key, l.steps.add(key), nil
+}
+
 func (r *stepRegistry) add(k stepKey) *stepSession {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -229,19 +246,12 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 			return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", p.node)
 		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	res, err := s.propose(pctx, &quorum.StepCommand{AllocID: al.ID, Begin: true, Nodes: stepNodes, Tasks: ntasks, Command: req.Command})
-	cancel()
+	key, sess, err := s.beginStep(ctx, l, al.ID, stepNodes, ntasks, req.Command)
 	if err != nil {
-		return rpcError(err)
+		return err
 	}
-	if res.Rejection != nil {
-		return rejectionError(res.Rejection)
-	}
-	stepID := int32(res.IDs[0])
-	key := stepKey{al.ID, stepID}
-	sess := l.steps.add(key)
 	defer l.steps.remove(key)
+	stepID := key.step
 	log := s.log.With("alloc", al.ID, "step", stepID)
 	log.Info("step started", "nodes", len(plan), "tasks", ntasks)
 

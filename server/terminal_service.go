@@ -209,19 +209,12 @@ func (ts *terminalService) launch(l *leaderState, open *latticev1.TerminalOpen, 
 	if conn == nil {
 		return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", node)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	res, err := s.propose(pctx, &quorum.StepCommand{AllocID: al.ID, Begin: true, Nodes: []string{node}, Tasks: 1, Command: req.Command})
-	cancel()
+	key, sess, err := s.beginStep(ctx, l, al.ID, []string{node}, 1, req.Command)
 	if err != nil {
-		return rpcError(err)
+		return err
 	}
-	if res.Rejection != nil {
-		return rejectionError(res.Rejection)
-	}
-	stepID := int32(res.IDs[0])
-	key := stepKey{al.ID, stepID}
-	sess := l.steps.add(key)
 	defer l.steps.remove(key)
+	stepID := key.step
 	l.terms.setInput(key, conn)
 	defer l.terms.setInput(key, nil)
 	log := s.log.With("alloc", al.ID, "step", stepID)
