@@ -127,18 +127,9 @@ func (a *Agent) startPtyTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pla
 	}()
 	go func() {
 		err := cmd.Wait()
-		code := 0
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			} else {
-				code = ee.ExitCode()
-			}
-		default:
-			code = 255
+		code := supervise.ExitCode(err) // 128+N when signal N ended it
+		if code < 0 {
+			code = 255 // it could not be waited for
 		}
 		// The session's other processes lose their terminal.
 		_ = syscall.Kill(-task.pgid, syscall.SIGHUP)

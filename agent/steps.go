@@ -334,18 +334,9 @@ func (a *Agent) startTask(m *latticev1.StepLaunch, t *latticev1.StepTask, pmi *p
 		err := cmd.Wait()
 		// What the task left behind in its group goes with it.
 		_ = syscall.Kill(-task.pgid, syscall.SIGKILL)
-		code := 0
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			} else {
-				code = ee.ExitCode()
-			}
-		default:
-			code = 255
+		code := supervise.ExitCode(err) // 128+N when signal N ended it
+		if code < 0 {
+			code = 255 // it could not be waited for
 		}
 		close(task.done)
 		a.sendStepEvent(&latticev1.StepEvent{AllocationId: m.AllocationId, StepId: m.StepId, Rank: t.Rank, Exited: true, ExitCode: int32(code)})
