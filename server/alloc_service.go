@@ -18,6 +18,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 	"github.com/latticehpc/lattice/vcluster"
 )
 
@@ -53,7 +54,7 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	if err := checkWireRequest(req.Request); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
-	r := requestFromProto(req.Request)
+	r := convert.RequestFromProto(req.Request)
 	r.Env = a.s.dropSecretEnv(r.Env)
 	if err := a.s.resolveSite(&r); err != nil {
 		return model.Request{}, model.Request{}, err
@@ -207,7 +208,7 @@ func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
 }
 
 func (a *allocService) withExplanation(al *model.Allocation) *latticev1.Allocation {
-	p := allocToProto(al)
+	p := convert.AllocToProto(al)
 	if al.State == model.StatePending {
 		defer func() {
 			// A hold or a begin time outranks what the scheduler last said.

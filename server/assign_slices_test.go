@@ -2,12 +2,13 @@ package server
 
 import (
 	"context"
-	dto "github.com/prometheus/client_model/go"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"

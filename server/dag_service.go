@@ -13,6 +13,7 @@ import (
 	"github.com/latticehpc/lattice/dag"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // dagService is DAGService: the leader-side half of the DAG controller. The
@@ -43,7 +44,7 @@ func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequ
 		if err := checkWireRequest(st.Request); err != nil {
 			return nil, err
 		}
-		ss := dag.SpecStage{Name: st.Name, Request: requestFromProto(st.Request)}
+		ss := dag.SpecStage{Name: st.Name, Request: convert.RequestFromProto(st.Request)}
 		ss.Request.Env = d.s.dropSecretEnv(ss.Request.Env)
 		if err := checkLimits(&ss.Request); err != nil {
 			return nil, err
@@ -183,7 +184,7 @@ func (d *dagService) stageStatus(st *quorum.State, g *model.DAG, stage model.DAG
 const reasonPruned = "Pruned"
 
 func (d *dagService) dagStatus(st *quorum.State, g *model.DAG, withStages bool) *latticev1.DAGStatus {
-	p := &latticev1.DAGStatus{DagId: g.ID, Name: g.Name, SubmitTimeUnixMs: unixMS(g.SubmitTime), Stages: int32(len(g.Stages))}
+	p := &latticev1.DAGStatus{DagId: g.ID, Name: g.Name, SubmitTimeUnixMs: convert.UnixMS(g.SubmitTime), Stages: int32(len(g.Stages))}
 	if a := st.Allocation(g.ID); a != nil {
 		p.Tenant = a.Tenant
 	}
@@ -220,7 +221,7 @@ func (d *dagService) dagStatus(st *quorum.State, g *model.DAG, withStages bool) 
 	state := dag.State(stages)
 	p.State = string(state)
 	if state != model.DAGRunning {
-		p.EndTimeUnixMs = unixMS(end)
+		p.EndTimeUnixMs = convert.UnixMS(end)
 	}
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // agentConn is one connected agent's stream, as the leader sees it.
@@ -219,7 +220,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 				continue
 			}
 			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, msg: &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Assign{
-				Assign: &latticev1.Assignment{Allocation: allocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: grace}}}})
+				Assign: &latticev1.Assignment{Allocation: convert.AllocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: grace}}}})
 		}
 		for _, a := range st.Cancelling() {
 			if len(a.Nodes) == 0 {
@@ -236,7 +237,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 				continue
 			}
 			c := d.connFor(a.Nodes[0])
-			deadline := unixMS(a.CheckpointDeadline)
+			deadline := convert.UnixMS(a.CheckpointDeadline)
 			if c == nil || c.ckptDeadline(a.ID) == deadline {
 				continue
 			}
@@ -306,7 +307,7 @@ func checkpointMsg(a *model.Allocation, grace int64) *latticev1.ServerMessage {
 		sig, _ = model.ParseSignal(a.CheckpointSignal)
 	}
 	return &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Checkpoint{Checkpoint: &latticev1.CheckpointRequest{
-		AllocationId: a.ID, Mode: string(a.Checkpoint), DeadlineUnixMs: unixMS(a.CheckpointDeadline),
+		AllocationId: a.ID, Mode: string(a.Checkpoint), DeadlineUnixMs: convert.UnixMS(a.CheckpointDeadline),
 		Stop: quorum.Stopping(a), Signal: int32(sig), Hook: a.CheckpointHook, Webhook: a.CheckpointWebhook,
 		Reason: a.CheckpointReason, GraceSeconds: grace,
 	}}}
@@ -487,7 +488,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			u.ExitCode = &code
 		}
 		if st.Terminal() || st == model.StateSuspended {
-			u.Usage = usageFromProto(in.report.Usage)
+			u.Usage = convert.UsageFromProto(in.report.Usage)
 		}
 		cmd.Updates = append(cmd.Updates, u)
 		keep = append(keep, in)

@@ -8,6 +8,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 type nodeService struct {
@@ -105,7 +106,7 @@ func (n *nodeService) List(_ context.Context, req *latticev1.ListNodesRequest) (
 			if l != nil {
 				seen = l.live.lastSeen(node.Name)
 			}
-			resp.Nodes = append(resp.Nodes, nodeToProto(node, display, seen))
+			resp.Nodes = append(resp.Nodes, convert.NodeToProto(node, display, seen))
 		}
 	})
 	if len(missing) > 0 && len(resp.Nodes) == 0 {
@@ -135,7 +136,7 @@ func (n *nodeService) setState(ctx context.Context, name string, action quorum.N
 	var out *latticev1.Node
 	n.s.view(func(st *quorum.State) {
 		if node := st.Node(name); node != nil {
-			out = nodeToProto(node, "", time.Time{})
+			out = convert.NodeToProto(node, "", time.Time{})
 		}
 	})
 	return &latticev1.NodeResponse{Node: out}, nil

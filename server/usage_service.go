@@ -13,6 +13,7 @@ import (
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // usageService answers latticectl stat (live usage, from the agent's
@@ -150,7 +151,7 @@ func (u *usageService) Report(ctx context.Context, req *latticev1.UsageReportReq
 			t.EnergyJoules += us.EnergyJoules
 		}
 	}
-	out := &latticev1.UsageReportReply{StartUnixMs: unixMS(start), EndUnixMs: end.UnixMilli()}
+	out := &latticev1.UsageReportReply{StartUnixMs: convert.UnixMS(start), EndUnixMs: end.UnixMilli()}
 	for _, t := range sums {
 		out.Tenants = append(out.Tenants, t)
 	}
@@ -212,7 +213,7 @@ type stepUsage struct {
 
 func (s *stepUsage) add(ev *latticev1.StepEvent) {
 	s.nodes++
-	u := usageFromProto(ev.Usage)
+	u := convert.UsageFromProto(ev.Usage)
 	if u == nil {
 		return
 	}
