@@ -199,7 +199,7 @@ func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
 	if l == nil {
 		return nil
 	}
-	loop := l.loop(al.VCluster)
+	loop := l.Scheduler(al.VCluster)
 	if loop == nil {
 		return nil
 	}
@@ -371,12 +371,12 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 		}
 		return resp, nil
 	}
-	mail := a.s.mailSnapshot(ids)
+	mail := a.s.mail.Snapshot(ids)
 	r, err := a.s.propose(ctx, &quorum.Cancel{Header: quorum.Header{RequestID: req.ClientRequestId}, IDs: ids})
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	a.s.mailAfter(mail)
+	a.s.mail.After(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}
@@ -474,7 +474,7 @@ func (a *allocService) Logs(req *latticev1.LogsRequest, stream latticev1.Allocat
 			}
 			continue
 		}
-		data, err := l.disp.readLog(ctx, al.Nodes[0], &latticev1.LogRequest{
+		data, err := l.ReadLog(ctx, al.Nodes[0], &latticev1.LogRequest{
 			AllocationId: al.ID, Stderr: req.Stderr, Offset: offset, MaxBytes: 256 << 10})
 		if err != nil {
 			return err

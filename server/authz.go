@@ -10,6 +10,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -92,7 +93,7 @@ func (s *Server) agentOwns(ctx context.Context, verb string, nodes []string) err
 // reportIsFor reports whether an agent's report is about an allocation
 // that runs on one of its nodes; a report for anything else is refused
 // and logged (and acknowledged, so the agent stops resending it).
-func (s *Server) reportIsFor(conn *agentConn, owned map[string]bool, r *latticev1.AllocationReport) bool {
+func (s *Server) reportIsFor(conn *leader.AgentConn, owned map[string]bool, r *latticev1.AllocationReport) bool {
 	if !s.authOn() {
 		return true
 	}
@@ -107,7 +108,7 @@ func (s *Server) reportIsFor(conn *agentConn, owned map[string]bool, r *latticev
 			return true
 		}
 	}
-	s.log.Warn("refused an agent report for an allocation not on its nodes", "agent", conn.id,
+	s.log.Warn("refused an agent report for an allocation not on its nodes", "agent", conn.ID(),
 		"alloc", r.AllocationId, "state", r.State, "alloc_nodes", model.CompressHostlist(nodes))
 	return false
 }

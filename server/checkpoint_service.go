@@ -58,7 +58,7 @@ func (a *allocService) CheckpointDone(ctx context.Context, req *latticev1.Checkp
 	if l == nil {
 		return nil, unavailable("no leader; retry")
 	}
-	if err := l.disp.checkpointAck(al, req.Failed); err != nil {
+	if err := l.CheckpointAck(al, req.Failed); err != nil {
 		return nil, err
 	}
 	return &latticev1.CheckpointDoneResponse{}, nil

@@ -78,12 +78,12 @@ func (a *allocService) jobControl(ctx context.Context, verb string, req *lattice
 	}
 	c := cmd(ids)
 	c.CommandHeader().RequestID = req.ClientRequestId
-	mail := a.s.mailSnapshot(ids)
+	mail := a.s.mail.Snapshot(ids)
 	r, err := a.s.propose(ctx, c)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	a.s.mailAfter(mail)
+	a.s.mail.After(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}
@@ -225,8 +225,8 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 		// connected, the walltime backstop still ends it at its new limit.
 		if l := a.s.currentLeader(); l != nil {
 			for _, cur := range active {
-				if conn := l.disp.connFor(cur.Nodes[0]); conn != nil {
-					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_SetWalltime{SetWalltime: &latticev1.SetWalltime{
+				if conn := l.ConnFor(cur.Nodes[0]); conn != nil {
+					conn.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_SetWalltime{SetWalltime: &latticev1.SetWalltime{
 						AllocationId: cur.ID, WalltimeSeconds: int64(cur.Walltime / time.Second)}}})
 				}
 			}
@@ -268,8 +268,8 @@ func (a *allocService) Signal(ctx context.Context, req *latticev1.SignalRequest)
 		case al.State != model.StateRunning && al.State != model.StateCheckpointing:
 			why = fmt.Sprintf("allocation %s is %s; only running allocations can be signalled", al.DisplayID(), al.State)
 		default:
-			c := l.disp.connFor(al.Nodes[0])
-			if c == nil || !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Signal{
+			c := l.ConnFor(al.Nodes[0])
+			if c == nil || !c.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Signal{
 				Signal: &latticev1.SignalAllocation{AllocationId: al.ID, Signal: int32(sig)}}}) {
 				why = fmt.Sprintf("the agent of node %s is not connected; retry", al.Nodes[0])
 			}

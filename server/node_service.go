@@ -31,7 +31,7 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 	}
 	if l := n.s.currentLeader(); l != nil {
 		who := holderOf(ctx, req.AgentId, req.Instance)
-		if err := l.disp.claims.check(who, names); err != nil {
+		if err := l.CheckClaim(who, names); err != nil {
 			return nil, n.s.refuseClaim(who, "register", err)
 		}
 	}
@@ -49,7 +49,7 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 		return nil, rejectionError(r.Rejection)
 	}
 	if l := n.s.currentLeader(); l != nil {
-		l.live.heard(resp.Registered)
+		l.Heard(resp.Registered)
 	}
 	return resp, nil
 }
@@ -59,7 +59,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *latticev1.HeartbeatReq
 		return nil, err
 	}
 	if l := n.s.currentLeader(); l != nil {
-		l.live.heard(req.Nodes)
+		l.Heard(req.Nodes)
 	}
 	return &latticev1.HeartbeatResponse{}, nil
 }
@@ -104,7 +104,7 @@ func (n *nodeService) List(_ context.Context, req *latticev1.ListNodesRequest) (
 			}
 			var seen time.Time
 			if l != nil {
-				seen = l.live.lastSeen(node.Name)
+				seen = l.LastSeen(node.Name)
 			}
 			resp.Nodes = append(resp.Nodes, convert.NodeToProto(node, display, seen))
 		}

@@ -262,18 +262,20 @@ func (c *Config) defaults() error {
 // also runs the leader-only loops.
 type Server struct {
 	// completed is the recent completions the loops' predictor learns from.
-	completed completedCache
-	cfg       Config
-	log       *slog.Logger
-	fsm       *quorum.FSM
-	q         *quorum.Quorum
-	grpc      *grpc.Server
-	apiLis    net.Listener
-	metrics   *metrics
+	completed *leader.Completed
+	// mail runs the site's mail hook on the leader (nil: none).
+	mail    *leader.Mail
+	cfg     Config
+	log     *slog.Logger
+	fsm     *quorum.FSM
+	q       *quorum.Quorum
+	grpc    *grpc.Server
+	apiLis  net.Listener
+	metrics *metrics
 	// contract and health: docs/metrics.md's series (metrics_contract.go)
 	// and readiness (health.go).
 	contract    *contract
-	liveMetrics *livenessMetrics
+	liveMetrics *leader.LivenessMetrics
 	lc          *leader.Lifecycle // leadership: barrier, leader-only loops (package leader)
 	health      *healthState
 	httpSrv     *http.Server
@@ -307,7 +309,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ID)}
 	s.metrics = newMetrics(prometheus.NewRegistry())
 	s.contract = newContract(s.metrics.reg)
-	s.liveMetrics = newLivenessMetrics(s.metrics.reg)
+	s.liveMetrics = leader.NewLivenessMetrics(s.metrics.reg)
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
@@ -349,6 +351,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.q = q
+	s.completed = leader.NewCompleted(s.view)
+	s.mail = leader.NewMail(cfg.MailHook, s.log, s.view)
 	s.lc = leader.New(q, s, leader.Config{Logger: s.log})
 	s.metrics.registerQuorum(s)
 	s.health = newHealthState(s)
@@ -544,7 +548,7 @@ func (s *Server) onApply(c quorum.Command, r *quorum.Result) {
 	s.metrics.applied.WithLabelValues(c.Type().String()).Inc()
 	s.observeApplied(c, r)
 	if l := s.currentLeader(); l != nil {
-		l.onApply(c, r)
+		l.OnApply(c, r)
 	}
 }
 
