@@ -37,7 +37,7 @@ func (a *accountService) WhoAmI(ctx context.Context, _ *latticev1.AccountWhoAmIR
 		return &latticev1.AccountUser{Name: "anonymous", Role: string(auth.RoleAdmin), Via: "none (authentication is off)", MaxPriority: -1,
 			DefaultTenant: model.DefaultTenant}, nil
 	}
-	out := &latticev1.AccountUser{Name: id.User, Role: string(id.Role), Tenants: id.Tenants, DefaultTenant: a.s.defaultTenantOf(id),
+	out := &latticev1.AccountUser{Name: id.User, Role: string(id.Role), Tenants: id.Tenants, DefaultTenant: a.s.admit.DefaultTenantOf(id),
 		MaxPriority: int32(id.MaxPriority), Via: id.Via, Nodes: id.Nodes, Uid: -1}
 	if id.Via == "munge" {
 		out.Uid = int32(id.UID)
@@ -349,33 +349,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// defaultTenantOf is the tenant a call of id acts in when it names none:
-// the identity's default tenant, else its first tenant, else (admins and
-// tokens that name none) the tenant named after the user when it exists,
-// else model.DefaultTenant.
-func (s *Server) defaultTenantOf(id *auth.Identity) string {
-	if id == nil {
-		return model.DefaultTenant
-	}
-	if id.DefaultTenant != "" || (len(id.Tenants) > 0 && id.Tenants[0] != "*") {
-		return id.TenantOf("")
-	}
-	own := false
-	s.view(func(st *quorum.State) { own = st.Tenant(id.User) != nil })
-	if own {
-		return id.User
-	}
-	return model.DefaultTenant
-}
-
-// fillTenant gives a request that names no tenant the caller's default
-// tenant (with auth off: model.DefaultTenant, as ApplyDefaults would).
-func (s *Server) fillTenant(ctx context.Context, r *model.Request) {
-	if r.Tenant == "" && s.authOn() {
-		r.Tenant = s.defaultTenantOf(caller(ctx))
-	}
 }
 
 // canListTenant refuses a listing of a tenant the caller may not see,

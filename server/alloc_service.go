@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
@@ -47,48 +48,19 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 }
 
 // checkSubmission runs every check a submission passes before it is
-// proposed (wire bounds, site QOS and partition names, limits, validation,
-// array size, tenant and ownership, never-fits) and returns the request to
-// propose, stamped with its user, and its checked copy (defaults applied).
+// proposed (package admission: wire bounds, site QOS and partition names,
+// limits, validation, array size, tenant and ownership, never-fits) and
+// returns the request to propose, stamped with its user, and its checked
+// copy (defaults applied).
 func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.SubmitRequest) (model.Request, model.Request, error) {
-	if err := checkWireRequest(req.Request); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
 	r := convert.RequestFromProto(req.Request)
 	r.Env = a.s.dropSecretEnv(r.Env)
-	if err := a.s.resolveSite(&r); err != nil {
-		return model.Request{}, model.Request{}, err
+	propose, check, err := a.s.admit.Submit(caller(ctx), admission.Submission{
+		Request: r, Wire: wireOf(req.Request), KeepIfNeverFits: req.Request.GetKeepIfNeverFits()})
+	if err != nil {
+		return model.Request{}, model.Request{}, admissionError(err)
 	}
-	a.s.fillTenant(ctx, &r)
-	a.s.interactiveVCluster(&r) // interactive.go
-	if err := a.s.fitTasks(&r, req.Request.GetKeepIfNeverFits()); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	check := r
-	check.ApplyDefaults()
-	if err := checkLimits(&check); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	if err := check.Validate(); err != nil {
-		return model.Request{}, model.Request{}, rpcError(err)
-	}
-	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
-		return model.Request{}, model.Request{}, rpcError(err)
-	}
-	if err := a.s.admitSubmission(ctx, &check); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	keep := req.Request.GetKeepIfNeverFits()
-	if keep && !a.s.isAdmin(ctx) {
-		return model.Request{}, model.Request{}, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
-	}
-	if !keep && !check.Hold {
-		if err := a.s.checkEverFits(&check); err != nil {
-			return model.Request{}, model.Request{}, err
-		}
-	}
-	r.User = check.User
-	return r, check, nil
+	return propose, check, nil
 }
 
 // SubmitBatch checks each request as Submit does and proposes those that
@@ -258,7 +230,7 @@ func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequ
 
 func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
 	if req.Mine && req.Tenant == "" {
-		req.Tenant = a.s.defaultTenantOf(caller(ctx))
+		req.Tenant = a.s.admit.DefaultTenantOf(caller(ctx))
 	}
 	if req.Tenant != "" {
 		if err := a.s.canListTenant(ctx, req.Tenant); err != nil {

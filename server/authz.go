@@ -2,11 +2,6 @@ package server
 
 import (
 	"context"
-	"sort"
-	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
@@ -39,39 +34,6 @@ func dagObject(st *quorum.State, g *model.DAG) auth.Object {
 // it may not).
 func (s *Server) mayRead(ctx context.Context, o auth.Object) bool {
 	return s.canRead(ctx, "see", o) == nil
-}
-
-// admitSubmission checks a request against the caller before it is
-// proposed and stamps its owner: the tenant must exist and the caller
-// belong to it, and its priority class must be within the caller's QOS
-// ceiling. Unknown tenants are rejected, never created.
-func (s *Server) admitSubmission(ctx context.Context, r *model.Request) error {
-	if !s.authOn() {
-		return nil
-	}
-	s.fillTenant(ctx, r)
-	id := caller(ctx)
-	tenant := r.Tenant
-	if err := auth.CanSubmit(id, tenant, r.PriorityClass); err != nil {
-		return deny(err)
-	}
-	var known []string
-	exists := false
-	s.view(func(st *quorum.State) {
-		exists = st.Tenant(tenant) != nil
-		if !exists {
-			for _, t := range st.Tenants() {
-				known = append(known, t.Name)
-			}
-		}
-	})
-	if !exists {
-		sort.Strings(known)
-		return status.Errorf(codes.InvalidArgument, "unknown tenant %q: allowed one of [%s] (an admin creates tenants with `latticectl tenant set`)",
-			tenant, strings.Join(known, ", "))
-	}
-	r.User = id.User
-	return nil
 }
 
 // agentOwns refuses (and logs) an agent acting for a node its credential

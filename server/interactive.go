@@ -7,29 +7,11 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
-	"github.com/latticehpc/lattice/quorum"
 )
 
 // DefaultInteractiveIdleTimeout is how long an interactive allocation may
 // go without a step before the leader ends it, unless the site says.
 const DefaultInteractiveIdleTimeout = 30 * time.Minute
-
-// interactiveVCluster sends an interactive request that names no vCluster
-// to the site's interactive one (the first of that type, by name), with
-// its short waits; with none, the default vCluster takes it.
-func (s *Server) interactiveVCluster(r *model.Request) {
-	if !r.Interactive || r.VCluster != "" {
-		return
-	}
-	s.view(func(st *quorum.State) {
-		for _, vc := range st.VClusters() {
-			if vc.Type == model.TypeInteractive {
-				r.VCluster = vc.Name
-				return
-			}
-		}
-	})
-}
 
 // explainInteractive adds to an interactive allocation's explanation when
 // it should start (pending) or when the idle timeout would end it.

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/checkpoint"
@@ -281,6 +282,9 @@ type Server struct {
 	httpSrv     *http.Server
 	fwd         *forwarder
 	auth        *authenticator // nil = auth off
+	// admit is the admission chain every submission and update passes
+	// before it is proposed (package admission).
+	admit *admission.Chain
 	// The REST API and dashboard (http_api.go).
 	sessions   *rest.Sessions
 	httpLis    net.Listener
@@ -371,6 +375,7 @@ func New(cfg Config) (*Server, error) {
 		unary = append(unary, s.auth.unary)
 		stream = append(stream, s.auth.stream)
 	}
+	s.admit = &admission.Chain{View: s.view, Settings: admission.Settings{AuthOn: s.auth != nil, MaxArraySize: cfg.MaxArraySize}}
 	unary = append(unary, s.audit, s.fwd.unary)
 	stream = append(stream, s.auditStream)
 	opts := keepaliveServerOptions()

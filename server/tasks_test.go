@@ -13,7 +13,7 @@ import (
 	"github.com/latticehpc/lattice/quorum"
 )
 
-// fitTasks sizes -n without -N from the nodes' reported CPUs and refuses
+// admission's FitTasks sizes -n without -N from the nodes' reported CPUs and refuses
 // tasks no node can hold, as sbatch does.
 func TestFitTasks(t *testing.T) {
 	s, err := New(Config{ID: "s1", DataDir: t.TempDir(), APIAddr: "127.0.0.1:0", InMemRaft: true, RaftLogLevel: "off",
@@ -59,7 +59,7 @@ func TestFitTasks(t *testing.T) {
 		{req: model.Request{NodesMin: 2, NodesMax: 2, NtasksPerNode: 5, Hold: true}, min: 2, max: 2},
 	} {
 		r := tt.req
-		err := s.fitTasks(&r, false)
+		err := s.admit.FitTasks(&r, false)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%+v: %v, want an error with %q", tt.req, err, tt.err)
