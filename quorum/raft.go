@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -127,6 +128,9 @@ type Quorum struct {
 	// diskFaults wraps the log store with fault injection (nil otherwise).
 	diskFaults *faultLogStore
 	log        *slog.Logger
+
+	levelsMu sync.Mutex
+	levels   MemberLevels // SetMemberLevels; gate.go
 }
 
 // Open starts a member. It bootstraps a single-member cluster when asked
@@ -283,6 +287,9 @@ func (q *Quorum) Propose(ctx context.Context, c Command) (*Result, error) {
 	}
 	if q.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
+	}
+	if err := q.RequireLevel(ctx, NeededLevel(c), c.Type().String()); err != nil {
+		return nil, err
 	}
 	data, err := Encode(c)
 	if err != nil {
