@@ -805,7 +805,7 @@ func (s *State) applyReturnNodes(c *ReturnNodes) *Result {
 
 func (s *State) applySetVCluster(c *SetVCluster) *Result {
 	v := c.VCluster
-	if err := v.Validate(); err != nil {
+	if err := v.ValidateLevel0(); err != nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
 	}
 	if v.PowerCapWatts > 0 && s.idx.vclusterDraw[v.Name] > v.PowerCapWatts {
@@ -822,7 +822,7 @@ func (s *State) applySetVCluster(c *SetVCluster) *Result {
 
 func (s *State) applySetTenant(c *SetTenant) *Result {
 	t := c.Tenant
-	if err := t.Validate(); err != nil {
+	if err := t.ValidateLevel0(); err != nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
 	}
 	run := s.idx.tenantRun[t.Name]

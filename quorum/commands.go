@@ -41,11 +41,22 @@ type ItemDep struct {
 // Submit creates allocations: one, an array (expanded here), or a DAG. All or nothing.
 // A DAG's items are its stages in topological order, named by Request.Name;
 // Name is the workflow's name (dag_id of the file).
+//
+// Prepared says the leader resolved, defaulted and validated every request
+// before proposing it (as every leader of level 1 or later does): Apply
+// takes the requests as they are and checks only what depends on the state
+// it applies to (the vCluster, nodes and dependencies exist). An entry
+// without it (written before level 1) is resolved, defaulted and validated
+// at apply by the rules of level 0 (model's ApplyDefaultsLevel0 and
+// ValidateLevel0), exactly as it was then. A member of level 0 ignores the
+// flag and applies level 0's rules to a prepared request, which change
+// nothing in a request that passed them before the proposal.
 type Submit struct {
 	Header
-	Items []SubmitItem `json:"items"`
-	DAG   bool         `json:"dag,omitempty"`
-	Name  string       `json:"name,omitempty"`
+	Items    []SubmitItem `json:"items"`
+	DAG      bool         `json:"dag,omitempty"`
+	Name     string       `json:"name,omitempty"`
+	Prepared bool         `json:"prepared,omitempty"`
 }
 
 // SubmitBatch applies many independent submissions in one entry (one

@@ -183,7 +183,7 @@ func (s *State) updated(a *model.Allocation, c *UpdateAlloc) (*model.Allocation,
 		}
 		cp.VCluster = vc
 	}
-	if err := cp.Request.Validate(); err != nil {
+	if err := cp.Request.ValidateLevel0(); err != nil {
 		return nil, reject(CodeInvalid, "", "%v", err)
 	}
 	if n := len(s.nodeNames); n > 0 && cp.NodesMin > n && cp.Held == "" {
@@ -295,7 +295,7 @@ func (s *State) resolvePartition(name string) string {
 func (s *State) ResolveVCluster(name string) string { return s.resolvePartition(name) }
 
 func (s *State) applySetQOS(c *SetQOS) *Result {
-	if err := c.QOS.Validate(); err != nil {
+	if err := c.QOS.ValidateLevel0(); err != nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
 	}
 	if c.QOS.VCluster != "" && s.vclusters[c.QOS.VCluster] == nil {
