@@ -24,6 +24,9 @@ func (s *State) apply(c Command) *Result {
 			return prev
 		}
 	}
+	if l := NeededLevel(c); l > s.level {
+		s.level = l
+	}
 	s.Version++
 	before := s.Version
 	res := s.dispatch(c)

@@ -226,6 +226,9 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	if err != nil {
 		return fail(fmt.Errorf("raft log cache: %w", err))
 	}
+	if err := checkDataFormat(cfg.DataDir, q.snapshots, store); err != nil {
+		return fail(err)
+	}
 	r, err := raft.NewRaft(rc, fsm, logs, store, q.snapshots, q.transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
