@@ -59,6 +59,8 @@ func TestImportTableRules(t *testing.T) {
 		{"server", "leader", true},
 		{"server", "cmd/x", false},
 		{"cmd/x", "leader", false},
+		{"cmd/x", "cmd/x/startup", true}, // its own sub-package
+		{"cmd/x", "cmd/y", false},
 	} {
 		row, ok := rowFor(table, tc.pkg)
 		if got := ok && allowed(table[row], tc.pkg, tc.imp); got != tc.ok {
@@ -167,7 +169,7 @@ func rowFor(table map[string][]string, pkg string) (string, bool) {
 }
 
 func allowed(may []string, pkg, imp string) bool {
-	if top(imp) == top(pkg) && top(pkg) != "cmd" {
+	if strings.HasPrefix(imp, pkg+"/") || top(imp) == top(pkg) && top(pkg) != "cmd" {
 		return true
 	}
 	for _, m := range may {

@@ -89,8 +89,8 @@ type Submission struct {
 // (QOS and partition), tenant and interactive vCluster filled in, task
 // fit, limits, validation with the defaults applied, array size,
 // authorization, keeping a never-fitting request, never-fits — and returns
-// the request to propose, stamped with its user, and its checked copy
-// (defaults applied).
+// the request to propose — prepared (Prepare), stamped with its user — and,
+// for the caller's replies, the same.
 func (c *Chain) Submit(id *auth.Identity, sub Submission) (propose, checked model.Request, err error) {
 	if err := sub.Wire.Check(); err != nil {
 		return model.Request{}, model.Request{}, err
@@ -105,7 +105,7 @@ func (c *Chain) Submit(id *auth.Identity, sub Submission) (propose, checked mode
 		return model.Request{}, model.Request{}, err
 	}
 	check := r
-	check.ApplyDefaults()
+	c.Prepare(&check)
 	if err := Limits(&check); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
@@ -127,8 +127,18 @@ func (c *Chain) Submit(id *auth.Identity, sub Submission) (propose, checked mode
 			return model.Request{}, model.Request{}, err
 		}
 	}
-	r.User = check.User
-	return r, check, nil
+	return check, check, nil
+}
+
+// Prepare makes a submitted request what its entry will say, before it is
+// checked and proposed: its vCluster resolved (a partition name, or the
+// default vCluster when it names none) and the defaults of this release
+// applied. The entry is proposed Prepared: Apply takes the request as it
+// is (quorum.Submit), so a default or rule changed by a later release
+// never changes how this entry applies.
+func (c *Chain) Prepare(r *model.Request) {
+	c.View(func(st *quorum.State) { r.VCluster = st.ResolveDefaultVCluster(r.VCluster) })
+	r.ApplyDefaults()
 }
 
 // Stage checks one stage of a workflow before the workflow is planned

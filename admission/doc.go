@@ -1,6 +1,6 @@
 // Package admission is the ordered chain of checks a request passes before
 // it is proposed: wire limits, the site's QOS and partition names, task
-// fit, limits, validation (with the defaults applied to the checked copy),
+// fit, the request prepared (vCluster resolved, defaults applied), limits, validation,
 // array size, authorization (tenant, QOS ceiling, who may keep a request
 // that never fits) and never-fits. Each check returns nil or a *Refusal
 // carrying its reason Code; the first refusal ends the chain.

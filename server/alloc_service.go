@@ -34,8 +34,9 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, err
 	}
 	res, err := a.s.propose(ctx, &quorum.Submit{
-		Header: quorum.Header{RequestID: req.ClientRequestId},
-		Items:  []quorum.SubmitItem{{Request: r}},
+		Header:   quorum.Header{RequestID: req.ClientRequestId},
+		Items:    []quorum.SubmitItem{{Request: r}},
+		Prepared: true,
 	})
 	if err != nil {
 		return nil, rpcError(err)
@@ -50,8 +51,9 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 // checkSubmission runs every check a submission passes before it is
 // proposed (package admission: wire bounds, site QOS and partition names,
 // limits, validation, array size, tenant and ownership, never-fits) and
-// returns the request to propose, stamped with its user, and its checked
-// copy (defaults applied).
+// returns the request to propose — prepared (its vCluster resolved,
+// defaults applied), stamped with its user — and, for the caller's
+// replies, the same.
 func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.SubmitRequest) (model.Request, model.Request, error) {
 	r := convert.RequestFromProto(req.Request)
 	r.Env = a.s.dropSecretEnv(r.Env)
@@ -83,8 +85,9 @@ func (a *allocService) SubmitBatch(ctx context.Context, req *latticev1.SubmitBat
 			continue
 		}
 		cmd.Submissions = append(cmd.Submissions, quorum.Submit{
-			Header: quorum.Header{RequestID: sr.ClientRequestId},
-			Items:  []quorum.SubmitItem{{Request: r}},
+			Header:   quorum.Header{RequestID: sr.ClientRequestId},
+			Items:    []quorum.SubmitItem{{Request: r}},
+			Prepared: true,
 		})
 		at = append(at, i)
 	}

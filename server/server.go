@@ -262,6 +262,7 @@ func (c *Config) defaults() error {
 // Server is one quorum member with its API. The member holding leadership
 // also runs the leader-only loops.
 type Server struct {
+	levels levelCache // members' feature levels (feature_levels.go)
 	// completed is the recent completions the loops' predictor learns from.
 	completed *leader.Completed
 	// mail runs the site's mail hook on the leader (nil: none).
@@ -357,6 +358,7 @@ func New(cfg Config) (*Server, error) {
 	s.q = q
 	s.completed = leader.NewCompleted(s.view)
 	s.mail = leader.NewMail(cfg.MailHook, s.log, s.view)
+	q.SetMemberLevels(s.memberLevels)
 	s.lc = leader.New(q, s, leader.Config{Logger: s.log})
 	s.metrics.registerQuorum(s)
 	s.health = newHealthState(s)
