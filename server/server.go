@@ -30,6 +30,7 @@ import (
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc"
 	"github.com/latticehpc/lattice/rpc/rest"
 	"github.com/latticehpc/lattice/solver"
 )
@@ -399,7 +400,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	latticev1.RegisterUsageServiceServer(s.grpc, &usageService{s: s})
-	latticev1.RegisterAccountServiceServer(s.grpc, &accountService{s: s})
+	latticev1.RegisterAccountServiceServer(s.grpc, &rpc.AccountService{M: rpcMember{s}})
 	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
 	return s, nil
