@@ -25,11 +25,13 @@ func TestFitTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stop)
-	for deadline := time.Now().Add(20 * time.Second); s.currentLeader() == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-	}
+	// Leading comes before the leader's first proposals: wait for its
+	// vCluster too (the nodes' home).
+	waitFor(t, 20*time.Second, "leadership and the vCluster", func() bool {
+		var vc bool
+		s.view(func(st *quorum.State) { vc = st.VCluster("hpc-batch") != nil })
+		return s.currentLeader() != nil && vc
+	})
 	var nodes []model.Node
 	for i := range 8 {
 		nodes = append(nodes, model.Node{Name: fmt.Sprintf("n%d", i), HomeVCluster: "hpc-batch", IdleWatts: 100, BusyWatts: 300,
