@@ -334,6 +334,14 @@ func (r *runner) serviceExplain(c *cli.Context) error {
 	return nil
 }
 
+// isServiceName tells a service's name from an allocation id (12, 12_3)
+// for `explain`: a service's name is never a number.
+func isServiceName(arg string) bool {
+	head, _, _ := strings.Cut(arg, "_")
+	_, err := strconv.ParseUint(head, 10, 64)
+	return err != nil
+}
+
 // serviceExplanation is `explain` of a service.
 func serviceExplanation(st *latticev1.ScaledServiceStatus) string {
 	sp := st.GetSpec()

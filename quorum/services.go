@@ -50,7 +50,8 @@ func init() {
 }
 
 // SetService creates a service (Create) or replaces the spec of an existing
-// one. A new service's desired count is its minimum; an update clamps the
+// one. Spec is defaulted and validated before it is proposed
+// (model.ServiceSpec ApplyDefaults, Validate). A new service's desired count is its minimum; an update clamps the
 // desired count into the new [min, max].
 type SetService struct {
 	Header
@@ -116,10 +117,11 @@ func (s *State) putService(v *model.Service) {
 }
 
 func (s *State) applySetService(c *SetService) *Result {
+	// The spec arrives defaulted and validated (the handler did it before
+	// propose); Apply re-checks only what never changes meaning.
 	spec := c.Spec
-	spec.ApplyDefaults()
-	if err := spec.Validate(); err != nil {
-		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
+	if spec.Name == "" || spec.MinNodes < 1 || spec.MaxNodes < spec.MinNodes || len(spec.Command) == 0 {
+		return &Result{Rejection: reject(CodeInvalid, "", "invalid service %q: needs a name, 1 <= min <= max nodes and a command", spec.Name)}
 	}
 	if s.vclusters[spec.VCluster] == nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", spec.VCluster, s.vclusterNames())}
@@ -200,9 +202,9 @@ func (s *State) applyScaleService(c *ScaleService) *Result {
 	if c.Start < 0 || live+c.Start > v.MaxNodes {
 		return &Result{Rejection: reject(CodeConflict, "", "service %s would have %d live instances, allowed at most %d", v.Name, live+c.Start, v.MaxNodes)}
 	}
-	r, rej := s.resolveRequest(v.InstanceRequest())
-	if rej != nil && c.Start > 0 {
-		return &Result{Rejection: rej}
+	r := v.InstanceRequest() // its spec was validated before it was proposed
+	if c.Start > 0 && s.vclusters[r.VCluster] == nil {
+		return &Result{Rejection: reject(CodeConflict, "", "service %s: vcluster %s does not exist", v.Name, r.VCluster)}
 	}
 	nv := v.Clone()
 	nv.Instances = slices.DeleteFunc(nv.Instances, func(id uint64) bool { return forget[id] })

@@ -16,6 +16,7 @@ func TestServiceLifecycle(t *testing.T) {
 	f := newFixture(t)
 	spec := model.ServiceSpec{Name: "web", VCluster: "batch", MinNodes: 1, MaxNodes: 3, Metric: "load", Target: 10,
 		Command: []string{"serve"}, DrainTime: 7e9}
+	spec.ApplyDefaults() // as the handler does before propose
 	f.ok(&SetService{Spec: spec, Create: true})
 	f.rejected(&SetService{Spec: spec, Create: true}, "already exists")
 	v := f.s.Service("web")
@@ -57,6 +58,7 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 	up := spec
 	up.MaxNodes = 5
+	f.rejected(&SetService{Spec: model.ServiceSpec{Name: "web", VCluster: "batch", MinNodes: 2, MaxNodes: 1, Command: []string{"x"}}}, "min <= max")
 	f.ok(&SetService{Spec: up})
 	if v := f.s.Service("web"); v.MaxNodes != 5 || v.Desired != 1 {
 		t.Errorf("updated: %+v", v)

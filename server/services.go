@@ -317,7 +317,8 @@ func (h *scalingService) explainWaiting(ctx context.Context, out *latticev1.Scal
 }
 
 // borrowed names the instances running on nodes of another vCluster and
-// those that preempted work.
+// the work stopped for them (preemption, reclaim). It reads every live
+// allocation: for `service show` and `explain`, not for listings.
 func (h *scalingService) borrowed(out *latticev1.ScaledServiceStatus) string {
 	var parts []string
 	h.s.view(func(st *quorum.State) {
@@ -328,6 +329,16 @@ func (h *scalingService) borrowed(out *latticev1.ScaledServiceStatus) string {
 			}
 			if n.CurrentVCluster != "" && n.HomeVCluster != n.CurrentVCluster {
 				parts = append(parts, fmt.Sprintf("instance %d runs on %s borrowed from %s", in.AllocationId, n.Name, n.HomeVCluster))
+			}
+		}
+		// Work stopped for its instances (preempted by class, or reclaimed).
+		ids := map[uint64]bool{}
+		for _, in := range out.Instances {
+			ids[in.AllocationId] = true
+		}
+		for _, a := range st.Allocations() {
+			if p := a.Preemption; p != nil && ids[p.ForAlloc] && a.Service != out.Spec.GetName() {
+				parts = append(parts, fmt.Sprintf("instance %d took the nodes of allocation %d (class %d, %s, %s)", p.ForAlloc, a.ID, a.PriorityClass, p.Kind, a.State))
 			}
 		}
 	})

@@ -297,3 +297,62 @@ func (d *devStack) metricsText(t *testing.T) string {
 	}
 	return body
 }
+
+// TestServiceGrowsOnFullMachine: a service whose own vCluster is full
+// grows as its class allows: it borrows the idle nodes another vCluster
+// lends (its vCluster lets work that cannot checkpoint borrow) and, once
+// the machine is full, preempts lower-class work; `explain` on the service
+// says so. An instance's node never runs the batch work too.
+func TestServiceGrowsOnFullMachine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a service (-short)")
+	}
+	dir := t.TempDir()
+	bin := buildInferenceServer(t, dir)
+	loadFile := filepath.Join(dir, "load")
+	if err := os.WriteFile(loadFile, []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDevWith(t, dir, 4, []string{"service", "hpc-batch"}, func(c *Config) {
+		c.ServiceInterval = 200 * time.Millisecond
+		c.VClusters[0].CheckpointableOnlyOnBorrowed = false // instances may borrow
+		for i := range c.VClusters {
+			c.VClusters[i].CycleInterval = time.Second
+		}
+	})
+	// Low-class work on one of the service vCluster's two nodes.
+	low := d.submit(t, &latticev1.AllocationRequest{Vcluster: "service", NodesMin: 1, PriorityClass: 1, WalltimeSeconds: 3600, Command: []string{"sleep", "600"}})
+	d.waitState(t, low, model.StateRunning)
+	out, errOut, code := d.ctl(t, dir, "service", "create", "big", "--min-nodes", "1", "--max-nodes", "4", "--priority-class", "6",
+		"--scale-metric", "inference_load", "--scale-target", "10", "--scale-cooldown", "1s", "--drain-time", "1s",
+		"--env", "LOAD_FILE="+loadFile, "--", bin)
+	if code != 0 {
+		t.Fatalf("service create: %d %s %s", code, out, errOut)
+	}
+	w := d.watchService(t, dir, "big")
+	waitFor(t, 60*time.Second, "one running instance", func() bool { return len(w.running()) == 1 })
+	if err := os.WriteFile(loadFile, []byte("100"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 120*time.Second, "four running instances", func() bool { return len(w.running()) == 4 })
+	a := d.waitState(t, low, model.StatePending) // preempted (requeued) for an instance
+	if a.GetReason() == "" {
+		t.Logf("preempted allocation: %+v", a)
+	}
+	expl, errOut, code := d.ctl(t, dir, "explain", "big")
+	if code != 0 {
+		t.Fatalf("explain big: %d %s", code, errOut)
+	}
+	t.Logf("explain big:\n%s", expl)
+	for _, want := range []string{"borrowed from hpc-batch", "took the nodes of allocation " + low, "at its maximum (4)"} {
+		if !strings.Contains(expl, want) {
+			t.Errorf("explain lacks %q:\n%s", want, expl)
+		}
+	}
+	w.end()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.problems) > 0 {
+		t.Errorf("invariants or exclusivity broken:\n%s", strings.Join(w.problems, "\n"))
+	}
+}
