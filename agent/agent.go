@@ -129,9 +129,9 @@ type Agent struct {
 	connected bool
 
 	steps stepTable // step tasks running here (steps.go)
+	ptys  ptyTable  // the terminals of pty step tasks (pty.go)
 	// services are the service instances running here (services.go).
 	services *serviceScraper
-	ptys  ptyTable  // the terminals of pty step tasks (pty.go)
 
 	// durable is what the state file holds (state.go), under mu;
 	// detached: this agent stopped leaving its jobs to a successor.
