@@ -32,6 +32,11 @@ type serviceTarget struct {
 	metric   string
 	port     int
 	endpoint string
+	// added is when it was registered (before its process starts); seen
+	// is set once its process was found running: a target is dropped when
+	// its process is gone, or never came within a minute.
+	added time.Time
+	seen  bool
 	// last scrape
 	has   bool
 	value float64
@@ -70,7 +75,7 @@ func (a *Agent) prepareService(l *Launch, as *latticev1.Assignment) error {
 		return fmt.Errorf("service port: %w", err)
 	}
 	l.Env = append(slices.Clip(l.Env), "LATTICE_SERVICE_NAME="+as.GetService(), "LATTICE_SERVICE_PORT="+strconv.Itoa(port))
-	t := &serviceTarget{alloc: l.AllocID, metric: as.GetServiceMetric(), port: port,
+	t := &serviceTarget{alloc: l.AllocID, metric: as.GetServiceMetric(), port: port, added: time.Now(),
 		endpoint: net.JoinHostPort(a.serviceHost(as.LaunchNode), strconv.Itoa(port))}
 	a.services.mu.Lock()
 	a.services.targets[l.AllocID] = t
@@ -126,9 +131,12 @@ func (a *Agent) scrapeServices(ctx context.Context, every time.Duration) {
 		targets := make([]*serviceTarget, 0, len(a.services.targets))
 		for id, t := range a.services.targets {
 			if !a.runner.IsRunning(id) {
-				delete(a.services.targets, id)
+				if t.seen || time.Since(t.added) > time.Minute {
+					delete(a.services.targets, id)
+				}
 				continue
 			}
+			t.seen = true
 			targets = append(targets, t)
 		}
 		a.services.mu.Unlock()

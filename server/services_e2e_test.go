@@ -193,9 +193,11 @@ func TestServiceEndToEnd(t *testing.T) {
 		t.Fatalf("at start: %+v", s)
 	}
 	ep := w.running()[0]
-	if body, err := httpGet("http://" + ep + "/infer?ms=1"); err != nil || !strings.HasPrefix(body, "answer from") {
-		t.Fatalf("GET %s/infer: %q %v", ep, body, err)
-	}
+	// RUNNING means started: the server answers once it listens.
+	waitFor(t, 30*time.Second, "an answer from "+ep, func() bool {
+		body, err := httpGet("http://" + ep + "/infer?ms=1")
+		return err == nil && strings.HasPrefix(body, "answer from")
+	})
 	eps, _, _ := d.ctl(t, dir, "service", "endpoints", "web")
 	if strings.TrimSpace(eps) != ep {
 		t.Fatalf("service endpoints = %q, want %q", eps, ep)
@@ -215,10 +217,12 @@ func TestServiceEndToEnd(t *testing.T) {
 
 	// Killing an instance's process restarts it.
 	victim := w.running()[0]
-	body, err := httpGet("http://" + victim + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var body string
+	waitFor(t, 30*time.Second, "an answer from "+victim, func() bool {
+		var err error
+		body, err = httpGet("http://" + victim + "/healthz")
+		return err == nil
+	})
 	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(body), "ok pid")))
 	if err != nil {
 		t.Fatalf("healthz %q: %v", body, err)
