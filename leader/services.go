@@ -372,6 +372,8 @@ func (c *ServiceController) plan(st *quorum.State, v *model.Service, now time.Ti
 	case n < step.Desired:
 		if step.RestartAfter.IsZero() || !now.Before(step.RestartAfter) {
 			step.Start = step.Desired - n
+			r := v.InstanceRequest()
+			step.Request = &r
 		}
 	}
 	if step.Start == 0 && len(step.Stop) == 0 && len(step.Forget) == 0 && step.Decision == nil && step.Restarts == 0 &&

@@ -9,45 +9,10 @@ import (
 )
 
 // Services (issue 31): a service's record and the changes its controller
-// (leader/services.go) proposes. Command numbers 115–117 (svc's range
-// 115–119). An instance is an ordinary one-node allocation with
+// (leader/services.go) proposes: SetService, DeleteService and
+// ScaleService (115–117 in schema.go, Level1). An instance is an ordinary one-node allocation with
 // Allocation.Service set: it is placed, borrowed for, preempted, counted in
 // quotas and power like any other.
-
-// Command types of services.
-const (
-	CmdSetService    CommandType = 115
-	CmdDeleteService CommandType = 116
-	CmdScaleService  CommandType = 117
-)
-
-func init() {
-	commandNames[CmdSetService] = "set_service"
-	commandNames[CmdDeleteService] = "delete_service"
-	commandNames[CmdScaleService] = "scale_service"
-	extraDecoders = append(extraDecoders, func(t CommandType) Command {
-		switch t {
-		case CmdSetService:
-			return &SetService{}
-		case CmdDeleteService:
-			return &DeleteService{}
-		case CmdScaleService:
-			return &ScaleService{}
-		}
-		return nil
-	})
-	extraAppliers = append(extraAppliers, func(s *State, c Command) *Result {
-		switch c := c.(type) {
-		case *SetService:
-			return s.applySetService(c)
-		case *DeleteService:
-			return s.applyDeleteService(c)
-		case *ScaleService:
-			return s.applyScaleService(c)
-		}
-		return nil
-	})
-}
 
 // SetService creates a service (Create) or replaces the spec of an existing
 // one. Spec is defaulted and validated before it is proposed
@@ -80,6 +45,9 @@ type ScaleService struct {
 	Desired  int                    `json:"desired"`
 	Decision *model.ServiceDecision `json:"decision,omitempty"`
 	Start    int                    `json:"start,omitempty"`
+	// Request is each new instance's request, prepared before propose
+	// (model.ServiceSpec.InstanceRequest); required when Start > 0.
+	Request *model.Request `json:"request,omitempty"`
 	// Restarts counts the starts among Start that replace an instance that
 	// ended on its own.
 	Restarts     int       `json:"restarts,omitempty"`
@@ -91,10 +59,6 @@ type ScaleService struct {
 	Reason       string    `json:"reason,omitempty"`
 	ReasonDetail string    `json:"reason_detail,omitempty"`
 }
-
-func (*SetService) Type() CommandType    { return CmdSetService }
-func (*DeleteService) Type() CommandType { return CmdDeleteService }
-func (*ScaleService) Type() CommandType  { return CmdScaleService }
 
 // Service returns the named service, or nil.
 func (s *State) Service(name string) *model.Service { return s.services[name] }
@@ -202,9 +166,15 @@ func (s *State) applyScaleService(c *ScaleService) *Result {
 	if c.Start < 0 || live+c.Start > v.MaxNodes {
 		return &Result{Rejection: reject(CodeConflict, "", "service %s would have %d live instances, allowed at most %d", v.Name, live+c.Start, v.MaxNodes)}
 	}
-	r := v.InstanceRequest() // its spec was validated before it was proposed
-	if c.Start > 0 && s.vclusters[r.VCluster] == nil {
-		return &Result{Rejection: reject(CodeConflict, "", "service %s: vcluster %s does not exist", v.Name, r.VCluster)}
+	var r model.Request
+	if c.Start > 0 {
+		if c.Request == nil || c.Request.NodesMin != 1 || c.Request.NodesMax != 1 {
+			return &Result{Rejection: reject(CodeInvalid, "", "service %s: new instances need a one-node request", v.Name)}
+		}
+		r = *c.Request
+		if s.vclusters[r.VCluster] == nil {
+			return &Result{Rejection: reject(CodeConflict, "", "service %s: vcluster %s does not exist", v.Name, r.VCluster)}
+		}
 	}
 	nv := v.Clone()
 	nv.Instances = slices.DeleteFunc(nv.Instances, func(id uint64) bool { return forget[id] })

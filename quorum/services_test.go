@@ -23,7 +23,9 @@ func TestServiceLifecycle(t *testing.T) {
 	if v == nil || v.Desired != 1 || v.Cooldown != model.DefaultServiceCooldown || v.Tenant != model.DefaultTenant {
 		t.Fatalf("created: %+v", v)
 	}
-	r := f.ok(&ScaleService{Name: "web", Desired: 1, Start: 1})
+	req := f.s.Service("web").InstanceRequest()
+	f.rejected(&ScaleService{Name: "web", Desired: 1, Start: 1}, "one-node request")
+	r := f.ok(&ScaleService{Name: "web", Desired: 1, Start: 1, Request: &req})
 	if len(r.IDs) != 1 {
 		t.Fatalf("start: ids %v", r.IDs)
 	}
@@ -32,9 +34,9 @@ func TestServiceLifecycle(t *testing.T) {
 		t.Fatalf("instance: %+v", a)
 	}
 	f.rejected(&ScaleService{Name: "web", Desired: 4}, "invalid desired")
-	f.rejected(&ScaleService{Name: "web", Desired: 3, Start: 3}, "at most 3")
+	f.rejected(&ScaleService{Name: "web", Desired: 3, Start: 3, Request: &req}, "at most 3")
 	d := &model.ServiceDecision{From: 1, To: 3, Direction: model.ScaleUp, Reason: "load 30 > target 10"}
-	r2 := f.ok(&ScaleService{Name: "web", Desired: 3, Start: 2, Decision: d})
+	r2 := f.ok(&ScaleService{Name: "web", Desired: 3, Start: 2, Decision: d, Request: &req})
 	v = f.s.Service("web")
 	if v.Desired != 3 || len(v.Instances) != 3 || v.LastDecision == nil || v.LastDecision.To != 3 || !v.LastChange.Equal(f.now) {
 		t.Fatalf("scaled: %+v", v)
