@@ -23,7 +23,11 @@
 //     rule Judge (node timeout, mass-silence guard, fencing hold);
 //   - walltime backstop, checkpoint broker, measured power, prune (ended
 //     allocations into the replicated history), idle interactive
-//     allocations; the site's mail hook runs for the agents' reports.
+//     allocations; the site's mail hook runs for the agents' reports;
+//   - services: ServiceController (issue 31, docs/services.md) keeps each
+//     service's instances between its minimum and maximum, restarts and
+//     moves them, and scales them on the metric the agents scrape, one
+//     ScaleService command per step.
 //
 // The member's gRPC handlers reach the term through its exported methods
 // (ConnFor, Claim, Attach, Report, Heard, ReadLog, …); leader imports no

@@ -62,8 +62,14 @@ type TermConfig struct {
 	// Completed feeds the schedulers' runtime predictor (kept across terms).
 	Completed *Completed
 	// Mail runs the site's mail hook for agents' reports (nil: none).
-	Mail    *Mail
-	Metrics Metrics
+	Mail *Mail
+	// ServiceSamples (the heartbeats' scrapes, kept by the member),
+	// ServiceMetrics, ServiceInterval and ServiceBackoffReset: the services
+	// controller (services.go; zero durations take its defaults).
+	ServiceSamples                       *ServiceSamples
+	ServiceMetrics                       *ServiceMetrics
+	ServiceInterval, ServiceBackoffReset time.Duration
+	Metrics                              Metrics
 }
 
 // Metrics are the series the loops count into; the member registers them
@@ -158,6 +164,7 @@ func (t *Term) Loops() []Loop {
 		{Name: "walltime-backstop", Run: t.walltimeBackstop},
 		{Name: "measured-power", Run: t.commitMeasuredPower},
 		{Name: "idle-interactive", Run: t.endIdleInteractive},
+		{Name: "services", Run: t.serviceLoop},
 	}
 }
 

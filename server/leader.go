@@ -57,6 +57,7 @@ func (s *Server) termConfig() leader.TermConfig {
 		Checkpoint: c.Checkpoint, BrokerInterval: c.BrokerInterval, NoProactiveCheckpoints: c.NoProactiveCheckpoints,
 		Energy: c.Energy, MaxStartsPerCycle: c.MaxStartsPerCycle, LoopProcs: c.LoopProcs,
 		OnCycle: s.observeCycle, Completed: s.completed, Mail: s.mail,
+		ServiceSamples: s.serviceSamples, ServiceMetrics: s.serviceMetrics, ServiceInterval: c.ServiceInterval, ServiceBackoffReset: c.ServiceBackoffReset,
 		Metrics: leader.Metrics{
 			Dispatched: s.metrics.dispatched, Checkpoints: s.metrics.checkpoints, LoopPanics: s.metrics.loopPanics,
 			AssignRejected: s.metrics.assignRejected, Reclaims: s.metrics.reclaims, Preemptions: s.metrics.preemptions,
