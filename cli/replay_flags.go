@@ -31,6 +31,7 @@ func (r *runner) replayCommand() *cli.Command {
 			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: ReplayDefaultPolicy, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
+			&cli.BoolFlag{Name: "fairness", Value: true, Usage: "compare each user's average bounded slowdown (users with at least 20 jobs) with easy's in the same run, which replays easy too when --policy does not name it; --fairness=false skips it"},
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
 			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes; default on for backfill vClusters, --predicted-starts=false turns it off", DefaultText: "on for backfill vClusters"},
 			&cli.BoolFlag{Name: "service-protect", Usage: "lattice: give a reservation to a job whose bounded slowdown would leave its user above Jain's threshold (Σs²/Σs over the users' slowdowns); default on for backfill vClusters, --service-protect=false turns it off", DefaultText: "on for backfill vClusters"},
@@ -48,6 +49,8 @@ func (r *runner) replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "cycle", Value: "0", Usage: "schedule every `S` seconds (or a duration like 30s) instead of at every arrival and completion"},
 			&cli.BoolFlag{Name: "per-event", Usage: "decide after every single arrival and completion, arrivals first at equal times (the order of the SC'15 authors' simulator), instead of once per distinct time; not with --cycle"},
 			&cli.BoolFlag{Name: "lenient", Usage: "skip malformed trace lines (counted) instead of failing"},
+			&cli.StringFlag{Name: "service-load", Usage: "add a service's instances from `FILE` (SECONDS COUNT per line: how many it wants from then on; docs/services.md); the metrics count only the trace's jobs"},
+			&cli.StringFlag{Name: "service-vcluster", Usage: "the vCluster of --service-load's instances (default: the first)"},
 			&cli.StringFlag{Name: "plot", Usage: "write PNG charts (queue, utilization, waits over time) into `DIR`"},
 			&cli.GenericFlag{Name: "sweep", Value: &repeated{}, Usage: "lattice: replay a grid, e.g. w3=0:0.5:0.1, profile=a,b, reservation-depth=1,2,all (repeat for a product)"},
 			&cli.Float64Flag{Name: "sweep-tolerance", Value: ReplayDefaultSweepTolerance, Usage: "sweep: utilization a setting may lose against the best baseline and still win"},

@@ -24,25 +24,6 @@ import (
 // victim whose nodes can no longer take it (down, drained) is requeued by
 // the same command instead. Command numbers 110–114.
 
-// CmdResumeSuspended is the command type of ResumeSuspended.
-const CmdResumeSuspended CommandType = 110
-
-func init() {
-	commandNames[CmdResumeSuspended] = "resume_suspended"
-	extraDecoders = append(extraDecoders, func(t CommandType) Command {
-		if t == CmdResumeSuspended {
-			return &ResumeSuspended{}
-		}
-		return nil
-	})
-	extraAppliers = append(extraAppliers, func(s *State, c Command) *Result {
-		if c, ok := c.(*ResumeSuspended); ok {
-			return s.applyResumeSuspended(c)
-		}
-		return nil
-	})
-}
-
 // ResumeSuspended resumes allocations a preemption suspended, on the nodes
 // they were suspended on (Requeue false), or sends them back to the queue
 // (Requeue true: their nodes cannot take them again; their agents end the
@@ -52,8 +33,6 @@ type ResumeSuspended struct {
 	IDs     []uint64 `json:"ids"`
 	Requeue bool     `json:"requeue,omitempty"`
 }
-
-func (*ResumeSuspended) Type() CommandType { return CmdResumeSuspended }
 
 func (s *State) applyResumeSuspended(c *ResumeSuspended) *Result {
 	res := &Result{Items: make([]ItemResult, len(c.IDs))}
@@ -229,4 +208,31 @@ func (s *State) SuspendedByPreemption() []*model.Allocation {
 	}
 	slices.SortFunc(out, func(x, y *model.Allocation) int { return cmp.Compare(x.ID, y.ID) })
 	return out
+}
+
+// Level is the feature level a member needs to apply c: Level1 when an
+// item cancels or suspends a victim (only this release does). Items whose
+// actions are all checkpoint or requeue do what every release does (stop
+// and requeue), and the policy checks Apply adds for them can only refuse
+// what a leader of a mixed cluster never proposes: the modes that would
+// make them differ (preempt_mode of a vCluster or a QOS) are Level1
+// settings themselves.
+func (c *Preempt) Level() Level {
+	for _, it := range c.Items {
+		for _, a := range it.Actions {
+			if a == model.ActionCancel || a == model.ActionSuspend {
+				return Level1
+			}
+		}
+	}
+	return LevelBase
+}
+
+// Level is the feature level a member needs to apply c: Level1 when the
+// QOS sets a preemption mode.
+func (c *SetQOS) Level() Level {
+	if c.QOS.PreemptMode != "" {
+		return Level1
+	}
+	return LevelBase
 }

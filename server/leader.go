@@ -95,6 +95,7 @@ func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 		{Name: "measured-power", Run: l.commitMeasuredPower},
 		{Name: "idle-interactive", Run: l.endIdleInteractive},
 		{Name: "resume-suspended", Run: l.resumeSuspended},
+		{Name: "services", Run: l.serviceLoop},
 	}
 }
 
