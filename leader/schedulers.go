@@ -145,6 +145,10 @@ func (t *Term) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint64,
 				held = append(held, a)
 			}
 		}
+		// Allocations a preemption suspended (their nodes wait for them)
+		// and the QOS entries that set a preemption mode.
+		held = append(held, st.SuspendedByPreemption()...)
+		snap.QOS = preemptQOS(st)
 		for _, t := range st.Tenants() {
 			snap.Tenants[t.Name] = t
 			run := st.TenantRunning(t.Name)
@@ -270,7 +274,7 @@ func (t *Term) Reclaim(ctx context.Context, vc string, items []vcluster.ReclaimP
 func (t *Term) Preempt(ctx context.Context, vc string, items []vcluster.PreemptProposal) ([]vcluster.Outcome, error) {
 	cmd := &quorum.Preempt{VCluster: vc, ReserveUntil: t.reserveUntil(t.graceOf(vc))}
 	for _, it := range items {
-		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Reserve: it.Reserve, Version: it.Version})
+		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Actions: it.Actions, Reserve: it.Reserve, Version: it.Version})
 	}
 	out, err := t.proposeItems(ctx, cmd, nil)
 	for i, o := range out {
@@ -320,4 +324,21 @@ func (t *Term) powerSnapshot(st *quorum.State, vc *model.VCluster, snap *vcluste
 		power.Headroom(st.PowerBudgetWatts, st.DrawWatts()),
 		power.Headroom(vc.PowerCapWatts, st.VClusterDrawWatts(vc.Name)))
 	snap.Energy = t.cfg.Energy
+}
+
+// preemptQOS is the QOS entries that set a preemption mode, by name, for a
+// scheduling snapshot; nil when none does.
+func preemptQOS(st *quorum.State) map[string]*model.QOS {
+	var out map[string]*model.QOS
+	for _, q := range st.QOSTable() {
+		if q.PreemptMode == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]*model.QOS{}
+		}
+		q := q
+		out[q.Name] = &q
+	}
+	return out
 }

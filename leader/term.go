@@ -164,6 +164,7 @@ func (t *Term) Loops() []Loop {
 		{Name: "walltime-backstop", Run: t.walltimeBackstop},
 		{Name: "measured-power", Run: t.commitMeasuredPower},
 		{Name: "idle-interactive", Run: t.endIdleInteractive},
+		{Name: "resume-suspended", Run: t.resumeSuspended},
 		{Name: "services", Run: t.serviceLoop},
 	}
 }

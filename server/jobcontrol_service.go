@@ -279,7 +279,7 @@ func (a *allocService) Signal(ctx context.Context, req *latticev1.SignalRequest)
 
 func qosToProto(q model.QOS) *latticev1.QOS {
 	return &latticev1.QOS{Name: q.Name, PriorityClass: int32(q.PriorityClass), MaxWalltimeSeconds: int64(q.MaxWalltime / time.Second),
-		MaxNodes: int32(q.MaxNodes), Vcluster: q.VCluster, Description: q.Description}
+		MaxNodes: int32(q.MaxNodes), Vcluster: q.VCluster, Description: q.Description, PreemptMode: string(q.PreemptMode)}
 }
 
 func (a *allocService) ListQOS(ctx context.Context, _ *latticev1.ListQOSRequest) (*latticev1.ListQOSResponse, error) {
@@ -306,6 +306,13 @@ func (a *allocService) SetQOS(ctx context.Context, req *latticev1.SetQOSRequest)
 	}
 	q := model.QOS{Name: p.Name, PriorityClass: int(p.PriorityClass), MaxWalltime: time.Duration(p.MaxWalltimeSeconds) * time.Second,
 		MaxNodes: int(p.MaxNodes), VCluster: p.Vcluster, Description: p.Description}
+	if p.PreemptMode != "" {
+		m, err := model.ParsePreemptMode(p.PreemptMode)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		q.PreemptMode = m
+	}
 	r, err := a.s.propose(ctx, &quorum.SetQOS{QOS: q, Delete: req.Delete})
 	if err != nil {
 		return nil, rpcError(err)
