@@ -410,6 +410,16 @@ func (r *runner) explanationTable(w io.Writer, e *latticev1.Explanation) {
 			kv(w, "Expected start", "unknown")
 		}
 	}
+	if v := e.GetReservation(); v != "" {
+		kv(w, "Reservation", v)
+	}
+	if ms := e.GetStartUnixMs(); ms != 0 {
+		kv(w, "Started", r.tableTime(ms))
+	}
+	if wt := e.GetWalltimeSeconds(); wt > 0 {
+		kv(w, "Walltime", model.FormatWalltime(secondsDur(wt)))
+		kv(w, "Walltime left", model.FormatWalltime(secondsDur(e.GetWalltimeLeftSeconds())))
+	}
 	if n := e.GetNodes(); len(n) > 0 {
 		label := "Nodes"
 		if model.AllocState(e.GetState()) == model.StatePending {

@@ -188,6 +188,7 @@ func (r *runner) app() *cli.App {
 			r.completionCommand(),
 			r.slurmCommandsCommand(),
 			r.dashboardCommand(),
+			r.reservationCommand(), // reservation.go
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition

@@ -62,6 +62,8 @@ type snapMeta struct {
 	QOS        []model.QOS       `json:"qos,omitempty"`
 	QOSSet     bool              `json:"qos_set,omitempty"`
 	Partitions map[string]string `json:"partitions,omitempty"`
+	// Reservations are the node reservations (reservation.go).
+	Reservations []*model.Reservation `json:"reservations,omitempty"`
 }
 
 // image is a point-in-time copy of the state's references.
@@ -90,7 +92,8 @@ func (s *State) image() *image {
 	im := &image{
 		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
 			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt,
-			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions()},
+			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions(),
+			Reservations: s.reservations},
 		vclusters: s.VClusters(),
 		tenants:   s.Tenants(),
 		members:   s.Members(),
@@ -390,6 +393,7 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 		if len(rec.Meta.Partitions) > 0 {
 			s.partitions = rec.Meta.Partitions
 		}
+		s.reservations = rec.Meta.Reservations
 	case "vcluster":
 		if rec.VCluster == nil {
 			return missing()
