@@ -9,36 +9,8 @@ import (
 )
 
 // Node reservations (scontrol create/delete reservation, latticectl
-// reservation): command numbers 100–101 of the 100–104 range.
-
-// Command types of node reservations.
-const (
-	CmdSetReservation    CommandType = 100
-	CmdDeleteReservation CommandType = 101
-)
-
-func init() {
-	commandNames[CmdSetReservation] = "set_reservation"
-	commandNames[CmdDeleteReservation] = "delete_reservation"
-	extraDecoders = append(extraDecoders, func(t CommandType) Command {
-		switch t {
-		case CmdSetReservation:
-			return &SetReservation{}
-		case CmdDeleteReservation:
-			return &DeleteReservation{}
-		}
-		return nil
-	})
-	extraAppliers = append(extraAppliers, func(s *State, c Command) *Result {
-		switch c := c.(type) {
-		case *SetReservation:
-			return s.applySetReservation(c)
-		case *DeleteReservation:
-			return s.applyDeleteReservation(c)
-		}
-		return nil
-	})
-}
+// reservation): commands SetReservation and DeleteReservation (schema.go),
+// and Request.Reservation of a submission (gated by Level below).
 
 // SetReservation creates a reservation, or replaces the one of the same
 // name when Update is set. Its nodes are chosen before it is proposed
@@ -57,8 +29,26 @@ type DeleteReservation struct {
 	Name string `json:"name"`
 }
 
-func (*SetReservation) Type() CommandType    { return CmdSetReservation }
-func (*DeleteReservation) Type() CommandType { return CmdDeleteReservation }
+// Level gates a submission into a reservation (model.Request.Reservation,
+// a field older members would drop): Level1.
+func (c *Submit) Level() Level {
+	for i := range c.Items {
+		if c.Items[i].Request.Reservation != "" {
+			return Level1
+		}
+	}
+	return LevelBase
+}
+
+// Level is Submit's Level over the batch.
+func (c *SubmitBatch) Level() Level {
+	for i := range c.Submissions {
+		if c.Submissions[i].Level() > LevelBase {
+			return Level1
+		}
+	}
+	return LevelBase
+}
 
 func (s *State) applySetReservation(c *SetReservation) *Result {
 	r := c.Reservation.Clone()
