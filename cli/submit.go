@@ -111,7 +111,7 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "qos", Aliases: []string{"q"}, Usage: "a QOS of the site's table (latticectl qos list): its priority class and limits"},
 			&cli.StringFlag{Name: "checkpoint", Usage: "how the job is asked to checkpoint before its nodes are taken back: signal, hook, webhook or none", DefaultText: "none (signal with --signal)"},
 			&cli.StringFlag{Name: "checkpoint-hook", Usage: "hook mode: command run (sh -c, with the job's environment) to checkpoint; exit 0 = done"},
-			&cli.StringFlag{Name: "checkpoint-webhook", Usage: "webhook mode: URL POSTed {allocation, deadline, checkpoint_dir}; acknowledge with `latticectl checkpoint done ID`"},
+			&cli.StringFlag{Name: "checkpoint-webhook", Usage: "webhook mode: URL POSTed {allocation, deadline, checkpoint_dir}; acknowledge with latticectl checkpoint done ID"},
 			&cli.StringFlag{Name: "signal", Usage: "sbatch's [B:]SIG[@SECS]: the checkpoint signal (default USR1), also sent SECS (default 60) before the walltime ends"},
 			&cli.StringFlag{Name: "depends-on", Aliases: []string{"d", "dependency"}, Usage: "afterok:ID[:ID][,afterany:ID...]"},
 			&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "job array START-END[:STEP][%MAX]"},
