@@ -284,7 +284,8 @@ func (r *runner) reservationCommand() *cli.Command {
 // ---- scontrol ----
 
 // scontrolReservation runs scontrol create|update|delete|show reservation.
-func (s *slurmRun) scontrolReservation(verb string, args []string, one bool) error {
+// tok is the word after the verb, as Slurm's messages repeat it.
+func (s *slurmRun) scontrolReservation(verb, tok string, args []string, one bool) error {
 	switch verb {
 	case "show":
 		name := ""
@@ -310,7 +311,7 @@ func (s *slurmRun) scontrolReservation(verb string, args []string, one bool) err
 		})
 		if err != nil {
 			if strings.Contains(err.Error(), "does not exist") {
-				fmt.Fprintf(s.Stderr, "delete_reservation %s: Requested reservation is invalid\n", args[0])
+				fmt.Fprintf(s.Stderr, "delete_reservation %s: Requested reservation is invalid\n", tok)
 				return errReported
 			}
 			return err
@@ -320,9 +321,9 @@ func (s *slurmRun) scontrolReservation(verb string, args []string, one bool) err
 	// create / update: Key=Value pairs.
 	req := &latticev1.CreateReservationRequest{}
 	set := func(f string) { req.UpdateFields = append(req.UpdateFields, f) }
-	noRes := " No reservation created."
+	noRes := "  No reservation created."
 	if verb == "update" {
-		noRes = " No reservation updated."
+		noRes = "  No reservation updated."
 	}
 	fail := func(format string, a ...any) error { return fmt.Errorf(format+"."+noRes, a...) }
 	for _, a := range args {

@@ -99,16 +99,16 @@ func (s *slurmRun) scontrol(args []string) error {
 		switch strings.ToLower(ent) {
 		case "reservation", "res", "reservationname":
 			if named { // delete ReservationName=X
-				return s.scontrolReservation(cmd, rest, one)
+				return s.scontrolReservation(cmd, rest[0], rest, one)
 			}
-			return s.scontrolReservation(cmd, rest[1:], one)
+			return s.scontrolReservation(cmd, rest[0], rest[1:], one)
 		}
 		return fmt.Errorf("invalid entity:%s for keyword:%s (Lattice's scontrol %s only reservations)", rest[0], cmd, cmd)
 	case "update":
 		for _, a := range rest {
 			switch k, _, _ := strings.Cut(a, "="); strings.ToLower(k) {
 			case "reservationname", "reservation":
-				return s.scontrolReservation("update", rest, one)
+				return s.scontrolReservation("update", "", rest, one)
 			case "nodename", "node":
 				return s.scontrolUpdateNodes(rest) // hostlists.go
 			}
