@@ -103,6 +103,11 @@ const (
 	// 100–104: r27 (node reservations, reservation.go).
 	CmdSetReservation    CommandType = 100
 	CmdDeleteReservation CommandType = 101
+
+	// 115–119: svc (services.go).
+	CmdSetService    CommandType = 115
+	CmdDeleteService CommandType = 116
+	CmdScaleService  CommandType = 117
 )
 
 // Level is a feature level: what a release of latticed knows of the log
@@ -221,6 +226,13 @@ var commandTable = map[CommandType]commandSpec{
 		apply: func(s *State, c Command) *Result { return s.applySetReservation(c.(*SetReservation)) }},
 	CmdDeleteReservation: {name: "delete_reservation", since: Level1, new: func() Command { return &DeleteReservation{} },
 		apply: func(s *State, c Command) *Result { return s.applyDeleteReservation(c.(*DeleteReservation)) }},
+
+	CmdSetService: {name: "set_service", since: Level1, new: func() Command { return &SetService{} },
+		apply: func(s *State, c Command) *Result { return s.applySetService(c.(*SetService)) }},
+	CmdDeleteService: {name: "delete_service", since: Level1, new: func() Command { return &DeleteService{} },
+		apply: func(s *State, c Command) *Result { return s.applyDeleteService(c.(*DeleteService)) }},
+	CmdScaleService: {name: "scale_service", since: Level1, new: func() Command { return &ScaleService{} },
+		apply: func(s *State, c Command) *Result { return s.applyScaleService(c.(*ScaleService)) }},
 }
 
 func (*Submit) Type() CommandType            { return CmdSubmit }
@@ -258,6 +270,9 @@ func (*DeleteTenant) Type() CommandType      { return CmdDeleteTenant }
 func (*PutTokens) Type() CommandType         { return CmdPutTokens }
 func (*RevokeTokens) Type() CommandType      { return CmdRevokeTokens }
 func (*PatchVCluster) Type() CommandType     { return CmdPatchVCluster }
+func (*SetService) Type() CommandType        { return CmdSetService }
+func (*DeleteService) Type() CommandType     { return CmdDeleteService }
+func (*ScaleService) Type() CommandType      { return CmdScaleService }
 func (*SetReservation) Type() CommandType    { return CmdSetReservation }
 func (*DeleteReservation) Type() CommandType { return CmdDeleteReservation }
 
