@@ -260,8 +260,8 @@ func TestLatticeDecisionDigests(t *testing.T) {
 		{"lublin/all", func(t *testing.T) *Trace { return loadTrace(t, "lublin_256.swf") }, model.ReservationsAll, true, "86c7ce9ea75d648f", 13686},
 		{"mixed", func(t *testing.T) *Trace { return mixedTrace(t, 4000) }, 0, false, "ca5ce104005c5682", 6077},
 		{"mixed/none", func(t *testing.T) *Trace { return mixedTrace(t, 4000) }, ReservationsNone, false, "eb2da3261248010b", 4501},
-		{"synthetic20k", nil, 0, true, "eb94d4dc8d25e35c", 21136},
-		{"synthetic20k/all", nil, model.ReservationsAll, true, "fbe45fa182c6891c", 21944},
+		{"synthetic20k", nil, 0, true, "c21818821ad8c347", 21047},
+		{"synthetic20k/all", nil, model.ReservationsAll, true, "907797e96017d6b2", 21938},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
