@@ -16,7 +16,7 @@ import (
 
 // Snapshots (and backups) are a stream of typed JSON records, one per line,
 // in a fixed order — header, meta, vclusters, tenants, members, nodes,
-// shared scripts, allocations, DAGs, remembered requests, the history of
+// shared scripts, allocations, DAGs, services, remembered requests, the history of
 // ended jobs ("ended", in end order: history.go) — ending with a SHA-256 checksum of every
 // byte before it. The same state always gives the same bytes.
 //
@@ -30,6 +30,7 @@ const snapshotFormat = 1
 type record struct {
 	Kind       string            `json:"kind"`
 	Format     int               `json:"format,omitempty"`
+	Level      Level             `json:"level,omitempty"` // header: State.level
 	Meta       *snapMeta         `json:"meta,omitempty"`
 	VCluster   *model.VCluster   `json:"vcluster,omitempty"`
 	Tenant     *model.Tenant     `json:"tenant,omitempty"`
@@ -37,6 +38,7 @@ type record struct {
 	Node       *model.Node       `json:"node,omitempty"`
 	Allocation *model.Allocation `json:"allocation,omitempty"`
 	DAG        *model.DAG        `json:"dag,omitempty"`
+	Service    *model.Service    `json:"service,omitempty"`
 	RequestID  string            `json:"request_id,omitempty"`
 	Result     *Result           `json:"result,omitempty"`
 	Ended      *HistoryRecord    `json:"ended,omitempty"`
@@ -66,6 +68,7 @@ type snapMeta struct {
 
 // image is a point-in-time copy of the state's references.
 type image struct {
+	level     Level
 	meta      snapMeta
 	vclusters []*model.VCluster
 	tenants   []*model.Tenant
@@ -77,6 +80,7 @@ type image struct {
 	// order by write, after the read lock.
 	views    []AllocView
 	dags     []*model.DAG
+	services []*model.Service
 	requests []string
 	results  []*Result
 	// ended is the history (history.go), in end order: records and the
@@ -88,6 +92,7 @@ type image struct {
 
 func (s *State) image() *image {
 	im := &image{
+		level: s.level,
 		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
 			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt,
 			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions()},
@@ -97,6 +102,7 @@ func (s *State) image() *image {
 		nodes:     s.NodesShared(),
 		views:     s.allocViews(),
 		dags:      s.DAGs(),
+		services:  s.Services(),
 		requests:  slices.Clone(s.requestOrder),
 		ended:     slices.Clip(s.hist.recs),
 		users:     s.Users(),
@@ -200,7 +206,7 @@ func (im *image) write(w io.Writer) error {
 		_, err = bw.Write(b)
 		return err
 	}
-	if err := put(record{Kind: "header", Format: snapshotFormat}); err != nil {
+	if err := put(record{Kind: "header", Format: snapshotFormat, Level: im.level}); err != nil {
 		return err
 	}
 	if err := put(record{Kind: "meta", Meta: &im.meta}); err != nil {
@@ -262,6 +268,11 @@ func (im *image) write(w io.Writer) error {
 			return err
 		}
 	}
+	for _, v := range im.services {
+		if err := put(record{Kind: "service", Service: v}); err != nil {
+			return err
+		}
+	}
 	for i, id := range im.requests {
 		if err := put(record{Kind: "request", RequestID: id, Result: im.results[i]}); err != nil {
 			return err
@@ -319,6 +330,23 @@ func sharedRequests(allocs []*model.Allocation) map[uint64]sharedRequest {
 // ErrCorrupt marks a snapshot or backup that fails its checks.
 var ErrCorrupt = errors.New("corrupt snapshot")
 
+// ErrNewerFormat: the data was written by a newer latticed (a snapshot
+// format or feature level, or a log entry, this build does not know).
+var ErrNewerFormat = errors.New("written by a newer latticed")
+
+// checkSnapshotHeader refuses a snapshot this build cannot read exactly.
+func checkSnapshotHeader(rec *record) error {
+	switch {
+	case rec.Format > snapshotFormat:
+		return fmt.Errorf("%w: snapshot format %d, this latticed (%s) reads format %d", ErrNewerFormat, rec.Format, Build(), snapshotFormat)
+	case rec.Format != snapshotFormat:
+		return fmt.Errorf("%w: snapshot format %d, this build reads %d", ErrCorrupt, rec.Format, snapshotFormat)
+	case rec.Level > FeatureLevel:
+		return fmt.Errorf("%w: snapshot of feature level %d, this latticed (%s) knows level %d", ErrNewerFormat, rec.Level, Build(), FeatureLevel)
+	}
+	return nil
+}
+
 // ReadSnapshot reads a stream written by WriteSnapshot into a fresh state,
 // verifying its checksum and structure.
 func ReadSnapshot(r io.Reader) (*State, error) {
@@ -370,9 +398,10 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 	}
 	switch rec.Kind {
 	case "header":
-		if rec.Format != snapshotFormat {
-			return fmt.Errorf("%w: snapshot format %d, this build reads %d", ErrCorrupt, rec.Format, snapshotFormat)
+		if err := checkSnapshotHeader(rec); err != nil {
+			return err
 		}
+		s.level = rec.Level
 		*sawHeader = true
 	case "meta":
 		if rec.Meta == nil {
@@ -447,6 +476,17 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 			return fmt.Errorf("%w: line %d: DAG %d twice", ErrCorrupt, line, rec.DAG.ID)
 		}
 		s.dags[rec.DAG.ID] = rec.DAG
+	case "service":
+		if rec.Service == nil {
+			return missing()
+		}
+		if s.services[rec.Service.Name] != nil {
+			return fmt.Errorf("%w: line %d: service %s twice", ErrCorrupt, line, rec.Service.Name)
+		}
+		if s.services == nil {
+			s.services = map[string]*model.Service{}
+		}
+		s.services[rec.Service.Name] = rec.Service
 	case "request":
 		if rec.Result == nil {
 			return missing()

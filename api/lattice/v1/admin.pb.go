@@ -161,7 +161,12 @@ type QuorumMember struct {
 	AppliedIndex uint64 `protobuf:"varint,8,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	// lag is how many committed entries the member has not applied yet, as
 	// the answering member sees the commit index.
-	Lag           uint64 `protobuf:"varint,9,opt,name=lag,proto3" json:"lag,omitempty"`
+	Lag uint64 `protobuf:"varint,9,opt,name=lag,proto3" json:"lag,omitempty"`
+	// feature_level is the level of the log this member's latticed knows
+	// (quorum.FeatureLevel); 0 from a release before levels.
+	FeatureLevel uint32 `protobuf:"varint,400,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// build names the member's latticed build (VCS revision).
+	Build         string `protobuf:"bytes,401,opt,name=build,proto3" json:"build,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +262,20 @@ func (x *QuorumMember) GetLag() uint64 {
 		return x.Lag
 	}
 	return 0
+}
+
+func (x *QuorumMember) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
+}
+
+func (x *QuorumMember) GetBuild() string {
+	if x != nil {
+		return x.Build
+	}
+	return ""
 }
 
 type QuorumStatusResponse struct {
@@ -2021,7 +2040,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"_disk_full\"\x15\n" +
 	"\x13InjectFaultResponse\"\x15\n" +
-	"\x13QuorumStatusRequest\"\xeb\x01\n" +
+	"\x13QuorumStatusRequest\"\xa8\x02\n" +
 	"\fQuorumMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
@@ -2031,7 +2050,9 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x05voter\x18\x06 \x01(\bR\x05voter\x12\x18\n" +
 	"\aproblem\x18\a \x01(\tR\aproblem\x12#\n" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x10\n" +
-	"\x03lag\x18\t \x01(\x04R\x03lag\"\xe8\x01\n" +
+	"\x03lag\x18\t \x01(\x04R\x03lag\x12$\n" +
+	"\rfeature_level\x18\x90\x03 \x01(\rR\ffeatureLevel\x12\x15\n" +
+	"\x05build\x18\x91\x03 \x01(\tR\x05build\"\xe8\x01\n" +
 	"\x14QuorumStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
