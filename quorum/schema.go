@@ -89,6 +89,11 @@ const (
 
 	CmdSuspendJob CommandType = 65
 
+	// 110–114: pre.
+
+	// CmdResumeSuspended ends suspensions by preemption (gang.go).
+	CmdResumeSuspended CommandType = 110
+
 	CmdSetUser      CommandType = 70
 	CmdDeleteUser   CommandType = 71
 	CmdDeleteTenant CommandType = 72
@@ -227,6 +232,9 @@ var commandTable = map[CommandType]commandSpec{
 	CmdDeleteReservation: {name: "delete_reservation", since: Level1, new: func() Command { return &DeleteReservation{} },
 		apply: func(s *State, c Command) *Result { return s.applyDeleteReservation(c.(*DeleteReservation)) }},
 
+	CmdResumeSuspended: {name: "resume_suspended", since: Level1, new: func() Command { return &ResumeSuspended{} },
+		apply: func(s *State, c Command) *Result { return s.applyResumeSuspended(c.(*ResumeSuspended)) }},
+
 	CmdSetService: {name: "set_service", since: Level1, new: func() Command { return &SetService{} },
 		apply: func(s *State, c Command) *Result { return s.applySetService(c.(*SetService)) }},
 	CmdDeleteService: {name: "delete_service", since: Level1, new: func() Command { return &DeleteService{} },
@@ -264,6 +272,7 @@ func (*NodeFacts) Type() CommandType         { return CmdNodeFacts }
 func (*NodePower) Type() CommandType         { return CmdNodePower }
 func (*ArchiveEnded) Type() CommandType      { return CmdArchiveEnded }
 func (*SuspendJob) Type() CommandType        { return CmdSuspendJob }
+func (*ResumeSuspended) Type() CommandType   { return CmdResumeSuspended }
 func (*SetUser) Type() CommandType           { return CmdSetUser }
 func (*DeleteUser) Type() CommandType        { return CmdDeleteUser }
 func (*DeleteTenant) Type() CommandType      { return CmdDeleteTenant }
