@@ -106,6 +106,9 @@ type Config struct {
 	FenceTimeout   time.Duration
 	StreamTimeout  time.Duration
 	ConnectTimeout time.Duration
+	// ClusterID pins the cluster this agent serves (clusterid.go); ""
+	// learns it from the first server that presents one.
+	ClusterID string
 	// Cgroups configures the jobs' cgroups (cgroup.go): layout, the pids
 	// limit, the memory reserved for the system.
 	Cgroups CgroupConfig
@@ -117,6 +120,7 @@ type Agent struct {
 	runner   *Runner
 	log      *slog.Logger
 	instance string // AgentHello.instance (instance.go)
+	cluster  *clusterMemory
 
 	mu      sync.Mutex
 	seq     uint64
@@ -249,6 +253,9 @@ func New(cfg Config) (*Agent, error) {
 	if a.instance, err = loadInstance(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	if a.cluster, err = loadClusterID(cfg.DataDir, cfg.ClusterID); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
 		OnExit: a.onExit, OnCheckpoint: a.onCheckpoint, ShimDir: shim, Servers: cfg.Servers, CAFile: cfg.CAFile, Supervisor: cfg.Supervisor, SupervisorMode: cfg.SupervisorMode,
 		Cgroups: cfg.Cgroups, Energy: cfg.PowerMeter.energyCounter()})
@@ -286,9 +293,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	go a.fenceLoop(fctx)
 	backoff := 100 * time.Millisecond
 	refusals := 0
+	suspects := suspectMembers{}
 	for i := 0; ; i++ {
 		addr := a.cfg.Servers[i%len(a.cfg.Servers)]
+		if suspects.skip(addr, a.cfg.Servers) {
+			continue
+		}
 		err := a.session(ctx, addr)
+		suspects.note(addr, err)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -363,9 +375,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	defer accepting.Stop()
 	stream, err := latticev1.NewAgentServiceClient(conn).Connect(sctx)
 	if err != nil {
-		return err
+		return unresponsive(err, accepting)
 	}
-	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, FenceAfterMs: a.fenceAfter().Milliseconds(), Instance: a.instance}
+	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, FenceAfterMs: a.fenceAfter().Milliseconds(), Instance: a.instance, ClusterId: a.cluster.serving()}
 	a.mu.Lock() // fingerprints change with drift
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
@@ -383,15 +395,30 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	// must be the leader); a refusal arrives as a stream error.
 	first, err := stream.Recv()
 	if err != nil {
-		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition {
+		err = unresponsive(err, accepting)
+		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition && strings.HasPrefix(s.Message(), OtherClusterMessage) {
+			a.log.Error("a server of another cluster refused this agent; trying the next server", "server", addr, "msg", s.Message())
+		} else if ok && s.Code() == codes.FailedPrecondition {
 			a.log.Debug("not the leader, trying the next server", "server", addr, "msg", s.Message())
 		} else if ok && (s.Code() == codes.AlreadyExists || s.Code() == codes.PermissionDenied || s.Code() == codes.Unauthenticated) {
 			a.log.Warn("the leader refused this agent", "server", addr, "code", s.Code().String(), "msg", s.Message())
 		}
 		return err
 	}
+	// Its header came with its first message: a server of another
+	// cluster is left before anything it sent is acted on.
+	header, err := stream.Header()
+	if err != nil {
+		return err
+	}
+	if learned, err := a.cluster.check(header); err != nil {
+		a.log.Error("refusing a server of another cluster; trying the next server", "server", addr, "err", err)
+		return err
+	} else if learned != "" {
+		a.log.Info("learned the cluster id; from now on this agent refuses servers of other clusters", "server", addr, "cluster_id", learned)
+	}
 	if !accepting.Stop() {
-		return fmt.Errorf("server %s did not accept the stream within %s", addr, a.cfg.ConnectTimeout)
+		return fmt.Errorf("%w: server %s did not accept the stream within %s", errUnresponsive, addr, a.cfg.ConnectTimeout)
 	}
 	var lastRecv atomic.Int64 // Unix ns of the last message received
 	lastRecv.Store(time.Now().UnixNano())
@@ -452,7 +479,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 			case <-watch.C:
 				if silent := time.Since(time.Unix(0, lastRecv.Load())); silent > a.cfg.StreamTimeout {
 					a.log.Warn("nothing heard from the leader on the stream: taking it for dead", "server", addr, "silent", silent.Round(time.Millisecond))
-					sendErr <- fmt.Errorf("no message from %s for %s", addr, silent.Round(time.Millisecond))
+					sendErr <- fmt.Errorf("%w: no message from %s for %s", errUnresponsive, addr, silent.Round(time.Millisecond))
 					return
 				}
 			case <-retry.C:
@@ -499,6 +526,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	cancel()
 	if errors.Is(err, io.EOF) {
 		err = nil
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable && ctx.Err() == nil {
+		// The transport died under the stream (keepalive unanswered: a
+		// frozen or lost member).
+		err = fmt.Errorf("%w: %v", errUnresponsive, err)
 	}
 	return err
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -173,4 +175,49 @@ func (a *Agent) fenceLoop(ctx context.Context) {
 		}
 		a.killAllSteps(a.cfg.Grace)
 	}
+}
+
+// errUnresponsive is a member that did not answer in time: it did not
+// accept the stream within ConnectTimeout, its stream stayed silent past
+// StreamTimeout, or its transport's keepalive went unanswered.
+var errUnresponsive = errors.New("member unresponsive")
+
+// unresponsive marks err as errUnresponsive when it ended a connection
+// attempt whose ConnectTimeout (accepting) had fired.
+func unresponsive(err error, accepting *time.Timer) error {
+	if err != nil && !accepting.Stop() {
+		return fmt.Errorf("%w: %v", errUnresponsive, err)
+	}
+	return err
+}
+
+// suspectFor is how long an agent passes over a member that did not answer
+// while another member may: a frozen or lost leader would otherwise cost
+// a ConnectTimeout on every round through the members while the others
+// elect a new leader.
+const suspectFor = 30 * time.Second
+
+// suspectMembers are the members that recently did not answer, by address.
+type suspectMembers map[string]time.Time
+
+func (s suspectMembers) note(addr string, err error) {
+	if errors.Is(err, errUnresponsive) {
+		s[addr] = time.Now()
+	} else {
+		delete(s, addr)
+	}
+}
+
+// skip says whether to pass over addr this round: it is suspect and some
+// member of servers is not.
+func (s suspectMembers) skip(addr string, servers []string) bool {
+	if at, ok := s[addr]; !ok || time.Since(at) > suspectFor {
+		return false
+	}
+	for _, other := range servers {
+		if at, ok := s[other]; !ok || time.Since(at) > suspectFor {
+			return true
+		}
+	}
+	return false
 }

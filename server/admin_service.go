@@ -49,9 +49,9 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 	// full still hears heartbeats while it falls behind.
 	ready := s.readiness()
 	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: ready.Role,
-		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag}
+		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag, KnowsClusterId: true}
 	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
-		AppliedIndex: s.q.AppliedIndex(), StateVersion: version}
+		AppliedIndex: s.q.AppliedIndex(), StateVersion: version, ClusterId: s.clusterID()}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {
 		resp.Members = []*latticev1.QuorumMember{self}
 		return resp, nil
@@ -91,6 +91,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			}
 			o := r.Members[0]
 			m.Role, m.Healthy, m.Problem, m.AppliedIndex, m.Lag = o.Role, o.Healthy, o.Problem, r.AppliedIndex, o.Lag
+			m.KnowsClusterId = o.KnowsClusterId
 			// Judge its lag against the commit index this member knows,
 			// too: a member that cannot write its log may not know how
 			// far behind it is.

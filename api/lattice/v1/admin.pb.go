@@ -161,9 +161,12 @@ type QuorumMember struct {
 	AppliedIndex uint64 `protobuf:"varint,8,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	// lag is how many committed entries the member has not applied yet, as
 	// the answering member sees the commit index.
-	Lag           uint64 `protobuf:"varint,9,opt,name=lag,proto3" json:"lag,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Lag uint64 `protobuf:"varint,9,opt,name=lag,proto3" json:"lag,omitempty"`
+	// knows_cluster_id: this member's log schema has the cluster id command
+	// (a leader names the cluster only when every member knows it).
+	KnowsClusterId bool `protobuf:"varint,380,opt,name=knows_cluster_id,json=knowsClusterId,proto3" json:"knows_cluster_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *QuorumMember) Reset() {
@@ -259,14 +262,24 @@ func (x *QuorumMember) GetLag() uint64 {
 	return 0
 }
 
+func (x *QuorumMember) GetKnowsClusterId() bool {
+	if x != nil {
+		return x.KnowsClusterId
+	}
+	return false
+}
+
 type QuorumStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64                 `protobuf:"varint,3,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	Members       []*QuorumMember        `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	StateVersion  uint64                 `protobuf:"varint,6,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId     string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term         uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64                 `protobuf:"varint,3,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	Members      []*QuorumMember        `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	StateVersion uint64                 `protobuf:"varint,6,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	// cluster_id names the cluster (minted once by a leader; agents check
+	// it on every connection); empty until minted.
+	ClusterId     string `protobuf:"bytes,381,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -341,6 +354,13 @@ func (x *QuorumStatusResponse) GetStateVersion() uint64 {
 		return x.StateVersion
 	}
 	return 0
+}
+
+func (x *QuorumStatusResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type QuorumJoinRequest struct {
@@ -2021,7 +2041,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"_disk_full\"\x15\n" +
 	"\x13InjectFaultResponse\"\x15\n" +
-	"\x13QuorumStatusRequest\"\xeb\x01\n" +
+	"\x13QuorumStatusRequest\"\x96\x02\n" +
 	"\fQuorumMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
@@ -2031,14 +2051,17 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x05voter\x18\x06 \x01(\bR\x05voter\x12\x18\n" +
 	"\aproblem\x18\a \x01(\tR\aproblem\x12#\n" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x10\n" +
-	"\x03lag\x18\t \x01(\x04R\x03lag\"\xe8\x01\n" +
+	"\x03lag\x18\t \x01(\x04R\x03lag\x12)\n" +
+	"\x10knows_cluster_id\x18\xfc\x02 \x01(\bR\x0eknowsClusterId\"\x88\x02\n" +
 	"\x14QuorumStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
 	"\fcommit_index\x18\x03 \x01(\x04R\vcommitIndex\x122\n" +
 	"\amembers\x18\x04 \x03(\v2\x18.lattice.v1.QuorumMemberR\amembers\x12#\n" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12#\n" +
-	"\rstate_version\x18\x06 \x01(\x04R\fstateVersion\"w\n" +
+	"\rstate_version\x18\x06 \x01(\x04R\fstateVersion\x12\x1e\n" +
+	"\n" +
+	"cluster_id\x18\xfd\x02 \x01(\tR\tclusterId\"w\n" +
 	"\x11QuorumJoinRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
