@@ -9,8 +9,13 @@ TAGS ?= grpcnotrace,urfave_cli_no_docs
 # latticectl: put it first on PATH (docs/slurm-commands.md).
 SLURM_COMMANDS = sbatch squeue scancel sacct sinfo scontrol sacctmgr sprio sshare srun salloc
 
+# latticectl is built static (CGO_ENABLED=0): a cgo build is dynamically
+# linked, and the loader and libc's start-up add ~6 ms of CPU, a fifth, to
+# every call (docs/ARCHITECTURE.md, "latticectl start-up"). The daemons keep
+# cgo: they look users up through the system's NSS (LDAP, SSSD).
 build:
 	go build -tags $(TAGS) -o bin/ ./cmd/...
+	CGO_ENABLED=0 go build -tags $(TAGS) -o bin/ ./cmd/latticectl
 	mkdir -p bin/slurm
 	for c in $(SLURM_COMMANDS); do ln -sfn ../latticectl bin/slurm/$$c; done
 
@@ -26,3 +31,4 @@ lint:
 
 bench:
 	go test -run '^$$' -bench . -benchmem ./solver/ ./quorum/
+	go test -run '^$$' -bench CallCPU -benchtime 30x ./cli/

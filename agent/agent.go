@@ -101,7 +101,8 @@ type Config struct {
 	// leader hearing it (fence.go; default DefaultFenceTimeout, negative:
 	// never stops them). StreamTimeout is how long the stream to the leader
 	// may stay silent before the agent takes it for dead (default twice the
-	// heartbeat interval plus 5 s); ConnectTimeout how long a member may
+	// heartbeat interval plus 5 s, at most DefaultStreamTimeout; a stream
+	// silent for a third of it is probed with a heartbeat); ConnectTimeout how long a member may
 	// take to accept it (default DefaultConnectTimeout).
 	FenceTimeout   time.Duration
 	StreamTimeout  time.Duration
@@ -223,7 +224,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.FenceTimeout = DefaultFenceTimeout
 	}
 	if cfg.StreamTimeout <= 0 {
-		cfg.StreamTimeout = 2*cfg.HeartbeatInterval + 5*time.Second
+		cfg.StreamTimeout = min(2*cfg.HeartbeatInterval+5*time.Second, DefaultStreamTimeout)
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -456,6 +457,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 			sendErr <- err
 			return
 		}
+		var lastProbe time.Time
 		watch := time.NewTicker(min(time.Second, a.cfg.StreamTimeout/4))
 		defer watch.Stop()
 		var recheck <-chan time.Time
@@ -477,10 +479,21 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				sendErr <- sctx.Err()
 				return
 			case <-watch.C:
-				if silent := time.Since(time.Unix(0, lastRecv.Load())); silent > a.cfg.StreamTimeout {
+				silent := time.Since(time.Unix(0, lastRecv.Load()))
+				if silent > a.cfg.StreamTimeout {
 					a.log.Warn("nothing heard from the leader on the stream: taking it for dead", "server", addr, "silent", silent.Round(time.Millisecond))
 					sendErr <- fmt.Errorf("%w: no message from %s for %s", errUnresponsive, addr, silent.Round(time.Millisecond))
 					return
+				}
+				// A quiet stream is probed (the leader answers every
+				// heartbeat), so that a frozen leader shows within
+				// StreamTimeout however long the heartbeat interval.
+				if probeAfter := a.cfg.StreamTimeout / 3; silent > probeAfter && time.Since(lastProbe) > probeAfter {
+					lastProbe = time.Now()
+					if err := stream.Send(a.probe()); err != nil {
+						sendErr <- err
+						return
+					}
 				}
 			case <-retry.C:
 				var again []*latticev1.AgentMessage
@@ -614,6 +627,15 @@ func (a *Agent) heartbeat() *latticev1.AgentMessage {
 		}
 	}
 	return &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Heartbeat{Heartbeat: hb}}
+}
+
+// probe is a heartbeat without the running list: a quiet stream's check
+// that the leader still answers (it acknowledges every heartbeat).
+func (a *Agent) probe() *latticev1.AgentMessage {
+	m := a.heartbeat()
+	hb := m.GetHeartbeat()
+	hb.ListsRunning, hb.Running = false, nil
+	return m
 }
 
 func (a *Agent) send(m *latticev1.AgentMessage) {

@@ -18,11 +18,16 @@ import (
 
 // Dead peers and fencing (docs/operations.md, "Node failure and fencing").
 //
-// The stream to the leader has gRPC keepalives (a frozen or vanished
-// member is noticed in KeepaliveTime + KeepaliveTimeout) and a deadline:
-// the leader answers every heartbeat, so a stream with nothing received for
-// StreamTimeout is dead and the agent moves on to the next member. A member
-// that does not accept the stream within ConnectTimeout is skipped too.
+// The stream to the leader has gRPC keepalives (a vanished member is
+// noticed once its TCP acknowledgements stop: TCP_USER_TIMEOUT is the
+// keepalive timeout; gRPC pings no sooner than every 10 s whatever
+// KeepaliveTime says) and a deadline: the leader answers every heartbeat,
+// the agent sends one when the stream has been quiet for a third of
+// StreamTimeout, so a stream with nothing received for StreamTimeout (8 s
+// by default) is dead — a frozen leader's kernel still acknowledges TCP —
+// and the agent moves on to the next member, passing over members that
+// did not answer (suspectMembers). A member that does not accept the
+// stream within ConnectTimeout is skipped too.
 //
 // Fencing: every heartbeat a leader acknowledges proves that the leader
 // heard the agent when it was sent. FenceTimeout after the last such
@@ -176,6 +181,11 @@ func (a *Agent) fenceLoop(ctx context.Context) {
 		a.killAllSteps(a.cfg.Grace)
 	}
 }
+
+// DefaultStreamTimeout bounds how long an agent's stream to the leader may
+// stay silent before the agent takes the leader for dead and moves to
+// another member (gRPC's own keepalive pings no sooner than every 10 s).
+const DefaultStreamTimeout = 8 * time.Second
 
 // errUnresponsive is a member that did not answer in time: it did not
 // accept the stream within ConnectTimeout, its stream stayed silent past

@@ -31,6 +31,7 @@ func (r *runner) replayCommand() *cli.Command {
 			"See docs/replay.md for the job model, the JSON trace format and the metric definitions.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: ReplayDefaultPolicy, Usage: "policies to compare, comma-separated: lattice, fcfs, easy, conservative, sjbf, easy++ (easy++:reqtime picks its corrector)"},
+			&cli.BoolFlag{Name: "fairness", Value: true, Usage: "compare each user's average bounded slowdown (users with at least 20 jobs) with easy's in the same run, which replays easy too when --policy does not name it; --fairness=false skips it"},
 			&cli.StringFlag{Name: "predictor", Value: "lattice", Usage: "lattice: runtime predictor for release times and the queue order: lattice (recent runs of the user) or off (walltimes)"},
 			&cli.BoolFlag{Name: "predicted-starts", Usage: "lattice: fit starts into holes by predicted runtimes, not only walltimes; default on for backfill vClusters, --predicted-starts=false turns it off", DefaultText: "on for backfill vClusters"},
 			&cli.BoolFlag{Name: "service-protect", Usage: "lattice: give a reservation to a job whose bounded slowdown would leave its user above Jain's threshold (Σs²/Σs over the users' slowdowns); default on for backfill vClusters, --service-protect=false turns it off", DefaultText: "on for backfill vClusters"},

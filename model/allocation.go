@@ -291,10 +291,18 @@ const (
 	DefaultTenant    = "default"
 )
 
-// ApplyDefaults fills what a request may leave out: the tenant, the node
-// maximum (= minimum), the walltime, the checkpoint mode; it normalises
-// constraints. The vCluster default is the quorum's to fill.
-func (r *Request) ApplyDefaults() {
+// ApplyDefaults fills what a request may leave out, before it is
+// proposed: today exactly ApplyDefaultsLevel0.
+func (r *Request) ApplyDefaults() { r.ApplyDefaultsLevel0() }
+
+// ApplyDefaultsLevel0 fills what a request may leave out: the tenant, the
+// node maximum (= minimum), the walltime, the checkpoint mode; it
+// normalises constraints. The vCluster default is the quorum's to fill.
+// It is frozen: the Raft log's entries of feature level 0 are applied
+// with exactly these rules (quorum Apply), on every member, forever.
+// Tighten or loosen a rule in ApplyDefaults instead, which is checked before a
+// proposal (TestLevel0RulesAreFrozen pins this function's verdicts).
+func (r *Request) ApplyDefaultsLevel0() {
 	if r.Tenant == "" {
 		r.Tenant = DefaultTenant
 	}
@@ -313,7 +321,14 @@ func (r *Request) ApplyDefaults() {
 
 // Validate checks a request. It does not know the cluster: whether the
 // vCluster exists or the nodes are enough is for the quorum to say.
-func (r *Request) Validate() error {
+func (r *Request) Validate() error { return r.ValidateLevel0() }
+
+// ValidateLevel0 is Validate's rules of feature level 0.
+// It is frozen: the Raft log's entries of feature level 0 are applied
+// with exactly these rules (quorum Apply), on every member, forever.
+// Tighten or loosen a rule in Validate instead, which is checked before a
+// proposal (TestLevel0RulesAreFrozen pins this function's verdicts).
+func (r *Request) ValidateLevel0() error {
 	if r.Name != "" && (len(r.Name) > 200 || strings.ContainsAny(r.Name, "\n\r\x00")) {
 		return fieldErr("name", r.Name, "up to 200 characters on one line")
 	}

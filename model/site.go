@@ -38,8 +38,15 @@ func DefaultQOS() []QOS {
 	}
 }
 
-// Validate checks a QOS entry.
-func (q *QOS) Validate() error {
+// Validate checks a QOS entry before it is proposed.
+func (q *QOS) Validate() error { return q.ValidateLevel0() }
+
+// ValidateLevel0 is Validate's rules of feature level 0.
+// It is frozen: the Raft log's entries of feature level 0 are applied
+// with exactly these rules (quorum Apply), on every member, forever.
+// Tighten or loosen a rule in Validate instead, which is checked before a
+// proposal (TestLevel0RulesAreFrozen pins this function's verdicts).
+func (q *QOS) ValidateLevel0() error {
 	if !validName(q.Name) || len(q.Name) > 64 {
 		return fieldErr("qos", q.Name, "letters, digits, '.', '-' and '_' (up to 64)")
 	}

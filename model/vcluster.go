@@ -325,8 +325,15 @@ const (
 	DefaultPreemptHorizon = 2 * time.Minute
 )
 
-// Validate checks a vCluster definition.
-func (v *VCluster) Validate() error {
+// Validate checks a vCluster definition before it is proposed.
+func (v *VCluster) Validate() error { return v.ValidateLevel0() }
+
+// ValidateLevel0 is Validate's rules of feature level 0.
+// It is frozen: the Raft log's entries of feature level 0 are applied
+// with exactly these rules (quorum Apply), on every member, forever.
+// Tighten or loosen a rule in Validate instead, which is checked before a
+// proposal (TestLevel0RulesAreFrozen pins this function's verdicts).
+func (v *VCluster) ValidateLevel0() error {
 	if !validName(v.Name) {
 		return fieldErr("vcluster.name", v.Name, "letters, digits, '.', '-' and '_'")
 	}
@@ -407,8 +414,15 @@ type Tenant struct {
 	UsageTime time.Time `json:"usage_time,omitzero"`
 }
 
-// Validate checks a tenant definition.
-func (t *Tenant) Validate() error {
+// Validate checks a tenant definition before it is proposed.
+func (t *Tenant) Validate() error { return t.ValidateLevel0() }
+
+// ValidateLevel0 is Validate's rules of feature level 0.
+// It is frozen: the Raft log's entries of feature level 0 are applied
+// with exactly these rules (quorum Apply), on every member, forever.
+// Tighten or loosen a rule in Validate instead, which is checked before a
+// proposal (TestLevel0RulesAreFrozen pins this function's verdicts).
+func (t *Tenant) ValidateLevel0() error {
 	if !validName(t.Name) {
 		return fieldErr("tenant", t.Name, "letters, digits, '.', '-' and '_'")
 	}

@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -24,6 +23,9 @@ func (s *State) apply(c Command) *Result {
 		if prev, ok := s.requests[h.RequestID]; ok {
 			return prev
 		}
+	}
+	if l := NeededLevel(c); l > s.level {
+		s.level = l
 	}
 	s.Version++
 	before := s.Version
@@ -63,79 +65,28 @@ func (s *State) remember(id string, r *Result) {
 	}
 }
 
-func (s *State) dispatch(c Command) *Result {
-	switch c := c.(type) {
-	case *Submit:
-		return s.applySubmit(c)
-	case *SubmitBatch:
-		return s.applySubmitBatch(c)
-	case *AssignBatch:
-		return s.applyAssignBatch(c)
-	case *UpdateAllocs:
-		return s.applyUpdateAllocs(c)
-	case *Cancel:
-		return s.applyCancel(c)
-	case *RegisterNodes:
-		return s.applyRegisterNodes(c)
-	case *SetNodeState:
-		return s.applySetNodeState(c)
-	case *SetVCluster:
-		return s.applySetVCluster(c)
-	case *SetTenant:
-		return s.applySetTenant(c)
-	case *SetPowerBudget:
-		return s.applySetPowerBudget(c)
-	case *Requeue:
-		return s.applyRequeue(c)
-	case *ReturnNodes:
-		return s.applyReturnNodes(c)
-	case *Reclaim:
-		return s.applyReclaim(c)
-	case *Preempt:
-		return s.applyPreempt(c)
-	case *Checkpoint:
-		return s.applyCheckpoint(c)
-	case *StepCommand:
-		return s.applyStep(c)
-	case *NodeFacts:
-		return s.applyNodeFacts(c)
-	case *NodePower:
-		return s.applyNodePower(c)
-	case *Prune:
-		return s.applyPrune(c)
-	case *ArchiveEnded:
-		return s.applyArchiveEnded(c)
-	case *SetMember:
-		s.members[c.Member.ID] = c.Member
+func (s *State) applySetMember(c *SetMember) *Result {
+	s.members[c.Member.ID] = c.Member
+	s.touch()
+	return &Result{}
+}
+
+func (s *State) applyRemoveMember(c *RemoveMember) *Result {
+	if _, ok := s.members[c.ID]; ok {
+		delete(s.members, c.ID)
 		s.touch()
-		return &Result{}
-	case *RemoveMember:
-		if _, ok := s.members[c.ID]; ok {
-			delete(s.members, c.ID)
-			s.touch()
-		}
-		return &Result{}
-	case *SetDefaults:
-		if c.DefaultVCluster != "" && s.vclusters[c.DefaultVCluster] == nil {
-			return &Result{Rejection: reject(CodeInvalid, "", "default vcluster %q does not exist; known: %s",
-				c.DefaultVCluster, s.vclusterNames())}
-		}
-		s.DefaultVCluster = c.DefaultVCluster
-		s.touch()
-		return &Result{}
 	}
-	if r := s.dispatchJobControl(c); r != nil {
-		return r
+	return &Result{}
+}
+
+func (s *State) applySetDefaults(c *SetDefaults) *Result {
+	if c.DefaultVCluster != "" && s.vclusters[c.DefaultVCluster] == nil {
+		return &Result{Rejection: reject(CodeInvalid, "", "default vcluster %q does not exist; known: %s",
+			c.DefaultVCluster, s.vclusterNames())}
 	}
-	for _, apply := range extraAppliers {
-		if r := apply(s, c); r != nil {
-			return r
-		}
-	}
-	if r := s.dispatchUsers(c); r != nil {
-		return r
-	}
-	panic(fmt.Sprintf("quorum: no applier for %T", c))
+	s.DefaultVCluster = c.DefaultVCluster
+	s.touch()
+	return &Result{}
 }
 
 // touch records that the current command changed state.
@@ -857,7 +808,7 @@ func (s *State) applyReturnNodes(c *ReturnNodes) *Result {
 
 func (s *State) applySetVCluster(c *SetVCluster) *Result {
 	v := c.VCluster
-	if err := v.Validate(); err != nil {
+	if err := v.ValidateLevel0(); err != nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
 	}
 	if v.PowerCapWatts > 0 && s.idx.vclusterDraw[v.Name] > v.PowerCapWatts {
@@ -874,7 +825,7 @@ func (s *State) applySetVCluster(c *SetVCluster) *Result {
 
 func (s *State) applySetTenant(c *SetTenant) *Result {
 	t := c.Tenant
-	if err := t.Validate(); err != nil {
+	if err := t.ValidateLevel0(); err != nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
 	}
 	run := s.idx.tenantRun[t.Name]

@@ -1,36 +1,14 @@
 package quorum
 
-import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-)
+import "fmt"
 
 // The cluster id: a random name a leader mints once in the life of a
-// cluster (the first leader that can: every member must know the command,
-// server/clusterid.go), kept in the state and its snapshots. Agents learn
+// cluster (command CmdSetClusterID, level Level1: the first leader whose
+// members all know it; server/clusterid.go), kept in the state and its
+// snapshots. Agents learn
 // it on their first connection and refuse afterwards a server that
 // presents another (agent/clusterid.go): an agent that moves to any member
 // never follows a server of another cluster listening at a listed address.
-
-// CmdSetClusterID is the command type of SetClusterID (block 85–89: r24).
-const CmdSetClusterID CommandType = 85
-
-func init() {
-	commandNames[CmdSetClusterID] = "set_cluster_id"
-	extraDecoders = append(extraDecoders, func(t CommandType) Command {
-		if t == CmdSetClusterID {
-			return &SetClusterID{}
-		}
-		return nil
-	})
-	extraAppliers = append(extraAppliers, func(s *State, c Command) *Result {
-		if c, ok := c.(*SetClusterID); ok {
-			return s.applySetClusterID(c)
-		}
-		return nil
-	})
-}
 
 // SetClusterID names the cluster, once: a cluster that has an id keeps it
 // (a second proposal, from a leader that raced another, is answered with
@@ -40,20 +18,8 @@ type SetClusterID struct {
 	ID string `json:"id"`
 }
 
-func (*SetClusterID) Type() CommandType { return CmdSetClusterID }
-
 // ClusterIDLength is the length of a cluster id: 32 lower-case hex digits.
 const ClusterIDLength = 32
-
-// NewClusterID mints a cluster id (before the proposal: Apply never draws
-// random numbers).
-func NewClusterID() (string, error) {
-	b := make([]byte, ClusterIDLength/2)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("mint a cluster id: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
 
 // CheckClusterID checks a cluster id's form.
 func CheckClusterID(id string) error {

@@ -8,52 +8,6 @@ import (
 	"github.com/latticehpc/lattice/model"
 )
 
-// CommandType is the first byte of every Raft log entry. The enum is
-// append-only: a value, once used, keeps its meaning forever.
-type CommandType uint8
-
-// Command types.
-const (
-	CmdSubmit         CommandType = 1
-	CmdAssignBatch    CommandType = 2
-	CmdUpdateAllocs   CommandType = 3
-	CmdCancel         CommandType = 4
-	CmdRegisterNodes  CommandType = 5
-	CmdSetNodeState   CommandType = 6
-	CmdSetVCluster    CommandType = 7
-	CmdSetTenant      CommandType = 8
-	CmdSetPowerBudget CommandType = 9
-	CmdRequeue        CommandType = 10
-	CmdReturnNodes    CommandType = 11
-	CmdReclaim        CommandType = 12
-	CmdPrune          CommandType = 13
-	CmdSetMember      CommandType = 14
-	CmdRemoveMember   CommandType = 15
-	CmdSetDefaults    CommandType = 16
-	CmdPreempt        CommandType = 17
-	CmdCheckpoint     CommandType = 18
-	CmdStep           CommandType = 19
-	// 20–27: job control and site config (issue 12).
-	CmdSubmitBatch CommandType = 28
-)
-
-var commandNames = map[CommandType]string{
-	CmdSubmit: "submit", CmdAssignBatch: "assign_batch", CmdUpdateAllocs: "update_allocs",
-	CmdCancel: "cancel", CmdRegisterNodes: "register_nodes", CmdSetNodeState: "set_node_state",
-	CmdSetVCluster: "set_vcluster", CmdSetTenant: "set_tenant", CmdSetPowerBudget: "set_power_budget",
-	CmdRequeue: "requeue", CmdReturnNodes: "return_nodes", CmdReclaim: "reclaim", CmdPrune: "prune",
-	CmdSetMember: "set_member", CmdRemoveMember: "remove_member", CmdSetDefaults: "set_defaults",
-	CmdPreempt: "preempt", CmdCheckpoint: "checkpoint", CmdStep: "step",
-	CmdSubmitBatch: "submit_batch",
-}
-
-func (t CommandType) String() string {
-	if n, ok := commandNames[t]; ok {
-		return n
-	}
-	return fmt.Sprintf("command(%d)", uint8(t))
-}
-
 // Header is carried by every command. Time is minted by the leader before
 // Apply (the FSM never reads the clock); RequestID, when set, makes the
 // command idempotent: a retry returns the first outcome.
@@ -87,11 +41,22 @@ type ItemDep struct {
 // Submit creates allocations: one, an array (expanded here), or a DAG. All or nothing.
 // A DAG's items are its stages in topological order, named by Request.Name;
 // Name is the workflow's name (dag_id of the file).
+//
+// Prepared says the leader resolved, defaulted and validated every request
+// before proposing it (as every leader of level 1 or later does): Apply
+// takes the requests as they are and checks only what depends on the state
+// it applies to (the vCluster, nodes and dependencies exist). An entry
+// without it (written before level 1) is resolved, defaulted and validated
+// at apply by the rules of level 0 (model's ApplyDefaultsLevel0 and
+// ValidateLevel0), exactly as it was then. A member of level 0 ignores the
+// flag and applies level 0's rules to a prepared request, which change
+// nothing in a request that passed them before the proposal.
 type Submit struct {
 	Header
-	Items []SubmitItem `json:"items"`
-	DAG   bool         `json:"dag,omitempty"`
-	Name  string       `json:"name,omitempty"`
+	Items    []SubmitItem `json:"items"`
+	DAG      bool         `json:"dag,omitempty"`
+	Name     string       `json:"name,omitempty"`
+	Prepared bool         `json:"prepared,omitempty"`
 }
 
 // SubmitBatch applies many independent submissions in one entry (one
@@ -323,26 +288,6 @@ type SetDefaults struct {
 	DefaultVCluster string `json:"default_vcluster"`
 }
 
-func (*Submit) Type() CommandType         { return CmdSubmit }
-func (*AssignBatch) Type() CommandType    { return CmdAssignBatch }
-func (*UpdateAllocs) Type() CommandType   { return CmdUpdateAllocs }
-func (*Cancel) Type() CommandType         { return CmdCancel }
-func (*RegisterNodes) Type() CommandType  { return CmdRegisterNodes }
-func (*SetNodeState) Type() CommandType   { return CmdSetNodeState }
-func (*SetVCluster) Type() CommandType    { return CmdSetVCluster }
-func (*SetTenant) Type() CommandType      { return CmdSetTenant }
-func (*SetPowerBudget) Type() CommandType { return CmdSetPowerBudget }
-func (*Requeue) Type() CommandType        { return CmdRequeue }
-func (*ReturnNodes) Type() CommandType    { return CmdReturnNodes }
-func (*Reclaim) Type() CommandType        { return CmdReclaim }
-func (*Prune) Type() CommandType          { return CmdPrune }
-func (*SetMember) Type() CommandType      { return CmdSetMember }
-func (*RemoveMember) Type() CommandType   { return CmdRemoveMember }
-func (*SetDefaults) Type() CommandType    { return CmdSetDefaults }
-func (*Preempt) Type() CommandType        { return CmdPreempt }
-func (*Checkpoint) Type() CommandType     { return CmdCheckpoint }
-func (*SubmitBatch) Type() CommandType    { return CmdSubmitBatch }
-
 // Encode serialises a command as one type byte followed by its body:
 // binary for AssignBatch and UpdateAllocs (see codec.go), JSON for the others.
 func Encode(c Command) ([]byte, error) {
@@ -367,88 +312,6 @@ func Encode(c Command) ([]byte, error) {
 	out := make([]byte, 0, len(body)+1)
 	out = append(out, byte(c.Type()))
 	return append(out, body...), nil
-}
-
-// Decode parses an entry written by Encode.
-func Decode(data []byte) (Command, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("decode: empty entry")
-	}
-	var c Command
-	switch CommandType(data[0]) {
-	case CmdAssignBatch:
-		c, err := decodeAssignBatch(data[1:])
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", CmdAssignBatch, err)
-		}
-		return c, nil
-	case CmdUpdateAllocs:
-		c, err := decodeUpdateAllocs(data[1:])
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", CmdUpdateAllocs, err)
-		}
-		return c, nil
-	case CmdSubmit:
-		c = &Submit{}
-	case CmdCancel:
-		c = &Cancel{}
-	case CmdRegisterNodes:
-		c = &RegisterNodes{}
-	case CmdSetNodeState:
-		c = &SetNodeState{}
-	case CmdSetVCluster:
-		c = &SetVCluster{}
-	case CmdSetTenant:
-		c = &SetTenant{}
-	case CmdSetPowerBudget:
-		c = &SetPowerBudget{}
-	case CmdRequeue:
-		c = &Requeue{}
-	case CmdReturnNodes:
-		c = &ReturnNodes{}
-	case CmdReclaim:
-		c = &Reclaim{}
-	case CmdPrune:
-		c = &Prune{}
-	case CmdArchiveEnded:
-		c = &ArchiveEnded{}
-	case CmdSetMember:
-		c = &SetMember{}
-	case CmdRemoveMember:
-		c = &RemoveMember{}
-	case CmdSetDefaults:
-		c = &SetDefaults{}
-	case CmdPreempt:
-		c = &Preempt{}
-	case CmdCheckpoint:
-		c = &Checkpoint{}
-	case CmdStep:
-		c = &StepCommand{}
-	case CmdNodeFacts:
-		c = &NodeFacts{}
-	case CmdNodePower:
-		c = &NodePower{}
-	case CmdSubmitBatch:
-		c = &SubmitBatch{}
-	default:
-		if jc := decodeJobControl(CommandType(data[0])); jc != nil {
-			c = jc
-			break
-		}
-		if ec := decodeExtra(CommandType(data[0])); ec != nil {
-			c = ec
-			break
-		}
-		if uc := decodeUsers(CommandType(data[0])); uc != nil {
-			c = uc
-			break
-		}
-		return nil, fmt.Errorf("decode: unknown command type %d", data[0])
-	}
-	if err := json.Unmarshal(data[1:], c); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", CommandType(data[0]), err)
-	}
-	return c, nil
 }
 
 // Code classifies a rejection; the server maps it to a gRPC status code.

@@ -21,13 +21,6 @@ import (
 // read per-key lists of positions (derived, rebuilt on restore, never in a
 // snapshot).
 
-// Command types of the history (45–49 are this topic's).
-const (
-	CmdArchiveEnded CommandType = 45
-)
-
-func init() { commandNames[CmdArchiveEnded] = "archive_ended" }
-
 // ArchiveEnded moves the ended allocations IDs names from the live state
 // into the history (an id that is not an ended allocation is skipped), and
 // drops the history records that ended before DropBefore (zero: none).
@@ -36,8 +29,6 @@ type ArchiveEnded struct {
 	IDs        []uint64  `json:"ids,omitempty"`
 	DropBefore time.Time `json:"drop_before,omitzero"`
 }
-
-func (*ArchiveEnded) Type() CommandType { return CmdArchiveEnded }
 
 // MaxArchivePerCommand bounds one ArchiveEnded's ids (the entry's size).
 const MaxArchivePerCommand = 10000

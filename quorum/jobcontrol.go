@@ -9,24 +9,7 @@ import (
 )
 
 // Job control (scontrol hold/release/requeue/update) and the site
-// configuration (QOS table, partition names). Command numbers 20–25.
-
-// Command types of job control and site configuration.
-const (
-	CmdHold         CommandType = 20
-	CmdUpdateAlloc  CommandType = 21
-	CmdRequeueJobs  CommandType = 22
-	CmdSetQOS       CommandType = 23
-	CmdSetPartition CommandType = 24
-)
-
-func init() {
-	commandNames[CmdHold] = "hold"
-	commandNames[CmdUpdateAlloc] = "update_alloc"
-	commandNames[CmdRequeueJobs] = "requeue_jobs"
-	commandNames[CmdSetQOS] = "set_qos"
-	commandNames[CmdSetPartition] = "set_partition"
-}
+// configuration (QOS table, partition names).
 
 // Hold holds pending allocations (Release false) or releases them. Kind is
 // who holds: model.HoldUser or model.HoldAdmin. A release by a non-admin
@@ -80,45 +63,6 @@ type SetPartition struct {
 	Header
 	Name     string `json:"name"`
 	VCluster string `json:"vcluster,omitempty"`
-}
-
-func (*Hold) Type() CommandType         { return CmdHold }
-func (*UpdateAlloc) Type() CommandType  { return CmdUpdateAlloc }
-func (*RequeueJobs) Type() CommandType  { return CmdRequeueJobs }
-func (*SetQOS) Type() CommandType       { return CmdSetQOS }
-func (*SetPartition) Type() CommandType { return CmdSetPartition }
-
-// decodeJobControl returns an empty command of type t, or nil.
-func decodeJobControl(t CommandType) Command {
-	switch t {
-	case CmdHold:
-		return &Hold{}
-	case CmdUpdateAlloc:
-		return &UpdateAlloc{}
-	case CmdRequeueJobs:
-		return &RequeueJobs{}
-	case CmdSetQOS:
-		return &SetQOS{}
-	case CmdSetPartition:
-		return &SetPartition{}
-	}
-	return nil
-}
-
-func (s *State) dispatchJobControl(c Command) *Result {
-	switch c := c.(type) {
-	case *Hold:
-		return s.applyHold(c)
-	case *UpdateAlloc:
-		return s.applyUpdateAlloc(c)
-	case *RequeueJobs:
-		return s.applyRequeueJobs(c)
-	case *SetQOS:
-		return s.applySetQOS(c)
-	case *SetPartition:
-		return s.applySetPartition(c)
-	}
-	return nil
 }
 
 func (s *State) applyHold(c *Hold) *Result {
@@ -239,7 +183,7 @@ func (s *State) updated(a *model.Allocation, c *UpdateAlloc) (*model.Allocation,
 		}
 		cp.VCluster = vc
 	}
-	if err := cp.Request.Validate(); err != nil {
+	if err := cp.Request.ValidateLevel0(); err != nil {
 		return nil, reject(CodeInvalid, "", "%v", err)
 	}
 	if n := len(s.nodeNames); n > 0 && cp.NodesMin > n && cp.Held == "" {
@@ -351,7 +295,7 @@ func (s *State) resolvePartition(name string) string {
 func (s *State) ResolveVCluster(name string) string { return s.resolvePartition(name) }
 
 func (s *State) applySetQOS(c *SetQOS) *Result {
-	if err := c.QOS.Validate(); err != nil {
+	if err := c.QOS.ValidateLevel0(); err != nil {
 		return &Result{Rejection: reject(CodeInvalid, "", "%v", err)}
 	}
 	if c.QOS.VCluster != "" && s.vclusters[c.QOS.VCluster] == nil {

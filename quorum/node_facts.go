@@ -48,20 +48,6 @@ type NodePower struct {
 	Nodes []NodeMeasurement `json:"nodes"`
 }
 
-// Command types of node facts.
-const (
-	CmdNodeFacts CommandType = 32
-	CmdNodePower CommandType = 33
-)
-
-func init() {
-	commandNames[CmdNodeFacts] = "node_facts"
-	commandNames[CmdNodePower] = "node_power"
-}
-
-func (*NodeFacts) Type() CommandType { return CmdNodeFacts }
-func (*NodePower) Type() CommandType { return CmdNodePower }
-
 // DriftReasonPrefix starts the state reason of a node drained for drift.
 const DriftReasonPrefix = "fingerprint drift"
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -127,6 +128,9 @@ type Quorum struct {
 	// diskFaults wraps the log store with fault injection (nil otherwise).
 	diskFaults *faultLogStore
 	log        *slog.Logger
+
+	levelsMu sync.Mutex
+	levels   MemberLevels // SetMemberLevels; gate.go
 }
 
 // Open starts a member. It bootstraps a single-member cluster when asked
@@ -222,6 +226,9 @@ func Open(cfg Config, fsm *FSM) (*Quorum, error) {
 	if err != nil {
 		return fail(fmt.Errorf("raft log cache: %w", err))
 	}
+	if err := checkDataFormat(cfg.DataDir, q.snapshots, store); err != nil {
+		return fail(err)
+	}
 	r, err := raft.NewRaft(rc, fsm, logs, store, q.snapshots, q.transport)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
@@ -283,6 +290,9 @@ func (q *Quorum) Propose(ctx context.Context, c Command) (*Result, error) {
 	}
 	if q.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
+	}
+	if err := q.RequireLevel(ctx, NeededLevel(c), c.Type().String()); err != nil {
+		return nil, err
 	}
 	data, err := Encode(c)
 	if err != nil {

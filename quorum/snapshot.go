@@ -30,6 +30,7 @@ const snapshotFormat = 1
 type record struct {
 	Kind       string            `json:"kind"`
 	Format     int               `json:"format,omitempty"`
+	Level      Level             `json:"level,omitempty"` // header: State.level
 	Meta       *snapMeta         `json:"meta,omitempty"`
 	VCluster   *model.VCluster   `json:"vcluster,omitempty"`
 	Tenant     *model.Tenant     `json:"tenant,omitempty"`
@@ -67,6 +68,7 @@ type snapMeta struct {
 
 // image is a point-in-time copy of the state's references.
 type image struct {
+	level     Level
 	meta      snapMeta
 	vclusters []*model.VCluster
 	tenants   []*model.Tenant
@@ -89,6 +91,7 @@ type image struct {
 
 func (s *State) image() *image {
 	im := &image{
+		level: s.level,
 		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
 			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt,
 			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions(), ClusterID: s.clusterID},
@@ -201,7 +204,7 @@ func (im *image) write(w io.Writer) error {
 		_, err = bw.Write(b)
 		return err
 	}
-	if err := put(record{Kind: "header", Format: snapshotFormat}); err != nil {
+	if err := put(record{Kind: "header", Format: snapshotFormat, Level: im.level}); err != nil {
 		return err
 	}
 	if err := put(record{Kind: "meta", Meta: &im.meta}); err != nil {
@@ -320,6 +323,23 @@ func sharedRequests(allocs []*model.Allocation) map[uint64]sharedRequest {
 // ErrCorrupt marks a snapshot or backup that fails its checks.
 var ErrCorrupt = errors.New("corrupt snapshot")
 
+// ErrNewerFormat: the data was written by a newer latticed (a snapshot
+// format or feature level, or a log entry, this build does not know).
+var ErrNewerFormat = errors.New("written by a newer latticed")
+
+// checkSnapshotHeader refuses a snapshot this build cannot read exactly.
+func checkSnapshotHeader(rec *record) error {
+	switch {
+	case rec.Format > snapshotFormat:
+		return fmt.Errorf("%w: snapshot format %d, this latticed (%s) reads format %d", ErrNewerFormat, rec.Format, Build(), snapshotFormat)
+	case rec.Format != snapshotFormat:
+		return fmt.Errorf("%w: snapshot format %d, this build reads %d", ErrCorrupt, rec.Format, snapshotFormat)
+	case rec.Level > FeatureLevel:
+		return fmt.Errorf("%w: snapshot of feature level %d, this latticed (%s) knows level %d", ErrNewerFormat, rec.Level, Build(), FeatureLevel)
+	}
+	return nil
+}
+
 // ReadSnapshot reads a stream written by WriteSnapshot into a fresh state,
 // verifying its checksum and structure.
 func ReadSnapshot(r io.Reader) (*State, error) {
@@ -371,9 +391,10 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 	}
 	switch rec.Kind {
 	case "header":
-		if rec.Format != snapshotFormat {
-			return fmt.Errorf("%w: snapshot format %d, this build reads %d", ErrCorrupt, rec.Format, snapshotFormat)
+		if err := checkSnapshotHeader(rec); err != nil {
+			return err
 		}
+		s.level = rec.Level
 		*sawHeader = true
 	case "meta":
 		if rec.Meta == nil {

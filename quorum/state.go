@@ -18,6 +18,9 @@ type State struct {
 	NextID           uint64 // next allocation id
 	DefaultVCluster  string
 	PowerBudgetWatts int64 // system-wide; 0 = none
+	// level is the highest feature level of any command applied to this
+	// state (kept in snapshots): a member of a lower level refuses it.
+	level Level
 
 	nodes     map[string]*model.Node
 	nodeNames []string // sorted

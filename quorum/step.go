@@ -23,9 +23,6 @@ type StepCommand struct {
 	Usage *model.Usage `json:"usage,omitempty"`
 }
 
-// Type implements Command.
-func (*StepCommand) Type() CommandType { return CmdStep }
-
 func (s *State) applyStep(c *StepCommand) *Result {
 	a := s.allocs[c.AllocID]
 	if a == nil {

@@ -25,7 +25,7 @@ func (s *State) applySubmit(c *Submit) *Result {
 		names = make(map[string]int, len(c.Items))
 	}
 	for i, item := range c.Items {
-		r, rej := s.resolveRequest(item.Request)
+		r, rej := s.resolveRequest(item.Request, c.Prepared)
 		if rej != nil {
 			if len(c.Items) > 1 {
 				rej.Message = fmt.Sprintf("allocation %d (%s): %s", i+1, item.Request.Name, rej.Message)
@@ -134,20 +134,16 @@ func itemCondition(c model.DependencyCondition) bool {
 	return false
 }
 
-// resolveRequest fills defaults and checks the request against the cluster.
-func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
-	r.VCluster = s.resolvePartition(r.VCluster)
-	if r.VCluster == "" {
-		r.VCluster = s.DefaultVCluster
-	}
-	if r.VCluster == "" {
-		if vcs := s.VClusters(); len(vcs) > 0 {
-			r.VCluster = vcs[0].Name
+// resolveRequest checks the request against the cluster. A request not
+// prepared before the proposal (an entry of level 0) is first resolved,
+// defaulted and validated by level 0's rules, as it was applied then.
+func (s *State) resolveRequest(r model.Request, prepared bool) (model.Request, *Rejection) {
+	if !prepared {
+		r.VCluster = s.ResolveDefaultVCluster(r.VCluster)
+		r.ApplyDefaultsLevel0()
+		if err := r.ValidateLevel0(); err != nil {
+			return r, reject(CodeInvalid, "", "%v", err)
 		}
-	}
-	r.ApplyDefaults()
-	if err := r.Validate(); err != nil {
-		return r, reject(CodeInvalid, "", "%v", err)
 	}
 	if s.vclusters[r.VCluster] == nil {
 		return r, reject(CodeInvalid, "", "invalid vcluster %q: allowed %s", r.VCluster, s.vclusterNames())
@@ -168,6 +164,22 @@ func (s *State) resolveRequest(r model.Request) (model.Request, *Rejection) {
 		}
 	}
 	return r, nil
+}
+
+// ResolveDefaultVCluster is the vCluster a request naming name goes to:
+// the one a partition name maps to, else the default vCluster, else the
+// first one, when name is empty.
+func (s *State) ResolveDefaultVCluster(name string) string {
+	name = s.resolvePartition(name)
+	if name == "" {
+		name = s.DefaultVCluster
+	}
+	if name == "" {
+		if vcs := s.VClusters(); len(vcs) > 0 {
+			name = vcs[0].Name
+		}
+	}
+	return name
 }
 
 // resolveCorr turns aftercorr into afterok for one allocation: for task

@@ -10,27 +10,7 @@ import (
 // Slurm's scontrol suspend): its agent freezes every process of it (the
 // cgroup freezer). It keeps its nodes and stays RUNNING as far as
 // scheduling goes; SuspendedAt marks it frozen and SuspendedFor counts the
-// time its run spent frozen, which its walltime does not count. Command
-// numbers 65–69.
-
-// CmdSuspendJob is the command type of SuspendJob.
-const CmdSuspendJob CommandType = 65
-
-func init() {
-	commandNames[CmdSuspendJob] = "suspend_job"
-	extraDecoders = append(extraDecoders, func(t CommandType) Command {
-		if t == CmdSuspendJob {
-			return &SuspendJob{}
-		}
-		return nil
-	})
-	extraAppliers = append(extraAppliers, func(s *State, c Command) *Result {
-		if c, ok := c.(*SuspendJob); ok {
-			return s.applySuspendJob(c)
-		}
-		return nil
-	})
-}
+// time its run spent frozen, which its walltime does not count.
 
 // SuspendJob suspends (Resume false) or resumes one running allocation.
 type SuspendJob struct {
@@ -38,8 +18,6 @@ type SuspendJob struct {
 	ID     uint64 `json:"id"`
 	Resume bool   `json:"resume,omitempty"`
 }
-
-func (*SuspendJob) Type() CommandType { return CmdSuspendJob }
 
 func (s *State) applySuspendJob(c *SuspendJob) *Result {
 	a := s.allocs[c.ID]
@@ -63,21 +41,4 @@ func (s *State) applySuspendJob(c *SuspendJob) *Result {
 	s.replaceAlloc(a, cp)
 	s.touch()
 	return &Result{Items: []ItemResult{{ID: c.ID, Committed: true}}}
-}
-
-// Commands declared outside commands.go register their decoder and their
-// applier here (each file's init), so that adding one touches no shared
-// switch.
-var (
-	extraDecoders []func(CommandType) Command
-	extraAppliers []func(*State, Command) *Result
-)
-
-func decodeExtra(t CommandType) Command {
-	for _, d := range extraDecoders {
-		if c := d(t); c != nil {
-			return c
-		}
-	}
-	return nil
 }

@@ -12,24 +12,7 @@ import (
 
 // Users, their tenant associations, and API tokens, in the replicated
 // state (issue 29): like Slurm's accounting database (sacctmgr), so every
-// member knows them at once. Command numbers 70–74.
-
-// Command types of users and tokens.
-const (
-	CmdSetUser      CommandType = 70
-	CmdDeleteUser   CommandType = 71
-	CmdDeleteTenant CommandType = 72
-	CmdPutTokens    CommandType = 73
-	CmdRevokeTokens CommandType = 74
-)
-
-func init() {
-	commandNames[CmdSetUser] = "set_user"
-	commandNames[CmdDeleteUser] = "delete_user"
-	commandNames[CmdDeleteTenant] = "delete_tenant"
-	commandNames[CmdPutTokens] = "put_tokens"
-	commandNames[CmdRevokeTokens] = "revoke_tokens"
-}
+// member knows them at once.
 
 // UserRoles are the roles a user may have (agents have tokens, not users).
 var UserRoles = []string{"user", "tenant-admin", "admin"}
@@ -114,45 +97,6 @@ type RevokeTokens struct {
 	Header
 	IDs  []string `json:"ids,omitempty"`
 	User string   `json:"user,omitempty"`
-}
-
-func (*SetUser) Type() CommandType      { return CmdSetUser }
-func (*DeleteUser) Type() CommandType   { return CmdDeleteUser }
-func (*DeleteTenant) Type() CommandType { return CmdDeleteTenant }
-func (*PutTokens) Type() CommandType    { return CmdPutTokens }
-func (*RevokeTokens) Type() CommandType { return CmdRevokeTokens }
-
-// decodeUsers returns an empty command of type t, or nil.
-func decodeUsers(t CommandType) Command {
-	switch t {
-	case CmdSetUser:
-		return &SetUser{}
-	case CmdDeleteUser:
-		return &DeleteUser{}
-	case CmdDeleteTenant:
-		return &DeleteTenant{}
-	case CmdPutTokens:
-		return &PutTokens{}
-	case CmdRevokeTokens:
-		return &RevokeTokens{}
-	}
-	return nil
-}
-
-func (s *State) dispatchUsers(c Command) *Result {
-	switch c := c.(type) {
-	case *SetUser:
-		return s.applySetUser(c)
-	case *DeleteUser:
-		return s.applyDeleteUser(c)
-	case *DeleteTenant:
-		return s.applyDeleteTenant(c)
-	case *PutTokens:
-		return s.applyPutTokens(c)
-	case *RevokeTokens:
-		return s.applyRevokeTokens(c)
-	}
-	return nil
 }
 
 // User returns a user by name (nil if unknown).

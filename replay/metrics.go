@@ -47,6 +47,10 @@ type Metrics struct {
 	Prediction *PredictionMetrics `json:"prediction,omitempty"`
 	// Users has one row per tenant (the SWF user), most jobs first.
 	Users []UserMetrics `json:"users,omitempty"`
+	// Fairness compares the users' service with EASY's on the same trace
+	// (CompareUsers; set by the caller that replayed both, as latticectl
+	// replay does for every policy but easy).
+	Fairness *Fairness `json:"fairness,omitempty"`
 	// WallSeconds is the wall-clock time of the replay.
 	WallSeconds float64 `json:"wall_seconds"`
 	// Energy is reported when the replay has a power model (a price

@@ -49,7 +49,8 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 	// full still hears heartbeats while it falls behind.
 	ready := s.readiness()
 	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: ready.Role,
-		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag, KnowsClusterId: true}
+		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag,
+		FeatureLevel: uint32(quorum.FeatureLevel), Build: quorum.Build()}
 	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
 		AppliedIndex: s.q.AppliedIndex(), StateVersion: version, ClusterId: s.clusterID()}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {
@@ -91,7 +92,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 			}
 			o := r.Members[0]
 			m.Role, m.Healthy, m.Problem, m.AppliedIndex, m.Lag = o.Role, o.Healthy, o.Problem, r.AppliedIndex, o.Lag
-			m.KnowsClusterId = o.KnowsClusterId
+			m.FeatureLevel, m.Build = o.FeatureLevel, o.Build
 			// Judge its lag against the commit index this member knows,
 			// too: a member that cannot write its log may not know how
 			// far behind it is.
@@ -302,6 +303,7 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 		}
 		known = strings.Join(names, ", ")
 	})
+	before := vc
 	switch {
 	case !exists && !req.Create:
 		return nil, notFound("vcluster %q not found; known: %s", req.Name, known)
@@ -385,7 +387,14 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	if req.SetPredictedStarts {
 		vc.PredictedStarts = &req.PredictedStarts
 	}
-	r, err := a.s.propose(ctx, &quorum.SetVCluster{Header: quorum.Header{RequestID: req.ClientRequestId}, VCluster: vc})
+	if err := vc.Validate(); err != nil {
+		return nil, invalid("%v", err)
+	}
+	cmd, err := a.s.vclusterCommand(ctx, req.ClientRequestId, exists, before, vc)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	r, err := a.s.propose(ctx, cmd)
 	if err != nil {
 		return nil, rpcError(err)
 	}

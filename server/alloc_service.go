@@ -32,8 +32,9 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 		return nil, err
 	}
 	res, err := a.s.propose(ctx, &quorum.Submit{
-		Header: quorum.Header{RequestID: req.ClientRequestId},
-		Items:  []quorum.SubmitItem{{Request: r}},
+		Header:   quorum.Header{RequestID: req.ClientRequestId},
+		Items:    []quorum.SubmitItem{{Request: r}},
+		Prepared: true,
 	})
 	if err != nil {
 		return nil, rpcError(err)
@@ -48,7 +49,8 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 // checkSubmission runs every check a submission passes before it is
 // proposed (wire bounds, site QOS and partition names, limits, validation,
 // array size, tenant and ownership, never-fits) and returns the request to
-// propose, stamped with its user, and its checked copy (defaults applied).
+// propose — prepared (prepareRequest: its vCluster resolved, defaults
+// applied), stamped with its user — and, for the caller's replies, the same.
 func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.SubmitRequest) (model.Request, model.Request, error) {
 	if err := checkWireRequest(req.Request); err != nil {
 		return model.Request{}, model.Request{}, err
@@ -64,7 +66,7 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 		return model.Request{}, model.Request{}, err
 	}
 	check := r
-	check.ApplyDefaults()
+	a.s.prepareRequest(&check)
 	if err := checkLimits(&check); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
@@ -86,8 +88,7 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 			return model.Request{}, model.Request{}, err
 		}
 	}
-	r.User = check.User
-	return r, check, nil
+	return check, check, nil
 }
 
 // SubmitBatch checks each request as Submit does and proposes those that
@@ -110,8 +111,9 @@ func (a *allocService) SubmitBatch(ctx context.Context, req *latticev1.SubmitBat
 			continue
 		}
 		cmd.Submissions = append(cmd.Submissions, quorum.Submit{
-			Header: quorum.Header{RequestID: sr.ClientRequestId},
-			Items:  []quorum.SubmitItem{{Request: r}},
+			Header:   quorum.Header{RequestID: sr.ClientRequestId},
+			Items:    []quorum.SubmitItem{{Request: r}},
+			Prepared: true,
 		})
 		at = append(at, i)
 	}

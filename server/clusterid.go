@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -16,8 +18,8 @@ import (
 )
 
 // The cluster id (quorum/clusterid.go): a leader names the cluster once,
-// as soon as every member of the Raft configuration knows the command (an
-// older member would stop at an entry it cannot decode); the leader
+// as soon as every member knows the command (Propose refuses it while a
+// member of an older release remains); the leader
 // presents it to every agent in the header of its stream
 // (agent.ClusterIDHeader), and agents refuse a server of another cluster.
 
@@ -26,22 +28,17 @@ import (
 var clusterIDRetry = 10 * time.Second
 
 // nameCluster is a leader loop: it mints and commits the cluster id when
-// the cluster has none, then ends.
+// the cluster has none, then ends. While a member of an older release
+// remains, the proposal is refused (the command's level): it retries.
 func (l *leaderState) nameCluster(ctx context.Context) {
 	s := l.s
 	waiting := ""
-	for {
-		if s.clusterID() != "" {
+	for s.clusterID() == "" {
+		if err := s.mintClusterID(ctx); err == nil {
 			return
-		}
-		why := s.everyMemberKnowsClusterID(ctx)
-		if why == "" {
-			if err := s.mintClusterID(ctx); err != nil {
-				s.log.Warn("naming the cluster failed; retrying", "err", err)
-			}
-		} else if why != waiting {
-			waiting = why
-			s.log.Info("the cluster gets its id once every member knows it", "waiting_for", why)
+		} else if err.Error() != waiting {
+			waiting = err.Error()
+			s.log.Info("the cluster gets its id once every member knows it; retrying", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -58,10 +55,11 @@ func (s *Server) clusterID() string {
 }
 
 func (s *Server) mintClusterID(ctx context.Context) error {
-	id, err := quorum.NewClusterID()
-	if err != nil {
-		return err
+	b := make([]byte, quorum.ClusterIDLength/2) // minted before the proposal: Apply draws nothing
+	if _, err := rand.Read(b); err != nil {
+		return fmt.Errorf("mint a cluster id: %w", err)
 	}
+	id := hex.EncodeToString(b)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	r, err := s.propose(pctx, &quorum.SetClusterID{ID: id})
@@ -73,51 +71,6 @@ func (s *Server) mintClusterID(ctx context.Context) error {
 	}
 	s.log.Info("the cluster is named; agents check it on every connection", "cluster_id", s.clusterID())
 	return nil
-}
-
-// everyMemberKnowsClusterID asks every other member of the configuration
-// whether its log schema has the cluster id command; "" when all do, else
-// which member does not (or could not be asked).
-func (s *Server) everyMemberKnowsClusterID(ctx context.Context) string {
-	servers, err := s.q.Servers()
-	if err != nil {
-		return "the Raft configuration: " + err.Error()
-	}
-	addrs := map[string]string{}
-	s.view(func(st *quorum.State) {
-		for _, m := range st.Members() {
-			addrs[m.ID] = m.APIAddr
-		}
-	})
-	for _, srv := range servers {
-		if srv.ID == s.cfg.ID {
-			continue
-		}
-		if addrs[srv.ID] == "" {
-			return fmt.Sprintf("member %s (no API address published)", srv.ID)
-		}
-		if ok, err := s.memberKnowsClusterID(ctx, addrs[srv.ID]); err != nil {
-			return fmt.Sprintf("member %s (%v)", srv.ID, err)
-		} else if !ok {
-			return fmt.Sprintf("member %s (an older release)", srv.ID)
-		}
-	}
-	return ""
-}
-
-func (s *Server) memberKnowsClusterID(ctx context.Context, addr string) (bool, error) {
-	cctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(s.memberContext(ctx), selfOnlyKey, "1"), 3*time.Second)
-	defer cancel()
-	conn, err := grpc.NewClient(addr, s.dialCreds())
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close()
-	r, err := latticev1.NewAdminServiceClient(conn).QuorumStatus(cctx, &latticev1.QuorumStatusRequest{})
-	if err != nil {
-		return false, err
-	}
-	return len(r.Members) == 1 && r.Members[0].KnowsClusterId, nil
 }
 
 // presentClusterID puts the cluster id in the header of an agent's stream

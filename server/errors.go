@@ -22,7 +22,10 @@ func rpcError(err error) error {
 	}
 	var fe *model.FieldError
 	var rej *quorum.Rejection
+	var le *quorum.LevelError
 	switch {
+	case errors.As(err, &le):
+		return status.Error(codes.FailedPrecondition, le.Error())
 	case errors.As(err, &fe):
 		return status.Error(codes.InvalidArgument, fe.Error())
 	case errors.As(err, &rej):

@@ -261,6 +261,7 @@ func (c *Config) defaults() error {
 // Server is one quorum member with its API. The member holding leadership
 // also runs the leader-only loops.
 type Server struct {
+	levels levelCache // members' feature levels (feature_levels.go)
 	// completed is the recent completions the loops' predictor learns from.
 	completed completedCache
 	cfg       Config
@@ -349,6 +350,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.q = q
+	q.SetMemberLevels(s.memberLevels)
 	s.lc = leader.New(q, s, leader.Config{Logger: s.log})
 	s.metrics.registerQuorum(s)
 	s.health = newHealthState(s)

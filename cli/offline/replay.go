@@ -105,6 +105,16 @@ func Replay(c *cli.Context) error {
 		runs = append(runs, replayRun{name: p, cfg: cfg})
 	}
 
+	// The fairness report compares every policy with easy replayed in the
+	// same run: when easy was not asked for, it runs too, unshown.
+	fair := c.Bool("fairness") && slices.ContainsFunc(runs, func(r replayRun) bool { return r.cfg.Policy != replay.PolicyEASY })
+	hiddenEASY := fair && !slices.Contains(baselines, replay.PolicyEASY)
+	if hiddenEASY {
+		cfg := base
+		cfg.Policy, cfg.Series = replay.PolicyEASY, false
+		runs = append(runs, replayRun{name: replay.PolicyEASY, cfg: cfg})
+	}
+
 	if os.Getenv("GOGC") == "" {
 		// A replay allocates a fresh solver input every decision over a small
 		// live heap: collecting less often saves about a third of the CPU
@@ -115,6 +125,20 @@ func Replay(c *cli.Context) error {
 	results, err := replayAll(c.Context, tr, runs, progressWriter(c, stderr))
 	if err != nil {
 		return err
+	}
+	if fair {
+		var easy *replay.Result
+		if hiddenEASY {
+			easy = results[len(results)-1]
+			runs, results = runs[:len(runs)-1], results[:len(results)-1]
+		} else {
+			easy = results[slices.IndexFunc(runs, func(r replayRun) bool { return r.cfg.Policy == replay.PolicyEASY })]
+		}
+		for i, r := range results {
+			if runs[i].cfg.Policy != replay.PolicyEASY {
+				r.Fairness = replay.CompareUsers(r.Metrics, easy.Metrics, 0)
+			}
+		}
 	}
 	if dir := c.String("plot"); dir != "" {
 		named := make([]replay.Named, len(runs))
@@ -417,7 +441,7 @@ func replayTable(w io.Writer, ms []replay.Metrics) error {
 	for _, r := range replayRows {
 		width = max(width, len(r.label))
 	}
-	width = max(width, replayEnergyWidth(ms))
+	width = max(width, replayEnergyWidth(ms), replayFairnessWidth(ms))
 	// Right-aligned numbers, left-aligned labels: pad the labels ourselves.
 	fmt.Fprintf(tw, "%-*s\t", width, "METRIC")
 	for _, m := range ms {
@@ -433,6 +457,7 @@ func replayTable(w io.Writer, ms []replay.Metrics) error {
 	}
 	replayEnergyTable(tw, ms, width)
 	replayUserTable(tw, ms, width)
+	replayFairnessTable(tw, ms, width)
 	return tw.Flush()
 }
 

@@ -101,8 +101,11 @@ func TestReplayJSONShape(t *testing.T) {
 			t.Errorf("key %q missing", k)
 		}
 	}
-	if len(got[0]) != len(keys) {
-		t.Errorf("%d keys, want %d: %v", len(got[0]), len(keys), got[0])
+	if _, ok := got[0]["fairness"]; !ok || len(got[0]) != len(keys)+1 {
+		t.Errorf("%d keys, want %d and fairness: %v", len(got[0]), len(keys), got[0])
+	}
+	if _, ok := got[1]["fairness"]; ok || len(got[1]) != len(keys) {
+		t.Errorf("easy: %d keys, want %d without fairness: %v", len(got[1]), len(keys), got[1])
 	}
 	idle, _ := got[0]["idle"].(map[string]any)
 	for _, k := range []string{"no_fit", "held", "empty"} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -77,5 +78,60 @@ func TestLatticectlLinksNoOfflineTools(t *testing.T) {
 		if r[p] {
 			t.Errorf("latticectl built as released links %s", p)
 		}
+	}
+}
+
+// TestStartupFirst: package startup (one processor for the short-lived
+// process) imports nothing that initialises late, and Go initialises it
+// before gRPC and protobuf, whose initialisation it is meant to cover.
+// The test binary links what latticectl links, so its own initialisation
+// order (GODEBUG=inittrace=1) is latticectl's.
+func TestStartupFirst(t *testing.T) {
+	const startup = "github.com/latticehpc/lattice/cmd/latticectl/startup"
+	out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", "./startup").CombinedOutput()
+	if err != nil {
+		t.Skipf("go list: %v\n%s", err, out)
+	}
+	if imp := strings.Fields(string(out)); strings.Join(imp, " ") != "runtime syscall" {
+		t.Errorf("package startup imports %v, want only runtime and syscall (anything more delays its init)", imp)
+	}
+	if !deps(t, ".", "")[startup] {
+		t.Fatalf("latticectl does not link %s", startup)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	trace, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, trace)
+	}
+	order := map[string]int{}
+	for i, line := range strings.Split(string(trace), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			if _, seen := order[f[1]]; !seen {
+				order[f[1]] = i
+			}
+		}
+	}
+	s, ok := order[startup]
+	if !ok {
+		t.Fatalf("no init of %s in the trace:\n%s", startup, trace)
+	}
+	for _, heavy := range []string{"google.golang.org/grpc", "google.golang.org/protobuf/internal/impl", "github.com/latticehpc/lattice/api/lattice/v1"} {
+		if h, ok := order[heavy]; ok && h < s {
+			t.Errorf("%s is initialised before package startup", heavy)
+		}
+	}
+}
+
+// TestMakefileBuildsStatic: `make` builds latticectl without cgo (a
+// dynamically linked latticectl pays the loader's and libc's start-up on
+// every call).
+func TestMakefileBuildsStatic(t *testing.T) {
+	b, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "CGO_ENABLED=0 go build -tags $(TAGS) -o bin/ ./cmd/latticectl") {
+		t.Error("the Makefile's build target no longer builds latticectl with CGO_ENABLED=0 and the release tags")
 	}
 }

@@ -162,11 +162,13 @@ type QuorumMember struct {
 	// lag is how many committed entries the member has not applied yet, as
 	// the answering member sees the commit index.
 	Lag uint64 `protobuf:"varint,9,opt,name=lag,proto3" json:"lag,omitempty"`
-	// knows_cluster_id: this member's log schema has the cluster id command
-	// (a leader names the cluster only when every member knows it).
-	KnowsClusterId bool `protobuf:"varint,380,opt,name=knows_cluster_id,json=knowsClusterId,proto3" json:"knows_cluster_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// feature_level is the level of the log this member's latticed knows
+	// (quorum.FeatureLevel); 0 from a release before levels.
+	FeatureLevel uint32 `protobuf:"varint,400,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// build names the member's latticed build (VCS revision).
+	Build         string `protobuf:"bytes,401,opt,name=build,proto3" json:"build,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QuorumMember) Reset() {
@@ -262,11 +264,18 @@ func (x *QuorumMember) GetLag() uint64 {
 	return 0
 }
 
-func (x *QuorumMember) GetKnowsClusterId() bool {
+func (x *QuorumMember) GetFeatureLevel() uint32 {
 	if x != nil {
-		return x.KnowsClusterId
+		return x.FeatureLevel
 	}
-	return false
+	return 0
+}
+
+func (x *QuorumMember) GetBuild() string {
+	if x != nil {
+		return x.Build
+	}
+	return ""
 }
 
 type QuorumStatusResponse struct {
@@ -2041,7 +2050,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"_disk_full\"\x15\n" +
 	"\x13InjectFaultResponse\"\x15\n" +
-	"\x13QuorumStatusRequest\"\x96\x02\n" +
+	"\x13QuorumStatusRequest\"\xa8\x02\n" +
 	"\fQuorumMember\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
@@ -2051,8 +2060,9 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x05voter\x18\x06 \x01(\bR\x05voter\x12\x18\n" +
 	"\aproblem\x18\a \x01(\tR\aproblem\x12#\n" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x10\n" +
-	"\x03lag\x18\t \x01(\x04R\x03lag\x12)\n" +
-	"\x10knows_cluster_id\x18\xfc\x02 \x01(\bR\x0eknowsClusterId\"\x88\x02\n" +
+	"\x03lag\x18\t \x01(\x04R\x03lag\x12$\n" +
+	"\rfeature_level\x18\x90\x03 \x01(\rR\ffeatureLevel\x12\x15\n" +
+	"\x05build\x18\x91\x03 \x01(\tR\x05build\"\x88\x02\n" +
 	"\x14QuorumStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
