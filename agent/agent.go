@@ -135,6 +135,8 @@ type Agent struct {
 
 	steps stepTable // step tasks running here (steps.go)
 	ptys  ptyTable  // the terminals of pty step tasks (pty.go)
+	// services are the service instances running here (services.go).
+	services *serviceScraper
 
 	// durable is what the state file holds (state.go), under mu;
 	// detached: this agent stopped leaving its jobs to a successor.
@@ -246,6 +248,7 @@ func New(cfg Config) (*Agent, error) {
 		blocked: map[uint64]bool{},
 
 		launchSlots: make(chan struct{}, maxConcurrentLaunches),
+		services:    newServiceScraper(),
 	}
 	shim, err := writeShim(cfg.DataDir, cfg.Latticectl, a.log)
 	if err != nil {
@@ -292,6 +295,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	fctx, stopFence := context.WithCancel(ctx)
 	defer stopFence()
 	go a.fenceLoop(fctx)
+	go a.scrapeServices(fctx, a.cfg.HeartbeatInterval)
 	backoff := 100 * time.Millisecond
 	refusals := 0
 	suspects := suspectMembers{}
@@ -617,7 +621,8 @@ func (a *Agent) runningAllocations() []uint64 {
 }
 
 func (a *Agent) heartbeat() *latticev1.AgentMessage {
-	hb := &latticev1.Heartbeat{ListsRunning: true, Running: a.runningAllocations(), Seq: a.nextHeartbeatSeq()}
+	hb := &latticev1.Heartbeat{ListsRunning: true, Running: a.runningAllocations(), Seq: a.nextHeartbeatSeq(),
+		ServiceSamples: a.serviceSamples()}
 	for i := range a.cfg.Nodes {
 		hb.Nodes = append(hb.Nodes, a.cfg.Nodes[i].Name)
 	}
@@ -872,6 +877,9 @@ func (a *Agent) assign(as *latticev1.Assignment) {
 		GPUs: a.nodeGPUs(as.LaunchNode), CPUs: a.nodeCPUs(as.LaunchNode), Tasks: taskSpecOf(req), Placeholder: req.GetInteractive(),
 	}
 	a.limitLaunch(&l, req, as.LaunchNode)
+	if err := a.prepareService(&l, as); err != nil {
+		a.log.Warn("service instance starts without its port", "alloc", id, "err", err)
+	}
 	if s := req.GetCheckpointSignal(); s != "" {
 		if n, err := model.ParseSignal(s); err == nil {
 			l.CheckpointSignal = syscall.Signal(n)

@@ -80,6 +80,12 @@ var Rules = map[string]Access{
 	"/lattice.v1.DAGService/ListDAGs":  Human,
 	"/lattice.v1.DAGService/CancelDAG": Human,
 
+	"/lattice.v1.ScalingService/CreateService": Human,
+	"/lattice.v1.ScalingService/UpdateService": Human,
+	"/lattice.v1.ScalingService/DeleteService": Human,
+	"/lattice.v1.ScalingService/GetService":    Human,
+	"/lattice.v1.ScalingService/ListServices":  Human,
+
 	"/lattice.v1.NodeService/List":      Human,
 	"/lattice.v1.NodeService/Drain":     Admin,
 	"/lattice.v1.NodeService/Undrain":   Admin,

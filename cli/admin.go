@@ -553,9 +553,10 @@ func (r *runner) quorumStatus(c *cli.Context) error {
 			fmt.Fprintf(w, "cluster id %s\n", v.ClusterID)
 		}
 		fmt.Fprintln(w)
-		row(w, "ID", "ROLE", "HEALTHY", "VOTER", "LAG", "RAFT_ADDR", "API_ADDR", "PROBLEM")
+		row(w, "ID", "ROLE", "HEALTHY", "VOTER", "LAG", "RAFT_ADDR", "API_ADDR", "PROBLEM", "LEVEL")
 		for _, m := range v.Members {
-			row(w, m.ID, m.Role, yesNo(m.Healthy), yesNo(m.Voter), fmt.Sprint(m.Lag), orDash(m.RaftAddr), orDash(m.APIAddr), orDash(m.Problem))
+			row(w, m.ID, m.Role, yesNo(m.Healthy), yesNo(m.Voter), fmt.Sprint(m.Lag), orDash(m.RaftAddr), orDash(m.APIAddr), orDash(m.Problem),
+				fmt.Sprint(m.FeatureLevel))
 		}
 		return nil
 	})

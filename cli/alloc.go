@@ -358,8 +358,8 @@ func (r *runner) showTable(w io.Writer, a *latticev1.Allocation, v allocationVie
 func (r *runner) explainCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "explain",
-		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor (no ID: every pending allocation, like sprio)",
-		ArgsUsage: "[ID]",
+		Usage:     "why an allocation runs where it runs, or why it waits: its score factor by factor (no ID: every pending allocation, like sprio; a service's NAME: why it cannot grow)",
+		ArgsUsage: "[ID|SERVICE]",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "without ID: only allocations submitted by USER[,USER...]"},
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "without ID: only this vCluster"},
@@ -367,6 +367,9 @@ func (r *runner) explainCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return r.explainPending(c)
+			}
+			if isServiceName(c.Args().First()) {
+				return r.serviceExplain(c) // service.go
 			}
 			format, cn, err := r.oneID(c)
 			if err != nil {

@@ -175,6 +175,7 @@ func (r *runner) app() *cli.App {
 			r.allocCommand(),  // interactive.go
 			r.attachCommand(), // pty.go
 			r.dagCommand(),
+			r.serviceCommand(), // service.go
 			r.logsCommand(),
 			r.historyCommand(),
 			r.statCommand(),

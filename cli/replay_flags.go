@@ -49,6 +49,8 @@ func (r *runner) replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "cycle", Value: "0", Usage: "schedule every `S` seconds (or a duration like 30s) instead of at every arrival and completion"},
 			&cli.BoolFlag{Name: "per-event", Usage: "decide after every single arrival and completion, arrivals first at equal times (the order of the SC'15 authors' simulator), instead of once per distinct time; not with --cycle"},
 			&cli.BoolFlag{Name: "lenient", Usage: "skip malformed trace lines (counted) instead of failing"},
+			&cli.StringFlag{Name: "service-load", Usage: "add a service's instances from `FILE` (SECONDS COUNT per line: how many it wants from then on; docs/services.md); the metrics count only the trace's jobs"},
+			&cli.StringFlag{Name: "service-vcluster", Usage: "the vCluster of --service-load's instances (default: the first)"},
 			&cli.StringFlag{Name: "plot", Usage: "write PNG charts (queue, utilization, waits over time) into `DIR`"},
 			&cli.GenericFlag{Name: "sweep", Value: &repeated{}, Usage: "lattice: replay a grid, e.g. w3=0:0.5:0.1, profile=a,b, reservation-depth=1,2,all (repeat for a product)"},
 			&cli.Float64Flag{Name: "sweep-tolerance", Value: ReplayDefaultSweepTolerance, Usage: "sweep: utilization a setting may lose against the best baseline and still win"},

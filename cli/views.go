@@ -338,6 +338,10 @@ type quorumMember struct {
 	// entries it has not applied.
 	Problem string `json:"problem,omitempty"`
 	Lag     uint64 `json:"lag"`
+	// FeatureLevel is the log level its latticed knows (0: a release
+	// before levels, or unknown); Build names its latticed.
+	FeatureLevel uint32 `json:"feature_level"`
+	Build        string `json:"build,omitempty"`
 }
 
 func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
@@ -352,7 +356,8 @@ func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
 	}
 	for _, m := range q.GetMembers() {
 		v.Members = append(v.Members, quorumMember{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(),
-			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter(), Problem: m.GetProblem(), Lag: m.GetLag()})
+			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter(), Problem: m.GetProblem(), Lag: m.GetLag(),
+			FeatureLevel: m.GetFeatureLevel(), Build: m.GetBuild()})
 	}
 	return v
 }

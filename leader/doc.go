@@ -12,6 +12,11 @@
 // on its own goroutine and cancels them all, in one place, when leadership
 // is lost or the member stops.
 //
+// ServiceController is the services' loop (issue 31, docs/services.md):
+// it keeps each service's instances between its minimum and maximum,
+// restarts and moves them, and scales them on the metric the agents scrape,
+// one ScaleService command per step.
+//
 // Judge is the liveness rule those loops apply: which silent nodes are
 // failed, which are held NotResponding (mass silence, fencing), which come
 // back. It is pure; the server commits what it decides.

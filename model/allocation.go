@@ -446,6 +446,12 @@ type Allocation struct {
 	ArrayJobID uint64 `json:"array_job_id,omitempty"` // id of the array's first task; 0 = not an array
 	ArrayIndex int    `json:"array_index,omitempty"`
 	DAGID      uint64 `json:"dag_id,omitempty"`
+	// Service names the service this allocation is an instance of ("" =
+	// none): services.go.
+	Service string `json:"service,omitempty"`
+	// StopGrace is the SIGTERM→SIGKILL time when it is stopped (a service
+	// instance's drain time); 0 = the site's kill grace.
+	StopGrace time.Duration `json:"stop_grace,omitempty"`
 	// ArrayMaxConcurrent is copied from the array spec onto every task.
 	ArrayMaxConcurrent int `json:"array_max_concurrent,omitempty"`
 	// ReasonDetail says more about Reason in a sentence, e.g. which

@@ -104,6 +104,11 @@ const (
 
 	// CmdPatchVCluster changes the named fields of one vCluster.
 	CmdPatchVCluster CommandType = 90
+
+	// 115–119: svc (services.go).
+	CmdSetService    CommandType = 115
+	CmdDeleteService CommandType = 116
+	CmdScaleService  CommandType = 117
 )
 
 // Level is a feature level: what a release of latticed knows of the log
@@ -220,6 +225,13 @@ var commandTable = map[CommandType]commandSpec{
 
 	CmdPatchVCluster: {name: "patch_vcluster", since: Level1, new: func() Command { return &PatchVCluster{} },
 		apply: func(s *State, c Command) *Result { return s.applyPatchVCluster(c.(*PatchVCluster)) }},
+
+	CmdSetService: {name: "set_service", since: Level1, new: func() Command { return &SetService{} },
+		apply: func(s *State, c Command) *Result { return s.applySetService(c.(*SetService)) }},
+	CmdDeleteService: {name: "delete_service", since: Level1, new: func() Command { return &DeleteService{} },
+		apply: func(s *State, c Command) *Result { return s.applyDeleteService(c.(*DeleteService)) }},
+	CmdScaleService: {name: "scale_service", since: Level1, new: func() Command { return &ScaleService{} },
+		apply: func(s *State, c Command) *Result { return s.applyScaleService(c.(*ScaleService)) }},
 }
 
 func (*Submit) Type() CommandType         { return CmdSubmit }
@@ -258,6 +270,9 @@ func (*PutTokens) Type() CommandType      { return CmdPutTokens }
 func (*RevokeTokens) Type() CommandType   { return CmdRevokeTokens }
 func (*SetClusterID) Type() CommandType   { return CmdSetClusterID }
 func (*PatchVCluster) Type() CommandType  { return CmdPatchVCluster }
+func (*SetService) Type() CommandType     { return CmdSetService }
+func (*DeleteService) Type() CommandType  { return CmdDeleteService }
+func (*ScaleService) Type() CommandType   { return CmdScaleService }
 
 func (t CommandType) String() string {
 	if spec, ok := commandTable[t]; ok {

@@ -16,7 +16,7 @@ import (
 
 // Snapshots (and backups) are a stream of typed JSON records, one per line,
 // in a fixed order — header, meta, vclusters, tenants, members, nodes,
-// shared scripts, allocations, DAGs, remembered requests, the history of
+// shared scripts, allocations, DAGs, services, remembered requests, the history of
 // ended jobs ("ended", in end order: history.go) — ending with a SHA-256 checksum of every
 // byte before it. The same state always gives the same bytes.
 //
@@ -38,6 +38,7 @@ type record struct {
 	Node       *model.Node       `json:"node,omitempty"`
 	Allocation *model.Allocation `json:"allocation,omitempty"`
 	DAG        *model.DAG        `json:"dag,omitempty"`
+	Service    *model.Service    `json:"service,omitempty"`
 	RequestID  string            `json:"request_id,omitempty"`
 	Result     *Result           `json:"result,omitempty"`
 	Ended      *HistoryRecord    `json:"ended,omitempty"`
@@ -80,6 +81,7 @@ type image struct {
 	// order by write, after the read lock.
 	views    []AllocView
 	dags     []*model.DAG
+	services []*model.Service
 	requests []string
 	results  []*Result
 	// ended is the history (history.go), in end order: records and the
@@ -101,6 +103,7 @@ func (s *State) image() *image {
 		nodes:     s.NodesShared(),
 		views:     s.allocViews(),
 		dags:      s.DAGs(),
+		services:  s.Services(),
 		requests:  slices.Clone(s.requestOrder),
 		ended:     slices.Clip(s.hist.recs),
 		users:     s.Users(),
@@ -263,6 +266,11 @@ func (im *image) write(w io.Writer) error {
 	}
 	for _, d := range im.dags {
 		if err := put(record{Kind: "dag", DAG: d}); err != nil {
+			return err
+		}
+	}
+	for _, v := range im.services {
+		if err := put(record{Kind: "service", Service: v}); err != nil {
 			return err
 		}
 	}
@@ -470,6 +478,17 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 			return fmt.Errorf("%w: line %d: DAG %d twice", ErrCorrupt, line, rec.DAG.ID)
 		}
 		s.dags[rec.DAG.ID] = rec.DAG
+	case "service":
+		if rec.Service == nil {
+			return missing()
+		}
+		if s.services[rec.Service.Name] != nil {
+			return fmt.Errorf("%w: line %d: service %s twice", ErrCorrupt, line, rec.Service.Name)
+		}
+		if s.services == nil {
+			s.services = map[string]*model.Service{}
+		}
+		s.services[rec.Service.Name] = rec.Service
 	case "request":
 		if rec.Result == nil {
 			return missing()

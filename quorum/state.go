@@ -33,7 +33,8 @@ type State struct {
 	vclusters      map[string]*model.VCluster
 	tenants        map[string]*model.Tenant
 	members        map[string]Member
-	dags           map[uint64]*model.DAG // workflows, by the id of their first allocation
+	dags           map[uint64]*model.DAG     // workflows, by the id of their first allocation
+	services       map[string]*model.Service // by name (services.go); nil until the first
 	// qos is the site's QOS table sorted by name; nil = never set (model.DefaultQOS).
 	qos []model.QOS
 	// partitions maps partition names (aliases users write) to vClusters.

@@ -45,6 +45,11 @@ type Metrics struct {
 	// Prediction is the runtime predictor's accuracy (policies that
 	// predict: lattice, easy++).
 	Prediction *PredictionMetrics `json:"prediction,omitempty"`
+	// ServiceNodeHours is what a service load's instances ran (service.go;
+	// the other metrics leave them out), ServiceMaxWait the longest an
+	// instance waited for its node, in seconds.
+	ServiceNodeHours float64 `json:"service_node_hours,omitempty"`
+	ServiceMaxWait   float64 `json:"service_max_wait_s,omitempty"`
 	// Users has one row per tenant (the SWF user), most jobs first.
 	Users []UserMetrics `json:"users,omitempty"`
 	// Fairness compares the users' service with EASY's on the same trace
@@ -105,17 +110,24 @@ type Outcome struct {
 }
 
 func (s *sim) metrics() Metrics {
-	out := make([]Outcome, len(s.jobs))
+	out := make([]Outcome, 0, len(s.jobs))
 	var first time.Duration
+	var svcHours, svcWait float64
 	for i := range s.jobs {
 		r, j := &s.jobs[i], &s.tr.Jobs[i]
-		out[i] = Outcome{Tenant: j.Tenant, Size: j.Size, Submit: r.eligible, Start: r.start, Runtime: j.Runtime,
-			MultiNode: j.Size > 1, Spread: r.avoidable, Predicted: r.predicted, Estimate: j.Estimate}
-		if i == 0 || j.Submit < first {
+		if j.Service {
+			svcHours += float64(j.Size) * j.Runtime.Hours()
+			svcWait = max(svcWait, (r.start - r.eligible).Seconds())
+			continue
+		}
+		if len(out) == 0 || j.Submit < first {
 			first = j.Submit
 		}
+		out = append(out, Outcome{Tenant: j.Tenant, Size: j.Size, Submit: r.eligible, Start: r.start, Runtime: j.Runtime,
+			MultiNode: j.Size > 1, Spread: r.avoidable, Predicted: r.predicted, Estimate: j.Estimate})
 	}
 	m := Compute(out, s.tr.Capacity, first)
+	m.ServiceNodeHours, m.ServiceMaxWait = svcHours, svcWait
 	m.Policy = s.label
 	m.Idle = s.idleMetrics(m.Makespan)
 	if s.energy != nil {

@@ -37,6 +37,9 @@ type Job struct {
 	// eligible (a DAG edge; the simulation has no failures, so afterok and
 	// afterany coincide).
 	DependsOn []uint64
+	// Service marks an instance of a service load (service.go): it runs,
+	// but the metrics leave it out.
+	Service bool
 }
 
 // VClusterSpec is a partition of the simulated machine (JSON traces).

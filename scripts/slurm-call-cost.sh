@@ -61,7 +61,7 @@ stop_peer() { [ $started = 1 ] && flock /tmp/slurm-peer.lock "$PEER/down.sh" >/d
 dev=$!
 cleanup() {
   kill $dev 2>/dev/null; wait $dev 2>/dev/null
-  [ $slurm = 1 ] && /usr/bin/scancel -n cost >/dev/null 2>&1
+  if [ $slurm = 1 ]; then /usr/bin/scancel -n cost >/dev/null 2>&1 || true; fi
   stop_peer
 }
 trap cleanup EXIT
@@ -90,9 +90,11 @@ for side in "${sides[@]}"; do
 done
 # Two jobs each to list before the first call.
 for side in "${sides[@]}"; do
-  d=$OUT/slurm; [ $side = slurm ] && d=/usr/bin; [ $side = before ] && d=$OUT/before/slurm
+  case $side in slurm) d=/usr/bin ;; before) d=$OUT/before/slurm ;; *) d=$OUT/slurm ;; esac
   for _ in 1 2; do (cd "$OUT/work" && "$d/sbatch" "${SB[@]}" >/dev/null); done
 done
 cd "$OUT/work"
 "$OUT/bin/callcost" -n "$CALLS" "$spec"
-[ $slurm = 1 ] && echo "(slurm's sacct is sacct -c: it reads the job completion log; the peer has no slurmdbd)"
+if [ $slurm = 1 ]; then
+  echo "(slurm's sacct is sacct -c: it reads the job completion log and sends no request; the peer has no slurmdbd)"
+fi

@@ -142,6 +142,9 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				if len(heard) == len(msg.Heartbeat.Nodes) { // measured draw only from an agent of those nodes
 					l.power.record(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
 				}
+				if len(heard) == len(msg.Heartbeat.Nodes) {
+					s.recordServiceSamples(msg.Heartbeat.ServiceSamples)
+				}
 				if msg.Heartbeat.ListsRunning {
 					s.confirmCleanup(stream.Context(), names, msg.Heartbeat.Running)
 				}

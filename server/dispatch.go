@@ -219,7 +219,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 				continue
 			}
 			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, msg: &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Assign{
-				Assign: &latticev1.Assignment{Allocation: allocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: grace}}}})
+				Assign: serviceAssignment(st, a, &latticev1.Assignment{Allocation: allocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: graceOf(a, grace)})}}})
 		}
 		for _, a := range st.Cancelling() {
 			if len(a.Nodes) == 0 {
@@ -229,7 +229,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 			if c == nil || c.wasCancelSent(a.ID, a.RequeueCount) {
 				continue
 			}
-			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCancel, msg: cancelMsg(a.ID, model.ReasonCancelled, grace)})
+			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCancel, msg: cancelMsg(a.ID, model.ReasonCancelled, graceOf(a, grace))})
 		}
 		for _, a := range st.Checkpointing() {
 			if len(a.Nodes) == 0 || a.CancelRequested {
@@ -241,7 +241,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 				continue
 			}
 			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCheckpoint, ckpt: deadline,
-				vcluster: a.VCluster, reason: a.CheckpointReason, msg: checkpointMsg(a, grace)})
+				vcluster: a.VCluster, reason: a.CheckpointReason, msg: checkpointMsg(a, graceOf(a, grace))})
 		}
 		// Work an agent runs that the quorum ended without its report (a node
 		// failure elsewhere, a requeue): tell it to stop.

@@ -94,6 +94,7 @@ func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 		{Name: "walltime-backstop", Run: l.walltimeBackstop},
 		{Name: "measured-power", Run: l.commitMeasuredPower},
 		{Name: "idle-interactive", Run: l.endIdleInteractive},
+		{Name: "services", Run: l.serviceLoop},
 		{Name: "cluster-id", Run: l.nameCluster},
 	}
 }

@@ -147,6 +147,11 @@ type Config struct {
 	// starts (vcluster.Loop.MaxStarts; 0 = no limit). latticed's default
 	// is DefaultMaxStartsPerCycle.
 	MaxStartsPerCycle int
+	// ServiceInterval is the services controller's cycle (default 2 s);
+	// ServiceBackoffReset how long an instance runs before its service's
+	// restart back-off starts over (default 60 s). Tests shorten them.
+	ServiceInterval     time.Duration
+	ServiceBackoffReset time.Duration
 	// FaultInjection lets AdminService.InjectFault cut Raft links (tests).
 	FaultInjection bool
 
@@ -291,7 +296,11 @@ type Server struct {
 	clientTLS *tls.Config
 
 	leader *leaderState // nil unless leading; guarded by mu
-	mu     sync.RWMutex
+	// serviceSamples are the heartbeats' scrapes of service instances;
+	// serviceMetrics the services' series (services.go).
+	serviceSamples *leader.ServiceSamples
+	serviceMetrics *leader.ServiceMetrics
+	mu             sync.RWMutex
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -309,6 +318,7 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(prometheus.NewRegistry())
 	s.contract = newContract(s.metrics.reg)
 	s.liveMetrics = newLivenessMetrics(s.metrics.reg)
+	s.serviceSamples, s.serviceMetrics = leader.NewServiceSamples(), leader.NewServiceMetrics(s.metrics.reg)
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
 	s.fsm.OnApply = s.onApply
@@ -393,6 +403,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterAccountServiceServer(s.grpc, &accountService{s: s})
 	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
+	latticev1.RegisterScalingServiceServer(s.grpc, &scalingService{s: s})
 	return s, nil
 }
 

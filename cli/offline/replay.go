@@ -67,6 +67,17 @@ func Replay(c *cli.Context) error {
 		return err
 	}
 	tr = tr.First(c.Int("first"))
+	if path := c.String("service-load"); path != "" {
+		pts, err := replay.ReadServiceLoadFile(path)
+		if err != nil {
+			return latticecli.UsageErrorf("--service-load %s: %v", path, err)
+		}
+		before := len(tr.Jobs)
+		if tr, err = tr.WithServiceLoad(pts, c.String("service-vcluster"), 0); err != nil {
+			return latticecli.UsageErrorf("--service-load %s: %v", path, err)
+		}
+		fmt.Fprintf(stderr, "service load %s: %d instance runs added (the metrics count the trace's jobs only; JSON: service_node_hours, service_max_wait_s)\n", path, len(tr.Jobs)-before)
+	}
 	fmt.Fprintf(stderr, "replay %s: %d jobs on %d nodes", tr.Name, len(tr.Jobs), tr.Capacity)
 	if tr.Dropped > 0 {
 		fmt.Fprintf(stderr, ", %d dropped by the job model", tr.Dropped)

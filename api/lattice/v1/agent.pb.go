@@ -353,9 +353,12 @@ type Heartbeat struct {
 	Running      []uint64 `protobuf:"varint,4,rep,packed,name=running,proto3" json:"running,omitempty"`
 	// seq numbers the heartbeat; the leader answers it with a ReportAck
 	// carrying heartbeat_seq (the agent's proof that a leader heard it).
-	Seq           uint64 `protobuf:"varint,200,opt,name=seq,proto3" json:"seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Seq uint64 `protobuf:"varint,200,opt,name=seq,proto3" json:"seq,omitempty"`
+	// service_samples: what the agent last scraped from each service
+	// instance it runs (services.proto).
+	ServiceSamples []*ServiceSample `protobuf:"bytes,480,rep,name=service_samples,json=serviceSamples,proto3" json:"service_samples,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
@@ -421,6 +424,13 @@ func (x *Heartbeat) GetSeq() uint64 {
 		return x.Seq
 	}
 	return 0
+}
+
+func (x *Heartbeat) GetServiceSamples() []*ServiceSample {
+	if x != nil {
+		return x.ServiceSamples
+	}
+	return nil
 }
 
 // NodeFacts is what the agent found when it re-checked its machine: the
@@ -1196,8 +1206,12 @@ type Assignment struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Allocation *Allocation            `protobuf:"bytes,1,opt,name=allocation,proto3" json:"allocation,omitempty"`
 	// the node (owned by this agent) that launches the entrypoint.
-	LaunchNode    string `protobuf:"bytes,2,opt,name=launch_node,json=launchNode,proto3" json:"launch_node,omitempty"`
-	GraceSeconds  int64  `protobuf:"varint,3,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"`
+	LaunchNode   string `protobuf:"bytes,2,opt,name=launch_node,json=launchNode,proto3" json:"launch_node,omitempty"`
+	GraceSeconds int64  `protobuf:"varint,3,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"`
+	// service names the service the allocation is an instance of: the agent
+	// gives it LATTICE_SERVICE_PORT and scrapes service_metric from it.
+	Service       string `protobuf:"bytes,480,opt,name=service,proto3" json:"service,omitempty"`
+	ServiceMetric string `protobuf:"bytes,481,opt,name=service_metric,json=serviceMetric,proto3" json:"service_metric,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1251,6 +1265,20 @@ func (x *Assignment) GetGraceSeconds() int64 {
 		return x.GraceSeconds
 	}
 	return 0
+}
+
+func (x *Assignment) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *Assignment) GetServiceMetric() string {
+	if x != nil {
+		return x.ServiceMetric
+	}
+	return ""
 }
 
 type CancelAllocation struct {
@@ -1562,7 +1590,7 @@ var File_lattice_v1_agent_proto protoreflect.FileDescriptor
 const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16lattice/v1/agent.proto\x12\n" +
-	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x16lattice/v1/usage.proto\x1a\x1clattice/v1/interactive.proto\"\x95\x03\n" +
+	"lattice.v1\x1a\x1blattice/v1/allocation.proto\x1a\x19lattice/v1/services.proto\x1a\x15lattice/v1/node.proto\x1a\x15lattice/v1/step.proto\x1a\x16lattice/v1/usage.proto\x1a\x1clattice/v1/interactive.proto\"\x95\x03\n" +
 	"\fAgentMessage\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.lattice.v1.AgentHelloH\x00R\x05hello\x126\n" +
 	"\x06report\x18\x02 \x01(\v2\x1c.lattice.v1.AllocationReportH\x00R\x06report\x120\n" +
@@ -1586,13 +1614,14 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x0eRunningOnAgent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +
-	"\x03run\x18\x03 \x01(\x05R\x03run\"\x89\x01\n" +
+	"\x03run\x18\x03 \x01(\x05R\x03run\"\xce\x01\n" +
 	"\tHeartbeat\x12\x14\n" +
 	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x14\n" +
 	"\x05watts\x18\x02 \x03(\x05R\x05watts\x12#\n" +
 	"\rlists_running\x18\x03 \x01(\bR\flistsRunning\x12\x18\n" +
 	"\arunning\x18\x04 \x03(\x04R\arunning\x12\x11\n" +
-	"\x03seq\x18\xc8\x01 \x01(\x04R\x03seq\"7\n" +
+	"\x03seq\x18\xc8\x01 \x01(\x04R\x03seq\x12C\n" +
+	"\x0fservice_samples\x18\xe0\x03 \x03(\v2\x19.lattice.v1.ServiceSampleR\x0eserviceSamples\"7\n" +
 	"\tNodeFacts\x12*\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x14.lattice.v1.NodeFactR\x05nodes\"X\n" +
 	"\bNodeFact\x12\x12\n" +
@@ -1650,7 +1679,7 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\"L\n" +
 	"\rCheckpointAck\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x16\n" +
-	"\x06failed\x18\x02 \x01(\bR\x06failed\"\x8a\x01\n" +
+	"\x06failed\x18\x02 \x01(\bR\x06failed\"\xcd\x01\n" +
 	"\n" +
 	"Assignment\x126\n" +
 	"\n" +
@@ -1658,7 +1687,9 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"allocation\x12\x1f\n" +
 	"\vlaunch_node\x18\x02 \x01(\tR\n" +
 	"launchNode\x12#\n" +
-	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\"t\n" +
+	"\rgrace_seconds\x18\x03 \x01(\x03R\fgraceSeconds\x12\x19\n" +
+	"\aservice\x18\xe0\x03 \x01(\tR\aservice\x12&\n" +
+	"\x0eservice_metric\x18\xe1\x03 \x01(\tR\rserviceMetric\"t\n" +
 	"\x10CancelAllocation\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12#\n" +
@@ -1721,14 +1752,15 @@ var file_lattice_v1_agent_proto_goTypes = []any{
 	(*StepEvent)(nil),         // 17: lattice.v1.StepEvent
 	(*UsageAnswer)(nil),       // 18: lattice.v1.UsageAnswer
 	(*Node)(nil),              // 19: lattice.v1.Node
-	(*JobUsage)(nil),          // 20: lattice.v1.JobUsage
-	(*StepLaunch)(nil),        // 21: lattice.v1.StepLaunch
-	(*StepKill)(nil),          // 22: lattice.v1.StepKill
-	(*UsageQuery)(nil),        // 23: lattice.v1.UsageQuery
-	(*FreezeAllocation)(nil),  // 24: lattice.v1.FreezeAllocation
-	(*StepPMIFenceDone)(nil),  // 25: lattice.v1.StepPMIFenceDone
-	(*StepInput)(nil),         // 26: lattice.v1.StepInput
-	(*Allocation)(nil),        // 27: lattice.v1.Allocation
+	(*ServiceSample)(nil),     // 20: lattice.v1.ServiceSample
+	(*JobUsage)(nil),          // 21: lattice.v1.JobUsage
+	(*StepLaunch)(nil),        // 22: lattice.v1.StepLaunch
+	(*StepKill)(nil),          // 23: lattice.v1.StepKill
+	(*UsageQuery)(nil),        // 24: lattice.v1.UsageQuery
+	(*FreezeAllocation)(nil),  // 25: lattice.v1.FreezeAllocation
+	(*StepPMIFenceDone)(nil),  // 26: lattice.v1.StepPMIFenceDone
+	(*StepInput)(nil),         // 27: lattice.v1.StepInput
+	(*Allocation)(nil),        // 28: lattice.v1.Allocation
 }
 var file_lattice_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: lattice.v1.AgentMessage.hello:type_name -> lattice.v1.AgentHello
@@ -1740,30 +1772,31 @@ var file_lattice_v1_agent_proto_depIdxs = []int32{
 	18, // 6: lattice.v1.AgentMessage.usage_answer:type_name -> lattice.v1.UsageAnswer
 	19, // 7: lattice.v1.AgentHello.nodes:type_name -> lattice.v1.Node
 	2,  // 8: lattice.v1.AgentHello.running:type_name -> lattice.v1.RunningOnAgent
-	5,  // 9: lattice.v1.NodeFacts.nodes:type_name -> lattice.v1.NodeFact
-	20, // 10: lattice.v1.AllocationReport.usage:type_name -> lattice.v1.JobUsage
-	12, // 11: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
-	13, // 12: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
-	14, // 13: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
-	15, // 14: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
-	16, // 15: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
-	11, // 16: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
-	21, // 17: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
-	22, // 18: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
-	10, // 19: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
-	9,  // 20: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
-	23, // 21: lattice.v1.ServerMessage.usage_query:type_name -> lattice.v1.UsageQuery
-	24, // 22: lattice.v1.ServerMessage.freeze:type_name -> lattice.v1.FreezeAllocation
-	25, // 23: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
-	26, // 24: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
-	27, // 25: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
-	0,  // 26: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
-	8,  // 27: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
-	27, // [27:28] is the sub-list for method output_type
-	26, // [26:27] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	20, // 9: lattice.v1.Heartbeat.service_samples:type_name -> lattice.v1.ServiceSample
+	5,  // 10: lattice.v1.NodeFacts.nodes:type_name -> lattice.v1.NodeFact
+	21, // 11: lattice.v1.AllocationReport.usage:type_name -> lattice.v1.JobUsage
+	12, // 12: lattice.v1.ServerMessage.assign:type_name -> lattice.v1.Assignment
+	13, // 13: lattice.v1.ServerMessage.cancel:type_name -> lattice.v1.CancelAllocation
+	14, // 14: lattice.v1.ServerMessage.log_request:type_name -> lattice.v1.LogRequest
+	15, // 15: lattice.v1.ServerMessage.checkpoint:type_name -> lattice.v1.CheckpointRequest
+	16, // 16: lattice.v1.ServerMessage.ack:type_name -> lattice.v1.ReportAck
+	11, // 17: lattice.v1.ServerMessage.checkpoint_ack:type_name -> lattice.v1.CheckpointAck
+	22, // 18: lattice.v1.ServerMessage.step_launch:type_name -> lattice.v1.StepLaunch
+	23, // 19: lattice.v1.ServerMessage.step_kill:type_name -> lattice.v1.StepKill
+	10, // 20: lattice.v1.ServerMessage.signal:type_name -> lattice.v1.SignalAllocation
+	9,  // 21: lattice.v1.ServerMessage.set_walltime:type_name -> lattice.v1.SetWalltime
+	24, // 22: lattice.v1.ServerMessage.usage_query:type_name -> lattice.v1.UsageQuery
+	25, // 23: lattice.v1.ServerMessage.freeze:type_name -> lattice.v1.FreezeAllocation
+	26, // 24: lattice.v1.ServerMessage.step_pmi_fence_done:type_name -> lattice.v1.StepPMIFenceDone
+	27, // 25: lattice.v1.ServerMessage.step_input:type_name -> lattice.v1.StepInput
+	28, // 26: lattice.v1.Assignment.allocation:type_name -> lattice.v1.Allocation
+	0,  // 27: lattice.v1.AgentService.Connect:input_type -> lattice.v1.AgentMessage
+	8,  // 28: lattice.v1.AgentService.Connect:output_type -> lattice.v1.ServerMessage
+	28, // [28:29] is the sub-list for method output_type
+	27, // [27:28] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_lattice_v1_agent_proto_init() }
@@ -1772,6 +1805,7 @@ func file_lattice_v1_agent_proto_init() {
 		return
 	}
 	file_lattice_v1_allocation_proto_init()
+	file_lattice_v1_services_proto_init()
 	file_lattice_v1_node_proto_init()
 	file_lattice_v1_step_proto_init()
 	file_lattice_v1_usage_proto_init()
