@@ -79,6 +79,9 @@ type Snapshot struct {
 	// then every job is planned with its walltime). The replay keeps its
 	// own, fed as jobs end. Prediction is derived state, never committed.
 	Predictor *predict.History
+	// QOS holds the site's QOS table by name: a victim's QOS may set its
+	// preemption mode (model.VictimAction). nil = no QOS sets one.
+	QOS map[string]*model.QOS
 	// Corrector is how a running allocation that outlives its prediction
 	// is planned from then on: predict.CorrectTsafrir (step by step) or
 	// predict.CorrectReqtime (its walltime); "" = DefaultCorrector.
@@ -105,6 +108,13 @@ type Snapshot struct {
 	// default: measured, it trades bounded slowdown for max wait; see
 	// docs/solver.md), else at least 1. It needs EasyStarts.
 	JobStarvationFactor float64
+	// UserGuardFactor is the per-user guard (EasyStarts.protect): a tenant
+	// whose jobs have recently started later than the bounds conservative
+	// backfilling promised them on arrival has its jobs protected once
+	// they have waited this factor × their bound's wait. 0 =
+	// DefaultUserGuardFactor, < 0 = off. It needs EasyStarts, and plans
+	// with a predictor (without one the queue is first come, first served).
+	UserGuardFactor float64
 	// EasyStarts is the relative guard's memory, kept by the caller from
 	// one cycle to the next; nil = the relative guard is off (so the same
 	// snapshot always gives the same input).
@@ -375,9 +385,14 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// The per-job guard: jobs waiting past their bound are protected, and
 	// running work is planned with walltimes while any is.
 	var protected map[uint64]bool
-	if s.EasyStarts != nil && s.JobStarvationFactor > 0 {
-		protected = s.EasyStarts.protect(s, s.JobStarvationFactor)
-		if len(protected) > 0 {
+	if s.EasyStarts != nil {
+		userFactor := s.userGuardFactor()
+		if pred == nil {
+			userFactor = 0 // first come, first served: nobody overtakes
+		}
+		var strict bool
+		protected, strict = s.EasyStarts.protect(s, s.JobStarvationFactor, userFactor)
+		if strict {
 			guarded = true
 		}
 	}
@@ -495,6 +510,13 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		}
 		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor) {
 			sn.ReservedFor, sn.ReservedUntil = n.ReservedFor, n.ReservedUntil
+		}
+		if n.SuspendedAlloc != 0 {
+			if id, ok := suspendedFor(s, n.SuspendedAlloc); ok {
+				// The frozen processes of a suspended allocation stay here:
+				// only the job it was suspended for may start on it.
+				sn.ReservedFor, sn.ReservedUntil = id, s.Now.Add(suspendHoldSpan)
+			}
 		}
 		if n.Allocation == 0 {
 			continue
@@ -793,6 +815,9 @@ func (b *Builder) borrowable(s *Snapshot) {
 		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor) {
 			continue
 		}
+		if n.SuspendedAlloc != 0 {
+			continue // frozen work of its home waits there
+		}
 		if lim, ok := s.LendLimits[n.HomeVCluster][n.Name]; ok {
 			if !s.Now.Before(lim) {
 				continue // its home's plan needs it now
@@ -856,6 +881,29 @@ func (b *Builder) borrowable(s *Snapshot) {
 func holdLive(s *Snapshot, id uint64) bool {
 	a, ok := s.Allocations[id]
 	return !ok || (a.State == model.StatePending && a.Held == "") // a held one holds no nodes
+}
+
+// suspendHoldSpan is how long ahead the solver sees a node held for the
+// job a suspended allocation on it was suspended for: the hold lasts until
+// the suspended one resumes, which no plan can date.
+const suspendHoldSpan = 100 * 365 * 24 * time.Hour
+
+// suspendedFor reports, for a node marked by suspended allocation id
+// (Node.SuspendedAlloc), the only job that may start on it — the one id
+// was suspended for — and whether the mark holds: an allocation the
+// snapshot does not hold is assumed still suspended (the quorum drops the
+// marks when it resumes or ends), for no job.
+func suspendedFor(s *Snapshot, id uint64) (uint64, bool) {
+	a, ok := s.Allocations[id]
+	switch {
+	case !ok:
+		return id, true
+	case !a.GangSuspended():
+		return 0, false
+	case a.Preemption == nil:
+		return id, true
+	}
+	return a.Preemption.ForAlloc, true
 }
 
 // SortByID sorts allocations by id, as Snapshot.Pending is. It sorts the
