@@ -508,7 +508,8 @@ func TestQuorum(t *testing.T) {
       "role": "leader",
       "healthy": true,
       "voter": true,
-      "lag": 0
+      "lag": 0,
+      "feature_level": 0
     },
     {
       "id": "m2",
@@ -517,7 +518,8 @@ func TestQuorum(t *testing.T) {
       "role": "unreachable",
       "healthy": false,
       "voter": true,
-      "lag": 0
+      "lag": 0,
+      "feature_level": 0
     }
   ],
   "applied_index": 120,

@@ -336,6 +336,10 @@ type quorumMember struct {
 	// entries it has not applied.
 	Problem string `json:"problem,omitempty"`
 	Lag     uint64 `json:"lag"`
+	// FeatureLevel is the log level its latticed knows (0: a release
+	// before levels, or unknown); Build names its latticed.
+	FeatureLevel uint32 `json:"feature_level"`
+	Build        string `json:"build,omitempty"`
 }
 
 func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
@@ -349,7 +353,8 @@ func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
 	}
 	for _, m := range q.GetMembers() {
 		v.Members = append(v.Members, quorumMember{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(),
-			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter(), Problem: m.GetProblem(), Lag: m.GetLag()})
+			Role: m.GetRole(), Healthy: m.GetHealthy(), Voter: m.GetVoter(), Problem: m.GetProblem(), Lag: m.GetLag(),
+			FeatureLevel: m.GetFeatureLevel(), Build: m.GetBuild()})
 	}
 	return v
 }
@@ -389,6 +394,10 @@ type vclusterView struct {
 	// predicted runtimes fit.
 	RunningEnds     string `json:"running_ends"`
 	PredictedStarts bool   `json:"predicted_starts"`
+	// PreemptMode is what preemption does to lower-class work that cannot
+	// checkpoint: off, checkpoint (never preempted), requeue, cancel,
+	// suspend (Slurm's PreemptMode).
+	PreemptMode string `json:"preempt_mode"`
 	// Partitions are the partition names (-p) that resolve to it.
 	Partitions []string `json:"partitions"`
 }
@@ -432,7 +441,7 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
 		Partitions: append([]string{}, v.GetPartitions()...),
 		FairShare:  v.GetFairShare(), ServiceProtect: v.GetServiceProtect(),
-		RunningEnds: v.GetRunningEnds(), PredictedStarts: v.GetPredictedStarts(),
+		RunningEnds: v.GetRunningEnds(), PredictedStarts: v.GetPredictedStarts(), PreemptMode: preemptModeOf(v),
 	}
 	if out.FairShare == "" { // a server from before the setting
 		out.FairShare = string(model.FairShareUsage)

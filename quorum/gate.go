@@ -183,3 +183,7 @@ var Build = sync.OnceValue(func() string {
 	}
 	return "latticed " + bi.Main.Version
 })
+
+// FeatureLevel is the highest feature level of any command applied to
+// the state (kept in its snapshots).
+func (s *State) FeatureLevel() Level { return s.level }

@@ -150,7 +150,9 @@ func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
 			t.Fatalf("%s holds %d ended jobs, the leader %d", s.cfg.ID, len(got), len(want))
 		}
 	}
-	// Each member leads in turn and lists the whole history.
+	// Each member leads in turn and lists the whole history: the same list
+	// from each, the member restored from a snapshot first.
+	var first []uint64
 	for _, s := range []*Server{s4, servers[1], servers[0], servers[2]} {
 		for attempt := 0; !s.q.IsLeader(); attempt++ {
 			if cur := leaderOf(servers); cur != nil {
@@ -167,6 +169,11 @@ func TestHistoryIsTheSameOnEveryMember(t *testing.T) {
 		t.Logf("%s leading lists %d ended jobs in %v", s.cfg.ID, len(got), time.Since(t0))
 		if len(got) != total || !slices.IsSorted(got) {
 			t.Fatalf("%s leading lists %d ended jobs, want %d in id order", s.cfg.ID, len(got), total)
+		}
+		if first == nil {
+			first = got
+		} else if !slices.Equal(got, first) {
+			t.Fatalf("%s leading lists other jobs than s4 did", s.cfg.ID)
 		}
 	}
 }

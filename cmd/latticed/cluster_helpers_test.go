@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -150,6 +151,12 @@ func startProc(t *testing.T, logPath, name string, args ...string) *proc {
 // startProcIn is startProc in network namespace netns ("" = the test's).
 func startProcIn(t *testing.T, netns, logPath, name string, args ...string) *proc {
 	t.Helper()
+	return startBinIn(t, latticedBin, netns, logPath, name, args...)
+}
+
+// startBinIn is startProcIn with another latticed binary (an older release).
+func startBinIn(t *testing.T, latticedBin, netns, logPath, name string, args ...string) *proc {
+	t.Helper()
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -240,6 +247,7 @@ type member struct {
 	id, dataDir, raftAddr, apiAddr string
 	role                           []string // --bootstrap or --join ADDRS: kept for restarts
 	netns                          string   // network namespace it runs in ("" = the test's)
+	bin                            string   // its latticed binary ("" = the cluster's)
 	mu                             sync.Mutex
 	p                              *proc // the current process; guarded by mu (restarts replace it)
 	conn                           *grpc.ClientConn
@@ -268,7 +276,10 @@ type cluster struct {
 	tokensFile, adminToken, agentToken string
 	// tlsDir, when set, holds a CA (ca.crt) and member certificates
 	// (ID.crt, ID.key): members serve the API and Raft over TLS.
-	tlsDir  string
+	tlsDir string
+	// bin is the latticed binary members and the agent run ("" = the one
+	// TestMain built); a member's own bin overrides it.
+	bin     string
 	members []*member
 	agent   *proc
 	logs    []string // every log file, for tails on failure
@@ -382,7 +393,8 @@ func (c *cluster) start(m *member) {
 		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile),
 			"--tls-cert", filepath.Join(c.tlsDir, m.id+".crt"), "--tls-key", filepath.Join(c.tlsDir, m.id+".key"))
 	}
-	p := startProcIn(c.t, m.netns, filepath.Join(c.dir, m.id+".log"), m.id, args...)
+	bin := cmp.Or(m.bin, c.bin, latticedBin)
+	p := startBinIn(c.t, bin, m.netns, filepath.Join(c.dir, m.id+".log"), m.id, args...)
 	m.mu.Lock()
 	m.p = p
 	m.mu.Unlock()
@@ -476,7 +488,7 @@ func (c *cluster) startAgent(nodes, groupSize int) {
 	if c.tlsDir != "" {
 		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile))
 	}
-	c.agent = startProc(c.t, path, "agent", args...)
+	c.agent = startBinIn(c.t, cmp.Or(c.bin, latticedBin), "", path, "agent", args...)
 	c.track(c.agent)
 	c.waitNodesReady(nodes, 30*time.Second)
 }
