@@ -61,6 +61,9 @@ func (a *Agent) freeze(f *latticev1.FreezeAllocation) {
 		return
 	}
 	a.log.Info("allocation frozen", "alloc", f.AllocationId, "frozen", f.Freeze)
+	if f.Freeze {
+		a.startUnblocked() // a launch waiting for its nodes may start beside it
+	}
 }
 
 // energyCounter reads the node's RAPL energy (µJ, the packages summed)

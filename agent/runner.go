@@ -886,12 +886,14 @@ func (r *Runner) runOf(id uint64) (int, bool) {
 }
 
 // otherOn returns an allocation other than id whose entrypoint still runs
-// here on one of nodes (0 when none).
+// here on one of nodes (0 when none). A frozen one does not run: a
+// preemption suspended it there for another (its memory stays, its
+// processes take no CPU).
 func (r *Runner) otherOn(nodes []string, id uint64) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for other, p := range r.running {
-		if other == id {
+		if other == id || !p.frozenAt.IsZero() {
 			continue
 		}
 		for _, n := range p.launch.Nodes {

@@ -41,7 +41,7 @@ func (r *runner) vclusterCommand() *cli.Command {
 			{
 				Name:      "set",
 				Usage:     "change a vCluster's scheduling policy",
-				ArgsUsage: "NAME [--weights-profile P] [--weight f3=0.3 ...] [--reservation-depth N|all] [--cycle 10s] [--allow-lending BOOL] [--allow-borrowing BOOL] [--power-cap-kw X] [--algorithm A] [--max-lend-fraction F] [--reclaim-grace D] [--reclaim-backoff D] [--preemption BOOL] [--preempt-horizon D] [--checkpointable-only-on-borrowed BOOL] [--fair-share M] [--service-protect BOOL] [--running-ends M] [--predicted-starts BOOL]",
+				ArgsUsage: "NAME [--weights-profile P] [--weight f3=0.3 ...] [--reservation-depth N|all] [--cycle 10s] [--allow-lending BOOL] [--allow-borrowing BOOL] [--power-cap-kw X] [--algorithm A] [--max-lend-fraction F] [--reclaim-grace D] [--reclaim-backoff D] [--preemption BOOL] [--preempt-mode M] [--preempt-horizon D] [--checkpointable-only-on-borrowed BOOL] [--fair-share M] [--service-protect BOOL] [--running-ends M] [--predicted-starts BOOL]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "weights-profile", Usage: "weights profile to start from"},
 					&cli.StringSliceFlag{Name: "weight", Usage: "override one weight, FACTOR=W with FACTOR f1..f9 and 0 <= W <= 1 (repeatable, or comma-separated)"},
@@ -55,6 +55,7 @@ func (r *runner) vclusterCommand() *cli.Command {
 					&cli.StringFlag{Name: "reclaim-grace", Usage: "how long a reclaimed or preempted job has to checkpoint before it is stopped, e.g. 60s"},
 					&cli.StringFlag{Name: "reclaim-backoff", Usage: "how long a vCluster may not borrow back a node reclaimed from it, e.g. 5m"},
 					&cli.StringFlag{Name: "preemption", Usage: "let higher priority classes preempt strictly lower ones: true or false"},
+					&cli.StringFlag{Name: "preempt-mode", Usage: "what higher-class work does to lower-class work that cannot checkpoint (Slurm's PreemptMode): checkpoint (never preempts it; the default), requeue, cancel, suspend (frozen until the preemptor ends), or off (no preemption at all); work that can checkpoint is checkpointed and requeued"},
 					&cli.StringFlag{Name: "preempt-horizon", Usage: "no preemption for work expected to start within this long anyway, e.g. 2m"},
 					&cli.StringFlag{Name: "checkpointable-only-on-borrowed", Usage: "run only checkpointable work on borrowed nodes: true or false"},
 					&cli.StringFlag{Name: "fair-share", Usage: "what the fair-share factor f3 ranks tenants by: usage (decayed node-seconds), service (also a tenant's recent average bounded slowdown above everyone's) or job-service (also each job's wait, counted in its tenant's average)"},
@@ -94,17 +95,17 @@ func (r *runner) vclusterList(c *cli.Context) error {
 		views = append(views, vclusterOf(v))
 	}
 	return r.emitAs(format, views, func(w io.Writer, wide bool) error {
-		head := []any{"NAME", "TYPE", "ALGORITHM", "PROFILE", "CYCLE", "DEPTH", "LEND", "BORROW", "NODES", "BUSY", "IDLE", "LENT", "BORROWED", "PENDING", "RUNNING", "POWER"}
+		head := []any{"NAME", "TYPE", "ALGORITHM", "PROFILE", "CYCLE", "DEPTH", "LEND", "BORROW", "NODES", "BUSY", "IDLE", "LENT", "BORROWED", "PENDING", "RUNNING", "POWER", "PREEMPT"}
 		if wide {
-			head = append(head, "PREEMPT", "GRACE", "CAP", "PARTITIONS", "WEIGHTS")
+			head = append(head, "GRACE", "CAP", "PARTITIONS", "WEIGHTS")
 		}
 		row(w, head...)
 		for _, v := range views {
 			cols := []any{v.Name, v.Type, v.Algorithm, orDash(v.WeightsProfile), secondsText(v.CycleSeconds), depthText(v.ReservationDepth),
 				yesNo(v.AllowLending), yesNo(v.AllowBorrowing), v.Usage.CurrentNodes, v.Usage.BusyNodes, v.Usage.IdleNodes,
-				v.Usage.LentNodes, v.Usage.BorrowedNodes, v.Usage.Pending, v.Usage.Running, watts(v.Usage.PowerWatts)}
+				v.Usage.LentNodes, v.Usage.BorrowedNodes, v.Usage.Pending, v.Usage.Running, watts(v.Usage.PowerWatts), v.PreemptMode}
 			if wide {
-				cols = append(cols, yesNo(v.Preemption), secondsText(v.ReclaimGraceSeconds), capText(v.PowerCapWatts), orDash(strings.Join(v.Partitions, ",")), weightsText(v.Weights))
+				cols = append(cols, secondsText(v.ReclaimGraceSeconds), capText(v.PowerCapWatts), orDash(strings.Join(v.Partitions, ",")), weightsText(v.Weights))
 			}
 			row(w, cols...)
 		}
@@ -149,6 +150,7 @@ func (r *runner) printVCluster(format string, info *latticev1.VClusterInfo) erro
 		kv(w, "Reclaim grace", secondsText(v.ReclaimGraceSeconds))
 		kv(w, "Reclaim back-off", secondsText(v.ReclaimBackoffSeconds))
 		kv(w, "Preemption", fmt.Sprintf("%s (horizon %s)", yesNo(v.Preemption), secondsText(v.PreemptHorizonSeconds)))
+		kv(w, "Preempt mode", preemptModeText(v.PreemptMode))
 		kv(w, "Checkpointable only on borrowed", yesNo(v.CheckpointableOnlyOnBorrowed))
 		kv(w, "Fair share", v.FairShare)
 		kv(w, "Service protection", yesNo(v.ServiceProtect))
@@ -297,6 +299,7 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		{"algorithm", modeParser(model.ParseAlgorithm), &req.Algorithm},
 		{"fair-share", modeParser(model.ParseFairShare), &req.FairShare},
 		{"running-ends", modeParser(model.ParseRunningEnds), &req.RunningEnds},
+		{"preempt-mode", modeParser(model.ParsePreemptMode), &req.PreemptMode},
 	} {
 		if v, ok := flag(m.name); ok {
 			x, err := m.parse(v)
@@ -314,7 +317,7 @@ func vclusterSetRequest(name string, flag func(string) (string, bool), create bo
 		req.Type = string(t)
 	}
 	if !changed {
-		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing, --power-cap-kw, --algorithm, --max-lend-fraction, --reclaim-grace, --reclaim-backoff, --preemption, --preempt-horizon, --checkpointable-only-on-borrowed, --fair-share, --service-protect, --running-ends or --predicted-starts")
+		return nil, usageErrorf("nothing to set: give --weights-profile, --weight, --reservation-depth, --cycle, --allow-lending, --allow-borrowing, --power-cap-kw, --algorithm, --max-lend-fraction, --reclaim-grace, --reclaim-backoff, --preemption, --preempt-mode, --preempt-horizon, --checkpointable-only-on-borrowed, --fair-share, --service-protect, --running-ends or --predicted-starts")
 	}
 	return req, nil
 }
@@ -883,4 +886,34 @@ func (r *runner) tenantSet(c *cli.Context) error {
 		return err
 	}
 	return r.printTenants(format, []tenantView{tenantOf(info)})
+}
+
+// preemptModeOf is a vCluster's preemption mode as a server states it; a
+// server that predates modes says only whether it preempts (then
+// checkpointable work and work that cannot were both preempted: requeue).
+func preemptModeOf(v *latticev1.VClusterInfo) string {
+	switch {
+	case v.GetPreemptMode() != "":
+		return v.GetPreemptMode()
+	case v.GetPreemption():
+		return string(model.PreemptRequeue)
+	}
+	return string(model.PreemptOff)
+}
+
+// preemptModeText says what a preemption mode does to lower-class work.
+func preemptModeText(mode string) string {
+	switch model.PreemptMode(mode) {
+	case model.PreemptOff:
+		return "off (nothing is preempted)"
+	case model.PreemptCheckpoint:
+		return "checkpoint (work that can checkpoint is checkpointed and requeued; other work is never preempted)"
+	case model.PreemptRequeue:
+		return "requeue (checkpointed first when it can; other work is stopped and requeued)"
+	case model.PreemptCancel:
+		return "cancel (checkpointed and requeued when it can; other work is cancelled)"
+	case model.PreemptSuspend:
+		return "suspend (checkpointed and requeued when it can; other work is frozen on its nodes until the preemptor ends)"
+	}
+	return mode
 }

@@ -217,8 +217,8 @@ func (r *runner) runDuration(a *latticev1.Allocation) time.Duration {
 // nodelistReason is squeue's NODELIST(REASON): the nodes held or last
 // held, or "(Reason)" while there are none.
 func nodelistReason(a *latticev1.Allocation) string {
-	if len(a.GetNodes()) > 0 && model.AllocState(a.GetState()) != model.StatePending {
-		return hostlist(a.GetNodes())
+	if n := allocNodes(a); len(n) > 0 && model.AllocState(a.GetState()) != model.StatePending {
+		return hostlist(n)
 	}
 	reason := a.GetReason()
 	if reason == "" {

@@ -151,7 +151,7 @@ var allocFields = []allocField{
 		return model.FormatWalltime(secondsDur(a.GetRequest().GetWalltimeSeconds()))
 	}},
 	{'D', []string{"nodes", "numnodes", "nnodes"}, "NODES", func(_ *runner, a *latticev1.Allocation) string { return strconv.Itoa(nodeCount(a)) }},
-	{'N', []string{"nodelist"}, "NODELIST", func(_ *runner, a *latticev1.Allocation) string { return orDash(hostlist(a.GetNodes())) }},
+	{'N', []string{"nodelist"}, "NODELIST", func(_ *runner, a *latticev1.Allocation) string { return orDash(hostlist(allocNodes(a))) }},
 	{'R', []string{"nodelist(reason)", "reasonlist"}, "NODELIST(REASON)", func(_ *runner, a *latticev1.Allocation) string { return nodelistReason(a) }},
 	{'r', []string{"reason"}, "REASON", func(_ *runner, a *latticev1.Allocation) string { return orDash(a.GetReason()) }},
 	{'V', []string{"submit", "submittime"}, "SUBMIT_TIME", func(r *runner, a *latticev1.Allocation) string { return r.tableTime(a.GetSubmitTimeUnixMs()) }},

@@ -377,6 +377,9 @@ type qosView struct {
 	MaxNodes        int    `json:"max_nodes"`
 	VCluster        string `json:"vcluster"`
 	Description     string `json:"description"`
+	// PreemptMode is what preemption does to its work in place of its
+	// vCluster's mode; "" = the vCluster's.
+	PreemptMode string `json:"preempt_mode"`
 }
 
 // partitionView is one partition of `partition list -o json`.
@@ -416,10 +419,10 @@ func (r *runner) qosCommand() *cli.Command {
 				views := []qosView{}
 				for _, q := range resp.GetQos() {
 					views = append(views, qosView{Name: q.GetName(), PriorityClass: int(q.GetPriorityClass()), MaxWalltimeSecs: q.GetMaxWalltimeSeconds(),
-						MaxNodes: int(q.GetMaxNodes()), VCluster: q.GetVcluster(), Description: q.GetDescription()})
+						MaxNodes: int(q.GetMaxNodes()), VCluster: q.GetVcluster(), Description: q.GetDescription(), PreemptMode: q.GetPreemptMode()})
 				}
 				return r.emitAs(format, views, func(w io.Writer, _ bool) error {
-					row(w, "NAME", "PRIORITY_CLASS", "MAX_WALLTIME", "MAX_NODES", "VCLUSTER", "DESCRIPTION")
+					row(w, "NAME", "PRIORITY_CLASS", "MAX_WALLTIME", "MAX_NODES", "VCLUSTER", "PREEMPT", "DESCRIPTION")
 					for _, v := range views {
 						wall, nodes := "-", "-"
 						if v.MaxWalltimeSecs > 0 {
@@ -428,19 +431,20 @@ func (r *runner) qosCommand() *cli.Command {
 						if v.MaxNodes > 0 {
 							nodes = strconv.Itoa(v.MaxNodes)
 						}
-						row(w, v.Name, v.PriorityClass, wall, nodes, orDash(v.VCluster), orDash(v.Description))
+						row(w, v.Name, v.PriorityClass, wall, nodes, orDash(v.VCluster), orDash(v.PreemptMode), orDash(v.Description))
 					}
 					return nil
 				})
 			}},
 			{
-				Name: "set", Usage: "create or change a QOS (admins)", ArgsUsage: "NAME --priority-class C [--max-walltime T] [--max-nodes N] [--vcluster V] [--description D]",
+				Name: "set", Usage: "create or change a QOS (admins)", ArgsUsage: "NAME --priority-class C [--max-walltime T] [--max-nodes N] [--vcluster V] [--preempt-mode M] [--description D]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "priority-class", Usage: "its priority class 0..10", Required: true},
 					&cli.StringFlag{Name: "max-walltime", Usage: "longest time limit of one job (0 = none)"},
 					&cli.IntFlag{Name: "max-nodes", Usage: "most nodes of one job (0 = none)"},
 					&cli.StringFlag{Name: "vcluster", Usage: "where its jobs run unless they name a vCluster"},
 					&cli.StringFlag{Name: "description", Usage: "one line shown by qos list"},
+					&cli.StringFlag{Name: "preempt-mode", Usage: "what higher-class work does to this QOS's work, in place of its vCluster's mode: off (never preempted), checkpoint, requeue, cancel or suspend (see vcluster set --preempt-mode)"},
 				},
 				Action: func(c *cli.Context) error {
 					if err := needArgs(c, 1, 1, "NAME --priority-class C"); err != nil {
@@ -452,6 +456,13 @@ func (r *runner) qosCommand() *cli.Command {
 						return &model.FieldError{Field: "priority-class", Value: c.String("priority-class"), Allowed: "an integer 0..10"}
 					}
 					q.PriorityClass = int32(n)
+					if v := c.String("preempt-mode"); v != "" {
+						m, err := model.ParsePreemptMode(v)
+						if err != nil {
+							return err
+						}
+						q.PreemptMode = string(m)
+					}
 					if v := c.String("max-walltime"); v != "" && v != "0" {
 						d, err := model.ParseWalltime(v)
 						if err != nil {

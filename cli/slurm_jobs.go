@@ -24,6 +24,9 @@ func slurmState(a *latticev1.Allocation) string {
 	case model.StateStaging:
 		return "CONFIGURING"
 	case model.StateRunning, model.StateCheckpointing:
+		if a.GetSuspendedUnixMs() != 0 {
+			return "SUSPENDED" // by an admin (latticectl suspend, scontrol suspend)
+		}
 		return "RUNNING"
 	case model.StateSuspended:
 		return "SUSPENDED"
@@ -265,4 +268,14 @@ func collapseArrays(allocs []*latticev1.Allocation) []jobRow {
 		rows = append(rows, jobRow{a: a, tasks: []int32{a.GetArrayIndex()}})
 	}
 	return rows
+}
+
+// allocNodes is the nodes an allocation holds, or, while a preemption has
+// it suspended (SUSPENDED, preempt-mode suspend), the nodes its frozen
+// processes wait on — Slurm's squeue shows a suspended job's nodes.
+func allocNodes(a *latticev1.Allocation) []string {
+	if n := a.GetNodes(); len(n) > 0 {
+		return n
+	}
+	return a.GetSuspendedOn()
 }

@@ -459,7 +459,7 @@ func (s *slurmRun) mgrQOS(names []string, format string, pf printFields) error {
 			case "GraceTime":
 				v = "00:00:00"
 			case "PreemptMode":
-				v = "cluster"
+				v = cmp.Or(strings.ToUpper(q.GetPreemptMode()), "cluster")
 			case "UsageFactor":
 				v = "1.000000"
 			case "MaxWall":

@@ -482,10 +482,7 @@ func (s *slurmRun) showPartitions(name string, one bool) error {
 		if vc.GetName() == vcs.GetDefaultVcluster() {
 			def = "YES"
 		}
-		preempt := "OFF"
-		if vc.GetPreemption() {
-			preempt = "REQUEUE"
-		}
+		preempt := strings.ToUpper(preemptModeOf(vc))
 		rec := kvRecord{
 			{skv("PartitionName", vc.GetName())},
 			{skv("AllowGroups", "ALL"), skv("AllowAccounts", "ALL"), skv("AllowQos", "ALL")},

@@ -139,10 +139,10 @@ func boolDigit(b bool) string {
 
 // runningNodes is the node list of a job that holds nodes, "" otherwise.
 func runningNodes(a *latticev1.Allocation) string {
-	if len(a.GetNodes()) == 0 || model.AllocState(a.GetState()) == model.StatePending {
+	if len(allocNodes(a)) == 0 || model.AllocState(a.GetState()) == model.StatePending {
 		return ""
 	}
-	return hostlist(a.GetNodes())
+	return hostlist(allocNodes(a))
 }
 
 // jobCPUs is the CPUs a job holds (whole nodes), or asks for.

@@ -394,6 +394,10 @@ type vclusterView struct {
 	// predicted runtimes fit.
 	RunningEnds     string `json:"running_ends"`
 	PredictedStarts bool   `json:"predicted_starts"`
+	// PreemptMode is what preemption does to lower-class work that cannot
+	// checkpoint: off, checkpoint (never preempted), requeue, cancel,
+	// suspend (Slurm's PreemptMode).
+	PreemptMode string `json:"preempt_mode"`
 	// Partitions are the partition names (-p) that resolve to it.
 	Partitions []string `json:"partitions"`
 }
@@ -437,7 +441,7 @@ func vclusterOf(v *latticev1.VClusterInfo) vclusterView {
 		CheckpointableOnlyOnBorrowed: v.GetCheckpointableOnlyOnBorrowed(), LoopPanics: v.GetPanics(),
 		Partitions: append([]string{}, v.GetPartitions()...),
 		FairShare:  v.GetFairShare(), ServiceProtect: v.GetServiceProtect(),
-		RunningEnds: v.GetRunningEnds(), PredictedStarts: v.GetPredictedStarts(),
+		RunningEnds: v.GetRunningEnds(), PredictedStarts: v.GetPredictedStarts(), PreemptMode: preemptModeOf(v),
 	}
 	if out.FairShare == "" { // a server from before the setting
 		out.FairShare = string(model.FairShareUsage)

@@ -31,13 +31,14 @@ var AllocStates = []AllocState{StatePending, StateStaging, StateRunning, StateCh
 // Pending (the node agent never started it, so nothing ran); Checkpointing may
 // return to Running when a checkpoint is declined or fails; Running goes to
 // Suspended (and on to Pending, in the same command) when a node of a
-// --requeue allocation fails.
+// --requeue allocation fails, or a preemption suspends it (PreemptSuspend);
+// Suspended goes back to Running when such a suspension ends.
 var transitions = map[AllocState][]AllocState{
 	StatePending:       {StateStaging, StateCancelled, StateFailed},
 	StateStaging:       {StateRunning, StatePending, StateCompleted, StateFailed, StateCancelled},
 	StateRunning:       {StateCheckpointing, StateSuspended, StateCompleted, StateFailed, StateCancelled},
 	StateCheckpointing: {StateSuspended, StateRunning, StateCompleted, StateFailed, StateCancelled},
-	StateSuspended:     {StatePending, StateCancelled},
+	StateSuspended:     {StatePending, StateRunning, StateCancelled},
 }
 
 // CanTransition reports whether from → to is an edge of the state machine.
@@ -159,6 +160,9 @@ type Preemption struct {
 	Time       time.Time `json:"time"`
 	// Deadline is when the checkpoint must be done; then the agent stops it.
 	Deadline time.Time `json:"deadline"`
+	// Action is what the preemption did (PreemptAction); "" = stopped to be
+	// requeued (checkpointed first when it can), as before actions existed.
+	Action PreemptAction `json:"action,omitempty"`
 }
 
 // DependencyCondition is a Slurm-style dependency type.
@@ -500,6 +504,12 @@ type Allocation struct {
 	// before, which its walltime does not count.
 	SuspendedAt  time.Time     `json:"suspended_at,omitzero"`
 	SuspendedFor time.Duration `json:"suspended_for,omitempty"`
+	// SuspendedOn lists the nodes a preemption suspended it on (its
+	// processes frozen there, PreemptSuspend) while it is SUSPENDED: it
+	// resumes on them once the allocation it was suspended for
+	// (Preemption.ForAlloc) has ended. Each of them carries
+	// Node.SuspendedAlloc. Empty otherwise.
+	SuspendedOn []string `json:"suspended_on,omitempty"`
 	// Usage is what its latest ended run used, as its agent measured it
 	// (cgroups); nil when not measured.
 	Usage *Usage `json:"usage,omitempty"`
@@ -534,6 +544,7 @@ func (a *Allocation) Clone() *Allocation {
 		c.HotDataFraction = &f
 	}
 	c.Nodes = slices.Clone(a.Nodes)
+	c.SuspendedOn = slices.Clone(a.SuspendedOn)
 	if a.ExitCode != nil {
 		e := *a.ExitCode
 		c.ExitCode = &e

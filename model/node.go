@@ -85,6 +85,11 @@ type Node struct {
 	// allocation may start on it before then.
 	ReservedFor   uint64    `json:"reserved_for,omitempty"`
 	ReservedUntil time.Time `json:"reserved_until,omitzero"`
+	// SuspendedAlloc is an allocation a preemption suspended here (its
+	// processes frozen on this node, model.PreemptSuspend): until it
+	// resumes, the node takes only the allocation it was suspended for.
+	// 0 = none.
+	SuspendedAlloc uint64 `json:"suspended_alloc,omitempty"`
 	// ReclaimedFrom is the vCluster a reclaim last took the node back from,
 	// at ReclaimedAt: that vCluster may not borrow it again until its home's
 	// reclaim back-off has passed (anti-thrash).

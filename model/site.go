@@ -21,6 +21,9 @@ type QOS struct {
 	// VCluster, when set, is where a job of this QOS runs unless it names one.
 	VCluster    string `json:"vcluster,omitempty"`
 	Description string `json:"description,omitempty"`
+	// PreemptMode, when set, is what preemption does to this QOS's work in
+	// place of its vCluster's mode (off: never preempted).
+	PreemptMode PreemptMode `json:"preempt_mode,omitempty"`
 }
 
 // DefaultQOS is the table a new cluster starts with: the five names
@@ -61,6 +64,9 @@ func (q *QOS) ValidateLevel0() error {
 	}
 	if q.VCluster != "" && !validName(q.VCluster) {
 		return fieldErr("vcluster", q.VCluster, "letters, digits, '.', '-' and '_'")
+	}
+	if err := exactMode("preempt-mode", q.PreemptMode, PreemptModes); err != nil {
+		return err
 	}
 	if len(q.Description) > 200 || strings.ContainsAny(q.Description, "\n\r\x00") {
 		return fieldErr("description", q.Description, "up to 200 characters on one line")

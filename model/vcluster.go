@@ -72,6 +72,9 @@ type VCluster struct {
 	// PreemptHorizon: no victim is chosen when the preemptor is expected to
 	// start within this long without one; 0 = DefaultPreemptHorizon.
 	PreemptHorizon time.Duration `json:"preempt_horizon,omitempty"`
+	// PreemptMode is what preemption does to work that cannot checkpoint
+	// (see PreemptMode); "" = DefaultPreemptMode. Preemption off wins.
+	PreemptMode PreemptMode `json:"preempt_mode,omitempty"`
 	// CheckpointableOnlyOnBorrowed keeps work that cannot checkpoint off
 	// borrowed nodes (it could not be reclaimed without losing its progress).
 	CheckpointableOnlyOnBorrowed bool `json:"checkpointable_only_on_borrowed,omitempty"`
@@ -360,7 +363,8 @@ func (v *VCluster) ValidateLevel0() error {
 		}
 	}
 	if err := cmp.Or(exactMode("fair-share", v.FairShare, FairShareModes),
-		exactMode("running-ends", v.RunningEnds, RunningEndsModes)); err != nil {
+		exactMode("running-ends", v.RunningEnds, RunningEndsModes),
+		exactMode("preempt-mode", v.PreemptMode, PreemptModes)); err != nil {
 		return err
 	}
 	if v.MaxLendFraction < 0 || v.MaxLendFraction > 1 {

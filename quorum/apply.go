@@ -230,6 +230,9 @@ func checkOwnership(s *State, ctx *assignCtx) *Rejection {
 		if n.State != model.NodeReady {
 			return reject(CodeConflict, model.ReasonNodesDrained, "node %s is %s", n.Name, n.State)
 		}
+		if s.suspendHolds(n, ctx.alloc.ID) {
+			return reject(CodeConflict, model.ReasonResources, "node %s keeps the frozen processes of allocation %d, suspended for another allocation", n.Name, n.SuspendedAlloc)
+		}
 		if s.reservedAgainst(n, ctx.alloc.ID, ctx.t) {
 			return reject(CodeConflict, model.ReasonResources, "node %s is held for allocation %d until %s", n.Name, n.ReservedFor, n.ReservedUntil.Format(time.RFC3339))
 		}
@@ -274,9 +277,13 @@ func checkOwnership(s *State, ctx *assignCtx) *Rejection {
 }
 
 // reservedAgainst reports whether n is held at t for a pending allocation
-// other than id. A reservation for an allocation that is no longer pending
+// other than id, or keeps the frozen processes of an allocation a
+// preemption suspended for another than id (suspendHolds). A reservation for an allocation that is no longer pending
 // (it started elsewhere, was cancelled) or is held holds nothing.
 func (s *State) reservedAgainst(n *model.Node, id uint64, t time.Time) bool {
+	if s.suspendHolds(n, id) {
+		return true
+	}
 	if !n.ReservedAgainst(id, t) {
 		return false
 	}
@@ -374,9 +381,11 @@ func (s *State) updateAlloc(u AllocUpdate, t time.Time) *Rejection {
 	if a.State == u.State {
 		return nil // a repeated report: idempotent
 	}
-	if !model.CanTransition(a.State, u.State) || (a.State == model.StateRunning && u.State == model.StateSuspended) {
+	if !model.CanTransition(a.State, u.State) || (a.State == model.StateRunning && u.State == model.StateSuspended) ||
+		(a.State == model.StateSuspended && u.State == model.StateRunning) {
 		// (Running → Suspended is the FSM's own step when a node of a
-		// --requeue allocation fails, never a report.)
+		// --requeue allocation fails or a preemption suspends it, and
+		// Suspended → Running its resume: never a report.)
 		return reject(CodeConflict, "", "allocation %d cannot go from %s to %s", a.ID, a.State, u.State)
 	}
 	if a.State == model.StateCheckpointing && u.State == model.StateRunning && stopping(a) {

@@ -275,6 +275,7 @@ func TestTransitionTable(t *testing.T) {
 		{model.StateCheckpointing, model.StateSuspended}, {model.StateCheckpointing, model.StateRunning}, {model.StateCheckpointing, model.StateCompleted},
 		{model.StateCheckpointing, model.StateFailed}, {model.StateCheckpointing, model.StateCancelled},
 		{model.StateSuspended, model.StatePending}, {model.StateSuspended, model.StateCancelled},
+		{model.StateSuspended, model.StateRunning}, // the resume of a preemption's suspension (gang.go)
 	} {
 		allowed[e] = true
 	}

@@ -234,11 +234,18 @@ type Preempt struct {
 }
 
 // PreemptItem is one preemption: the victims freeing Reserve for ForAlloc.
+// Actions, when present, holds one action per victim (model.VictimAction
+// of the vCluster's and the victim's QOS's policy, which Apply checks
+// again): checkpoint and requeue stop it to requeue it (CHECKPOINTING, as
+// without Actions), cancel cancels it, suspend freezes it on its nodes
+// (gang.go). Without Actions every victim is stopped and requeued (the
+// commands of members that predate preemption modes).
 type PreemptItem struct {
-	ForAlloc uint64   `json:"for_alloc"`
-	Victims  []uint64 `json:"victims"`
-	Reserve  []string `json:"reserve,omitempty"`
-	Version  uint64   `json:"version"`
+	ForAlloc uint64                `json:"for_alloc"`
+	Victims  []uint64              `json:"victims"`
+	Actions  []model.PreemptAction `json:"actions,omitempty"`
+	Reserve  []string              `json:"reserve,omitempty"`
+	Version  uint64                `json:"version"`
 }
 
 // Checkpoint asks running allocations to checkpoint and keep running (a

@@ -240,8 +240,12 @@ func (s *State) preemptItem(vc *model.VCluster, it PreemptItem, c *Preempt) Item
 		out.Rejection = reject(CodeInvalid, "", "preemption for allocation %d names no victims", it.ForAlloc)
 		return out
 	}
+	if len(it.Actions) != 0 && len(it.Actions) != len(it.Victims) {
+		out.Rejection = reject(CodeInvalid, "", "preemption for allocation %d has %d actions for %d victims", it.ForAlloc, len(it.Actions), len(it.Victims))
+		return out
+	}
 	victims := make([]*model.Allocation, 0, len(it.Victims))
-	for _, id := range it.Victims {
+	for i, id := range it.Victims {
 		v := s.allocs[id]
 		switch {
 		case v == nil:
@@ -258,6 +262,8 @@ func (s *State) preemptItem(vc *model.VCluster, it PreemptItem, c *Preempt) Item
 			out.Rejection = reject(CodeStale, "", "allocation %d changed at version %d after proposal version %d", id, v.ModifyVersion, it.Version)
 		case slices.Contains(victims, v):
 			out.Rejection = reject(CodeInvalid, "", "allocation %d listed twice", id)
+		case len(it.Actions) != 0:
+			out.Rejection = s.checkAction(vc, v, it.Actions[i])
 		}
 		if out.Rejection != nil {
 			return out
@@ -272,7 +278,28 @@ func (s *State) preemptItem(vc *model.VCluster, it PreemptItem, c *Preempt) Item
 		return out
 	}
 	pr := model.Preemption{Kind: model.PreemptClass, ByVCluster: vc.Name, ForAlloc: it.ForAlloc, Time: c.Time, Deadline: c.Time.Add(vc.Grace())}
-	s.takeFor(pr, victims, it.Reserve, c.ReserveUntil)
+	if len(it.Actions) == 0 {
+		s.takeFor(pr, victims, it.Reserve, c.ReserveUntil)
+		out.Committed = true
+		return out
+	}
+	for i, v := range victims {
+		p := pr
+		p.Action = it.Actions[i]
+		switch p.Action {
+		case model.ActionSuspend:
+			s.gangSuspend(v, p, c.Time)
+		case model.ActionCancel:
+			cp := modify(v)
+			cp.Preemption = &p
+			cp.CancelRequested, cp.RequeueRequested, cp.CancelReason = true, false, model.ReasonPreempted
+			s.replaceAlloc(v, cp)
+		default:
+			s.preemptAlloc(v, p, c.Time)
+		}
+	}
+	s.reserve(it.Reserve, it.ForAlloc, c.ReserveUntil)
+	s.touch()
 	out.Committed = true
 	return out
 }
@@ -312,4 +339,35 @@ func (s *State) applyCheckpoint(c *Checkpoint) *Result {
 		res.Items[i].Committed = true
 	}
 	return res
+}
+
+// checkAction checks that action is what the policy in force does to
+// victim v (model.VictimAction): a proposal planned under another policy
+// is stale. A suspension also needs v RUNNING (not being checkpointed or
+// stopped), not suspended by an admin, and on nodes of the vCluster only
+// (its borrowed nodes could not wait for it at their home).
+func (s *State) checkAction(vc *model.VCluster, v *model.Allocation, action model.PreemptAction) *Rejection {
+	var q *model.QOS
+	if e, ok := s.QOS(v.QOS); ok && v.QOS != "" {
+		q = &e
+	}
+	want, why := model.VictimAction(vc, q, v)
+	switch {
+	case want == "":
+		return reject(CodeConflict, "", "allocation %d may not be preempted: %s", v.ID, why)
+	case want != action:
+		return reject(CodeStale, "", "allocation %d would be preempted by %s now, not %s (the policy changed)", v.ID, want, action)
+	case action != model.ActionSuspend:
+		return nil
+	case v.State != model.StateRunning || v.CancelRequested || v.RequeueRequested:
+		return reject(CodeConflict, "", "allocation %d is %s (being stopped or cancelled); only a RUNNING allocation can be suspended", v.ID, v.State)
+	case !v.SuspendedAt.IsZero():
+		return reject(CodeConflict, "", "allocation %d is suspended by an admin", v.ID)
+	}
+	for _, name := range v.Nodes {
+		if n := s.nodes[name]; n == nil || n.HomeVCluster != vc.Name || n.CurrentVCluster != vc.Name {
+			return reject(CodeConflict, "", "allocation %d runs on node %s, which is not vcluster %s's own: it cannot wait there suspended", v.ID, name, vc.Name)
+		}
+	}
+	return nil
 }

@@ -309,6 +309,9 @@ func (s *State) putAlloc(a *model.Allocation) {
 // replaceAlloc is putAlloc when the caller holds the stored allocation
 // already (old, nil for a new id).
 func (s *State) replaceAlloc(old, a *model.Allocation) {
+	if old != nil && len(old.SuspendedOn) > 0 && !a.GangSuspended() {
+		s.dropSuspendMarks(old, a)
+	}
 	if old != nil {
 		s.reindexAlloc(old, a)
 	} else {

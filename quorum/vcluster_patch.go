@@ -40,6 +40,7 @@ var vclusterFieldSince = map[string]Level{
 	"reclaim_backoff": LevelBase, "preemption": LevelBase, "preempt_horizon": LevelBase,
 	"checkpointable_only_on_borrowed": LevelBase, "fair_share": LevelBase,
 	"service_protect": LevelBase, "running_ends": LevelBase, "predicted_starts": LevelBase,
+	"preempt_mode": Level1,
 }
 
 // VClusterChanges returns the patch that turns from into to: the JSON

@@ -237,6 +237,7 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 		CheckpointableOnlyOnBorrowed: v.CheckpointableOnlyOnBorrowed,
 		FairShare:                    string(v.EffectiveFairShare()), ServiceProtect: v.Protects(),
 		RunningEnds: string(v.EffectiveRunningEnds()), PredictedStarts: v.StartsByPrediction(),
+		PreemptMode: string(v.EffectivePreemptMode()),
 	}
 	if l := a.s.currentLeader(); l != nil {
 		info.Panics = l.panics(v.Name)
@@ -372,6 +373,9 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	}
 	if req.SetPreemption {
 		vc.Preemption = req.Preemption
+	}
+	if err := setPreemptMode(&vc, req.PreemptMode); err != nil {
+		return nil, rpcError(err)
 	}
 	if req.SetCheckpointableOnlyOnBorrowed {
 		vc.CheckpointableOnlyOnBorrowed = req.CheckpointableOnlyOnBorrowed

@@ -119,13 +119,14 @@ func allocToProto(a *model.Allocation) *latticev1.Allocation {
 	if pr := a.Preemption; pr != nil {
 		p.Preemption = &latticev1.Preemption{Kind: pr.Kind, ByVcluster: pr.ByVCluster, ForAllocation: pr.ForAlloc,
 			ForDisplayId: strconv.FormatUint(pr.ForAlloc, 10),
-			TimeUnixMs:   unixMS(pr.Time), DeadlineUnixMs: unixMS(pr.Deadline)}
+			TimeUnixMs:   unixMS(pr.Time), DeadlineUnixMs: unixMS(pr.Deadline), Action: string(pr.Action)}
 	}
 	if a.ExitCode != nil {
 		p.HasExitCode, p.ExitCode = true, int32(*a.ExitCode)
 	}
 	p.Usage = UsageToProto(a.Usage)
 	p.SuspendedUnixMs, p.SuspendedSeconds = unixMS(a.SuspendedAt), int64(a.SuspendedFor/time.Second)
+	p.SuspendedOn = a.SuspendedOn
 	for _, h := range a.History {
 		p.History = append(p.History, &latticev1.Transition{State: string(h.State), Reason: h.Reason, TimeUnixMs: unixMS(h.Time)})
 	}
@@ -153,6 +154,7 @@ func nodeToProto(n *model.Node, displayAlloc string, lastSeen time.Time) *lattic
 		Cpus: int32(n.CPUs), MemoryMb: n.MemoryMB, CleanupAllocation: n.Cleanup,
 		MeasuredWatts: int32(n.MeasuredWatts), MeasuredAtUnixMs: unixMS(n.MeasuredAt),
 		StateReasonBy: n.ReasonBy, StateReasonUnixMs: unixMS(n.ReasonAt),
+		SuspendedAllocation: n.SuspendedAlloc,
 	}
 }
 

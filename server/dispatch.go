@@ -31,6 +31,7 @@ type agentConn struct {
 	cancelSent map[uint64]int
 	reported   map[uint64]bool  // allocations whose run the agent reported ended
 	ckptSent   map[uint64]int64 // checkpoint requests delivered: deadline (Unix ms)
+	frozen     map[uint64]bool  // preemption freezes delivered (gang.go): allocation frozen here
 	logWaiters map[uint64]chan *latticev1.LogData
 	closed     bool
 	// unsettled: runs the agent said it still had when it attached, counted
@@ -193,6 +194,7 @@ const (
 	deliverAssign = iota
 	deliverCancel
 	deliverCheckpoint
+	deliverFreeze // a preemption's freeze or thaw (gang.go)
 )
 
 // pass compares committed state with what each agent was told.
@@ -210,6 +212,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 	}
 	d.mu.Unlock()
 	d.l.s.view(func(st *quorum.State) {
+		out = d.preemptFreezes(st, conns, out)   // before any start on their nodes
 		for _, a := range st.StagingAnyOrder() { // order does not matter; a sort of thousands would, under the lock
 			if len(a.Nodes) == 0 {
 				continue
@@ -254,7 +257,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 			}
 			for id, run := range runs {
 				a := st.Allocation(id)
-				if a != nil && a.RequeueCount == run && a.State.Active() {
+				if a != nil && a.RequeueCount == run && (a.State.Active() || a.GangSuspended()) {
 					c.settle(id)
 				}
 				switch {
@@ -270,7 +273,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 							msg: cancelMsg(id, cmp.Or(a.Reason, model.ReasonRequeued), grace)})
 					}
 					c.forget(id)
-				case a == nil || a.State.Terminal() || a.State == model.StatePending || a.State == model.StateSuspended:
+				case a == nil || a.State.Terminal() || a.State == model.StatePending || a.State == model.StateSuspended && !a.GangSuspended():
 					if !c.hasReported(id) && !c.wasCancelSent(id, run) {
 						reason := model.ReasonCancelled
 						if a != nil && a.Reason != "" {
@@ -371,6 +374,8 @@ func (c *agentConn) mark(dv delivery) {
 		c.cancelSent[dv.id] = dv.run
 	case deliverCheckpoint:
 		c.ckptSent[dv.id] = dv.ckpt
+	case deliverFreeze:
+		c.setFrozen(dv.id, dv.msg.GetFreeze().GetFreeze())
 	}
 }
 

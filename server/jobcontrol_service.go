@@ -306,7 +306,7 @@ func (s *Server) lookupQOS(name string) (model.QOS, error) {
 
 func qosToProto(q model.QOS) *latticev1.QOS {
 	return &latticev1.QOS{Name: q.Name, PriorityClass: int32(q.PriorityClass), MaxWalltimeSeconds: int64(q.MaxWalltime / time.Second),
-		MaxNodes: int32(q.MaxNodes), Vcluster: q.VCluster, Description: q.Description}
+		MaxNodes: int32(q.MaxNodes), Vcluster: q.VCluster, Description: q.Description, PreemptMode: string(q.PreemptMode)}
 }
 
 func (a *allocService) ListQOS(ctx context.Context, _ *latticev1.ListQOSRequest) (*latticev1.ListQOSResponse, error) {
@@ -333,6 +333,13 @@ func (a *allocService) SetQOS(ctx context.Context, req *latticev1.SetQOSRequest)
 	}
 	q := model.QOS{Name: p.Name, PriorityClass: int(p.PriorityClass), MaxWalltime: time.Duration(p.MaxWalltimeSeconds) * time.Second,
 		MaxNodes: int(p.MaxNodes), VCluster: p.Vcluster, Description: p.Description}
+	if p.PreemptMode != "" {
+		m, err := model.ParsePreemptMode(p.PreemptMode)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		q.PreemptMode = m
+	}
 	r, err := a.s.propose(ctx, &quorum.SetQOS{QOS: q, Delete: req.Delete})
 	if err != nil {
 		return nil, rpcError(err)

@@ -94,6 +94,7 @@ func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 		{Name: "walltime-backstop", Run: l.walltimeBackstop},
 		{Name: "measured-power", Run: l.commitMeasuredPower},
 		{Name: "idle-interactive", Run: l.endIdleInteractive},
+		{Name: "resume-suspended", Run: l.resumeSuspended},
 		{Name: "services", Run: l.serviceLoop},
 	}
 }
@@ -348,6 +349,10 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 				held = append(held, a)
 			}
 		}
+		// Allocations a preemption suspended (their nodes wait for them)
+		// and the QOS entries that set a preemption mode.
+		held = append(held, st.SuspendedByPreemption()...)
+		snap.QOS = preemptQOS(st)
 		for _, t := range st.Tenants() {
 			snap.Tenants[t.Name] = t
 			run := st.TenantRunning(t.Name)
@@ -502,7 +507,7 @@ func (s *Server) Reclaim(ctx context.Context, vc string, items []vcluster.Reclai
 func (s *Server) Preempt(ctx context.Context, vc string, items []vcluster.PreemptProposal) ([]vcluster.Outcome, error) {
 	cmd := &quorum.Preempt{VCluster: vc, ReserveUntil: s.reserveUntil(s.graceOf(vc))}
 	for _, it := range items {
-		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Reserve: it.Reserve, Version: it.Version})
+		cmd.Items = append(cmd.Items, quorum.PreemptItem{ForAlloc: it.ForAlloc, Victims: it.Victims, Actions: it.Actions, Reserve: it.Reserve, Version: it.Version})
 	}
 	out, err := s.proposeItems(ctx, cmd, nil)
 	for i, o := range out {

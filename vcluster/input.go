@@ -79,6 +79,9 @@ type Snapshot struct {
 	// then every job is planned with its walltime). The replay keeps its
 	// own, fed as jobs end. Prediction is derived state, never committed.
 	Predictor *predict.History
+	// QOS holds the site's QOS table by name: a victim's QOS may set its
+	// preemption mode (model.VictimAction). nil = no QOS sets one.
+	QOS map[string]*model.QOS
 	// Corrector is how a running allocation that outlives its prediction
 	// is planned from then on: predict.CorrectTsafrir (step by step) or
 	// predict.CorrectReqtime (its walltime); "" = DefaultCorrector.
@@ -496,6 +499,13 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor) {
 			sn.ReservedFor, sn.ReservedUntil = n.ReservedFor, n.ReservedUntil
 		}
+		if n.SuspendedAlloc != 0 {
+			if id, ok := suspendedFor(s, n.SuspendedAlloc); ok {
+				// The frozen processes of a suspended allocation stay here:
+				// only the job it was suspended for may start on it.
+				sn.ReservedFor, sn.ReservedUntil = id, s.Now.Add(suspendHoldSpan)
+			}
+		}
 		if n.Allocation == 0 {
 			continue
 		}
@@ -793,6 +803,9 @@ func (b *Builder) borrowable(s *Snapshot) {
 		if n.ReservedFor != 0 && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor) {
 			continue
 		}
+		if n.SuspendedAlloc != 0 {
+			continue // frozen work of its home waits there
+		}
 		if lim, ok := s.LendLimits[n.HomeVCluster][n.Name]; ok {
 			if !s.Now.Before(lim) {
 				continue // its home's plan needs it now
@@ -856,6 +869,29 @@ func (b *Builder) borrowable(s *Snapshot) {
 func holdLive(s *Snapshot, id uint64) bool {
 	a, ok := s.Allocations[id]
 	return !ok || (a.State == model.StatePending && a.Held == "") // a held one holds no nodes
+}
+
+// suspendHoldSpan is how long ahead the solver sees a node held for the
+// job a suspended allocation on it was suspended for: the hold lasts until
+// the suspended one resumes, which no plan can date.
+const suspendHoldSpan = 100 * 365 * 24 * time.Hour
+
+// suspendedFor reports, for a node marked by suspended allocation id
+// (Node.SuspendedAlloc), the only job that may start on it — the one id
+// was suspended for — and whether the mark holds: an allocation the
+// snapshot does not hold is assumed still suspended (the quorum drops the
+// marks when it resumes or ends), for no job.
+func suspendedFor(s *Snapshot, id uint64) (uint64, bool) {
+	a, ok := s.Allocations[id]
+	switch {
+	case !ok:
+		return id, true
+	case !a.GangSuspended():
+		return 0, false
+	case a.Preemption == nil:
+		return id, true
+	}
+	return a.Preemption.ForAlloc, true
 }
 
 // SortByID sorts allocations by id, as Snapshot.Pending is. It sorts the

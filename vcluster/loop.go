@@ -73,8 +73,11 @@ type ReclaimProposal struct {
 type PreemptProposal struct {
 	ForAlloc uint64
 	Victims  []uint64
-	Reserve  []string
-	Version  uint64
+	// Actions holds what preempting each victim does, in Victims' order
+	// (model.VictimAction: checkpoint, requeue, cancel or suspend).
+	Actions []model.PreemptAction
+	Reserve []string
+	Version uint64
 }
 
 // Proposer sends one cycle's proposals to the quorum. Outcomes of Reclaim
@@ -534,7 +537,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	}
 	var preempts []PreemptProposal
 	if blocked {
-		preempts = PlanPreemptions(snap, plan, whatIf, l.VictimCost, reclaims)
+		var notes map[uint64]string
+		preempts, notes = PlanPreemptionsExplained(snap, plan, whatIf, l.VictimCost, reclaims)
+		for id, note := range notes {
+			expl.edit(id, func(x *Explanation) { x.Message = note })
+		}
 	}
 	heldBy := map[string]uint64{} // nodes a reclaim holds, by the job
 	bw := newBorrowers(snap)
@@ -556,7 +563,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	for i := range preempts {
 		p := &preempts[i]
 		p.Version = version
-		msg := preemptMessage(snap, p.Victims)
+		msg := preemptMessage(snap, p.Victims, p.Actions)
 		expl.edit(p.ForAlloc, func(x *Explanation) { x.Message = msg })
 	}
 
@@ -779,19 +786,24 @@ func heldCounts(s *Snapshot) map[uint64]int {
 }
 
 // preemptMessage says which allocations are preempted for a job.
-func preemptMessage(s *Snapshot, victims []uint64) string {
+func preemptMessage(s *Snapshot, victims []uint64, actions []model.PreemptAction) string {
 	parts := make([]string, 0, len(victims))
-	for _, id := range victims {
+	for i, id := range victims {
+		how := ""
+		if i < len(actions) && actions[i] != "" {
+			how = ", " + map[model.PreemptAction]string{model.ActionCheckpoint: "checkpointed and requeued",
+				model.ActionRequeue: "requeued", model.ActionCancel: "cancelled", model.ActionSuspend: "suspended"}[actions[i]]
+		}
 		if a := s.Allocations[id]; a != nil {
-			parts = append(parts, fmt.Sprintf("%s (class %d)", a.DisplayID(), a.PriorityClass))
+			parts = append(parts, fmt.Sprintf("%s (class %d%s)", a.DisplayID(), a.PriorityClass, how))
 		} else {
 			parts = append(parts, fmt.Sprint(id))
 		}
 	}
 	if len(victims) == 1 {
-		return "preempting allocation " + parts[0] + "; starts once it is checkpointed"
+		return "preempting allocation " + parts[0] + "; starts once it has stopped"
 	}
-	return "preempting allocations " + strings.Join(parts, ", ") + "; starts once they are checkpointed"
+	return "preempting allocations " + strings.Join(parts, ", ") + "; starts once they have stopped"
 }
 
 // describe writes one sentence on why a job waits or where it starts.

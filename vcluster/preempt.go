@@ -2,8 +2,10 @@ package vcluster
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latticehpc/lattice/model"
@@ -45,8 +47,9 @@ const MaxPreemptionsPerCycle = 2
 // victim is a running allocation that may be preempted, and its nodes.
 type victim struct {
 	a      *model.Allocation
-	nodes  []*model.Node // its nodes in this vCluster that stay here when freed
-	others []*model.Node // its borrowed nodes: they go home when freed
+	action model.PreemptAction // what preempting it does (model.VictimAction)
+	nodes  []*model.Node       // its nodes in this vCluster that stay here when freed
+	others []*model.Node       // its borrowed nodes: they go home when freed
 	cost   float64
 	useful int // nodes the preemptor could use
 }
@@ -58,6 +61,10 @@ type preemption struct {
 	busy    map[string]bool // nodes other decisions of this cycle take
 	victims []*victim       // every candidate, in node order
 	used    map[uint64]bool // victims already chosen this cycle
+	// protected: lower-class running work the policy keeps from being
+	// preempted, and why (for the explanations).
+	protected []*victim
+	why       map[uint64]string
 }
 
 // PlanPreemptions plans preemption by priority class inside a vCluster
@@ -78,16 +85,31 @@ type preemption struct {
 // whose jobs are skipped too) are busy in every what-if; so is each
 // proposal's Reserve for the next. The proposals carry no Version.
 func PlanPreemptions(snap *Snapshot, real *solver.Plan, plan Planner, cost VictimCost, taken []ReclaimProposal) []PreemptProposal {
+	out, _ := PlanPreemptionsExplained(snap, real, plan, cost, taken)
+	return out
+}
+
+// MaxPolicyNotes bounds how many blocked jobs a cycle explains the
+// preemption policy to.
+const MaxPolicyNotes = 8
+
+// PlanPreemptionsExplained is PlanPreemptions, and it also says, for the
+// first blocked jobs it found no victims for (at most MaxPolicyNotes),
+// when running work of a lower class on nodes the job could use would have
+// let it start but the preemption policy keeps it (model.VictimAction:
+// preemption off, work that cannot checkpoint under mode checkpoint, a
+// QOS with mode off): a sentence for `explain`, by job id.
+func PlanPreemptionsExplained(snap *Snapshot, real *solver.Plan, plan Planner, cost VictimCost, taken []ReclaimProposal) ([]PreemptProposal, map[uint64]string) {
 	vc := snap.VCluster
-	if !vc.Preempts() || real == nil {
-		return nil
+	if vc.Sensitive() || real == nil {
+		return nil, nil
 	}
 	if cost == nil {
 		cost = DefaultVictimCost
 	}
 	blocked := waiting(real, snap.Now.Add(vc.Horizon()), false)
 	if len(blocked) == 0 {
-		return nil
+		return nil, nil
 	}
 	held := heldFor(snap)
 	skip := map[uint64]bool{}
@@ -104,8 +126,8 @@ func PlanPreemptions(snap *Snapshot, real *solver.Plan, plan Planner, cost Victi
 		}
 	}
 	pm.findVictims(cost)
-	if len(pm.victims) == 0 {
-		return nil
+	if len(pm.victims) == 0 && len(pm.protected) == 0 {
+		return nil, nil
 	}
 	pending := make(map[uint64]*model.Allocation, len(snap.Pending))
 	for _, a := range snap.Pending {
@@ -117,31 +139,100 @@ func PlanPreemptions(snap *Snapshot, real *solver.Plan, plan Planner, cost Victi
 	}
 
 	var out []PreemptProposal
+	var notes map[uint64]string
 	for _, id := range order {
-		if len(out) >= MaxPreemptionsPerCycle {
+		if len(out) >= MaxPreemptionsPerCycle || len(pm.victims) == 0 && len(notes) >= MaxPolicyNotes {
 			break
 		}
 		a := pending[id]
 		if a == nil || !blocked[id] || held[id] || skip[id] {
 			continue
 		}
-		victims, start := pm.choose(a)
+		var victims []*victim
+		var start *solver.Start
+		if len(pm.victims) > 0 {
+			victims, start = pm.choose(a)
+		}
 		if start == nil {
+			if note := pm.policyNote(a); note != "" && len(notes) < MaxPolicyNotes {
+				if notes == nil {
+					notes = map[uint64]string{}
+				}
+				notes[id] = note
+			}
 			continue
 		}
 		p := PreemptProposal{ForAlloc: id, Reserve: slices.Clone(start.Nodes)}
+		slices.SortFunc(victims, func(x, y *victim) int { return cmp.Compare(x.a.ID, y.a.ID) })
 		for _, v := range victims {
 			p.Victims = append(p.Victims, v.a.ID)
+			p.Actions = append(p.Actions, v.action)
 			pm.used[v.a.ID] = true
 		}
-		slices.Sort(p.Victims)
 		slices.Sort(p.Reserve)
 		for _, n := range p.Reserve {
 			pm.busy[n] = true
 		}
 		out = append(out, p)
 	}
-	return out
+	return out, notes
+}
+
+// policyNote says why a, blocked, waits although lower-class work runs on
+// enough nodes it could use: the policy keeps that work from being
+// preempted. "" when the protected work would not be enough anyway.
+func (pm *preemption) policyNote(a *model.Allocation) string {
+	s, vc := pm.snap, pm.snap.VCluster
+	free := 0
+	for _, n := range s.Nodes {
+		if n.CurrentVCluster == vc.Name && n.Allocation == 0 && pm.usable(a, n) {
+			free++
+		}
+	}
+	for _, v := range pm.victims {
+		if !pm.used[v.a.ID] && v.a.PriorityClass < a.PriorityClass {
+			for _, n := range v.nodes {
+				if pm.usable(a, n) {
+					free++
+				}
+			}
+		}
+	}
+	var kept []*victim
+	total := free
+	for _, v := range pm.protected {
+		if v.a.PriorityClass >= a.PriorityClass {
+			continue
+		}
+		useful := 0
+		for _, n := range v.nodes {
+			if pm.usable(a, n) {
+				useful++
+			}
+		}
+		if useful > 0 {
+			kept = append(kept, v)
+			total += useful
+		}
+	}
+	if len(kept) == 0 || total < max(1, a.NodesMin) {
+		return ""
+	}
+	slices.SortFunc(kept, func(x, y *victim) int { return cmp.Compare(x.a.ID, y.a.ID) })
+	_, why := model.VictimAction(vc, s.qosOf(kept[0].a), kept[0].a)
+	if why == "" { // suspension ruled out by where it runs
+		why = "it would be suspended, but it runs on borrowed nodes or is suspended by an admin"
+	}
+	ids := make([]string, 0, min(len(kept), 3))
+	for _, v := range kept[:min(len(kept), 3)] {
+		ids = append(ids, v.a.DisplayID())
+	}
+	more := ""
+	if len(kept) > 3 {
+		more = fmt.Sprintf(" and %d more", len(kept)-3)
+	}
+	return fmt.Sprintf("waits although lower-class work runs on nodes it could use (allocation %s%s): it is not preempted, %s (latticectl vcluster set %s --preempt-mode, or the QOS's)",
+		strings.Join(ids, ", "), more, why, vc.Name)
 }
 
 // findVictims lists the running allocations of the vCluster that could be
@@ -156,12 +247,18 @@ func (pm *preemption) findVictims(cost VictimCost) {
 		v := byID[n.Allocation]
 		if v == nil {
 			a := s.Allocations[n.Allocation]
-			if a == nil || a.VCluster != vc.Name || a.State != model.StateRunning || a.PriorityClass >= model.MaxPriorityClass {
+			if a == nil || a.VCluster != vc.Name || a.State != model.StateRunning {
 				continue
 			}
-			v = &victim{a: a, cost: cost(a, s.Now)}
+			v = &victim{a: a}
 			byID[a.ID] = v
-			pm.victims = append(pm.victims, v)
+			v.action, _ = model.VictimAction(vc, s.qosOf(a), a)
+			if v.action == "" {
+				pm.protected = append(pm.protected, v)
+			} else {
+				v.cost = cost(a, s.Now)
+				pm.victims = append(pm.victims, v)
+			}
 		}
 		if n.HomeVCluster == vc.Name {
 			v.nodes = append(v.nodes, n)
@@ -169,6 +266,25 @@ func (pm *preemption) findVictims(cost VictimCost) {
 			v.others = append(v.others, n)
 		}
 	}
+	// A suspended allocation waits on its nodes: only one wholly on the
+	// vCluster's own nodes, running and not suspended by an admin, can be.
+	kept := pm.victims[:0]
+	for _, v := range pm.victims {
+		if v.action == model.ActionSuspend && (len(v.others) > 0 || !v.a.SuspendedAt.IsZero()) {
+			pm.protected = append(pm.protected, v)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	pm.victims = kept
+}
+
+// qosOf is a's QOS entry, nil when it has none in the table.
+func (s *Snapshot) qosOf(a *model.Allocation) *model.QOS {
+	if a.QOS == "" || s.QOS == nil {
+		return nil
+	}
+	return s.QOS[a.QOS]
 }
 
 // usable reports whether the preemptor a could run on node n once it is
@@ -181,6 +297,11 @@ func (pm *preemption) usable(a *model.Allocation, n *model.Node) bool {
 	}
 	if a.GPUType != "" && !equalFold(n.GPUType, a.GPUType) {
 		return false
+	}
+	if n.SuspendedAlloc != 0 {
+		if id, ok := suspendedFor(s, n.SuspendedAlloc); ok && id != a.ID {
+			return false
+		}
 	}
 	return !(n.ReservedFor != 0 && n.ReservedFor != a.ID && s.Now.Before(n.ReservedUntil) && holdLive(s, n.ReservedFor))
 }

@@ -13,12 +13,12 @@ import (
 	"github.com/latticehpc/lattice/solver"
 )
 
-// preemptSnapshot: vCluster "batch" with preemption on; a1 a2 run
+// preemptSnapshot: vCluster "batch" with preemption on, mode requeue; a1 a2 run
 // allocation 10 (class 1, cannot checkpoint, 2 h in: 240 node-minutes),
 // a3 runs 11 (class 2, checkpoints in 3 min: 3), a4 runs 12 (class 10).
 // Job 1 (class 5) waits.
 func preemptSnapshot() *Snapshot {
-	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, ReservationDepth: 1, Preemption: true}
+	vc := &model.VCluster{Name: "batch", Type: model.TypeHPCBatch, ReservationDepth: 1, Preemption: true, PreemptMode: model.PreemptRequeue}
 	nodes := []*model.Node{
 		node("a1", "batch").running(10).build(), node("a2", "batch").running(10).build(),
 		node("a3", "batch").running(11).build(), node("a4", "batch").running(12).build(),
@@ -45,15 +45,15 @@ func TestPlanPreemptions(t *testing.T) {
 		want   []PreemptProposal
 	}{
 		{"the cheapest victim", func(*Snapshot) {},
-			[]PreemptProposal{{ForAlloc: 1, Victims: []uint64{11}, Reserve: []string{"a3"}}}},
+			[]PreemptProposal{{ForAlloc: 1, Victims: []uint64{11}, Actions: []model.PreemptAction{"checkpoint"}, Reserve: []string{"a3"}}}},
 		{"the cheapest set that holds the job, and no more", func(s *Snapshot) {
 			// 11 (3) and 10 (240) hold 3 nodes; 10 alone holds 2.
 			s.Pending[0].NodesMin, s.Pending[0].NodesMax = 2, 2
-		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Reserve: []string{"a1", "a2"}}}},
+		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Actions: []model.PreemptAction{"requeue"}, Reserve: []string{"a1", "a2"}}}},
 		{"with an idle node, fewer victims", func(s *Snapshot) {
 			s.Nodes = append(s.Nodes, node("a5", "batch").build())
 			s.Pending[0].NodesMin, s.Pending[0].NodesMax = 2, 2
-		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{11}, Reserve: []string{"a3", "a5"}}}},
+		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{11}, Actions: []model.PreemptAction{"checkpoint"}, Reserve: []string{"a3", "a5"}}}},
 		{"never class 10", func(s *Snapshot) {
 			s.Pending[0].PriorityClass = 10
 			s.Pending[0].NodesMin, s.Pending[0].NodesMax = 4, 4
@@ -63,11 +63,11 @@ func TestPlanPreemptions(t *testing.T) {
 		}, nil},
 		{"a class-2 job may preempt class 1 only", func(s *Snapshot) {
 			s.Pending[0].PriorityClass = 2
-		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Reserve: []string{"a1"}}}},
+		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Actions: []model.PreemptAction{"requeue"}, Reserve: []string{"a1"}}}},
 		{"constraints: only nodes that fit", func(s *Snapshot) {
 			s.Nodes[1].Features = []string{"big"}
 			s.Pending[0].Constraints = []string{"big"}
-		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Reserve: []string{"a2"}}}},
+		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Actions: []model.PreemptAction{"requeue"}, Reserve: []string{"a2"}}}},
 		{"no preemption when the vCluster does not preempt", func(s *Snapshot) {
 			s.VCluster.Preemption = false
 		}, nil},
@@ -79,9 +79,9 @@ func TestPlanPreemptions(t *testing.T) {
 		}, nil},
 		{"a victim whose work is already checkpointing is not one", func(s *Snapshot) {
 			s.Allocations[11].State = model.StateCheckpointing
-		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Reserve: []string{"a1"}}}},
+		}, []PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Actions: []model.PreemptAction{"requeue"}, Reserve: []string{"a1"}}}},
 		{"the price comes from VictimCost", nil,
-			[]PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Reserve: []string{"a1"}}}},
+			[]PreemptProposal{{ForAlloc: 1, Victims: []uint64{10}, Actions: []model.PreemptAction{"requeue"}, Reserve: []string{"a1"}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,10 +127,10 @@ func TestCyclePreempts(t *testing.T) {
 	if err := l.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(prop.preempts) != 1 || fmt.Sprint(prop.preempts[0]) != fmt.Sprint([]PreemptProposal{{ForAlloc: 1, Victims: []uint64{11}, Reserve: []string{"a3"}, Version: 42}}) {
+	if len(prop.preempts) != 1 || fmt.Sprint(prop.preempts[0]) != fmt.Sprint([]PreemptProposal{{ForAlloc: 1, Victims: []uint64{11}, Actions: []model.PreemptAction{"checkpoint"}, Reserve: []string{"a3"}, Version: 42}}) {
 		t.Fatalf("preemptions %+v", prop.preempts)
 	}
-	if e, _ := l.Explanations.Get(1); e == nil || !strings.Contains(e.Message, "preempting allocation 11 (class 2)") {
+	if e, _ := l.Explanations.Get(1); e == nil || !strings.Contains(e.Message, "preempting allocation 11 (class 2, checkpointed and requeued)") {
 		t.Fatalf("explanation %+v", e)
 	}
 	// A VictimCost plugged into the loop is used.

@@ -902,6 +902,10 @@ type VClusterInfo struct {
 	ServiceProtect               bool                   `protobuf:"varint,141,opt,name=service_protect,json=serviceProtect,proto3" json:"service_protect,omitempty"`    // reservations for the jobs that would take their tenant above Jain's threshold
 	RunningEnds                  string                 `protobuf:"bytes,142,opt,name=running_ends,json=runningEnds,proto3" json:"running_ends,omitempty"`              // when the plan expects running work to end: predicted, walltime
 	PredictedStarts              bool                   `protobuf:"varint,143,opt,name=predicted_starts,json=predictedStarts,proto3" json:"predicted_starts,omitempty"` // pending jobs start in holes their predicted runtimes fit
+	// What preemption does to lower-class work that cannot checkpoint: off
+	// (preemption off), checkpoint (only work that can checkpoint is
+	// preempted; the default), requeue, cancel, suspend.
+	PreemptMode string `protobuf:"bytes,460,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`
 	// What SetVCluster changed beyond what was asked, e.g. weights that did
 	// not sum to 1, normalised (only in SetVCluster's answer).
 	Warnings      []string `protobuf:"bytes,280,rep,name=warnings,proto3" json:"warnings,omitempty"`
@@ -1121,6 +1125,13 @@ func (x *VClusterInfo) GetPredictedStarts() bool {
 	return false
 }
 
+func (x *VClusterInfo) GetPreemptMode() string {
+	if x != nil {
+		return x.PreemptMode
+	}
+	return ""
+}
+
 func (x *VClusterInfo) GetWarnings() []string {
 	if x != nil {
 		return x.Warnings
@@ -1251,8 +1262,11 @@ type SetVClusterRequest struct {
 	RunningEnds                     string                 `protobuf:"bytes,143,opt,name=running_ends,json=runningEnds,proto3" json:"running_ends,omitempty"` // predicted, walltime; empty = unchanged
 	SetPredictedStarts              bool                   `protobuf:"varint,144,opt,name=set_predicted_starts,json=setPredictedStarts,proto3" json:"set_predicted_starts,omitempty"`
 	PredictedStarts                 bool                   `protobuf:"varint,145,opt,name=predicted_starts,json=predictedStarts,proto3" json:"predicted_starts,omitempty"`
-	unknownFields                   protoimpl.UnknownFields
-	sizeCache                       protoimpl.SizeCache
+	// off, checkpoint, requeue, cancel, suspend; empty = unchanged. off
+	// turns preemption off; any other mode turns it on.
+	PreemptMode   string `protobuf:"bytes,460,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetVClusterRequest) Reset() {
@@ -1500,6 +1514,13 @@ func (x *SetVClusterRequest) GetPredictedStarts() bool {
 		return x.PredictedStarts
 	}
 	return false
+}
+
+func (x *SetVClusterRequest) GetPreemptMode() string {
+	if x != nil {
+		return x.PreemptMode
+	}
+	return ""
 }
 
 type GetPowerRequest struct {
@@ -2093,7 +2114,7 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\apending\x18\a \x01(\x05R\apending\x12\x18\n" +
 	"\arunning\x18\b \x01(\x05R\arunning\x12\x1f\n" +
 	"\vpower_watts\x18\t \x01(\x03R\n" +
-	"powerWatts\"\xa5\b\n" +
+	"powerWatts\"\xc9\b\n" +
 	"\fVClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12'\n" +
@@ -2126,12 +2147,13 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"fair_share\x18\x8c\x01 \x01(\tR\tfairShare\x12(\n" +
 	"\x0fservice_protect\x18\x8d\x01 \x01(\bR\x0eserviceProtect\x12\"\n" +
 	"\frunning_ends\x18\x8e\x01 \x01(\tR\vrunningEnds\x12*\n" +
-	"\x10predicted_starts\x18\x8f\x01 \x01(\bR\x0fpredictedStarts\x12\x1b\n" +
+	"\x10predicted_starts\x18\x8f\x01 \x01(\bR\x0fpredictedStarts\x12\"\n" +
+	"\fpreempt_mode\x18\xcc\x03 \x01(\tR\vpreemptMode\x12\x1b\n" +
 	"\bwarnings\x18\x98\x02 \x03(\tR\bwarnings\"\x16\n" +
 	"\x14ListVClustersRequest\"{\n" +
 	"\x15ListVClustersResponse\x126\n" +
 	"\tvclusters\x18\x01 \x03(\v2\x18.lattice.v1.VClusterInfoR\tvclusters\x12*\n" +
-	"\x10default_vcluster\x18\x98\x02 \x01(\tR\x0fdefaultVcluster\"\x90\n" +
+	"\x10default_vcluster\x18\x98\x02 \x01(\tR\x0fdefaultVcluster\"\xb4\n" +
 	"\n" +
 	"\x12SetVClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
@@ -2169,7 +2191,8 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\x0fservice_protect\x18\x8e\x01 \x01(\bR\x0eserviceProtect\x12\"\n" +
 	"\frunning_ends\x18\x8f\x01 \x01(\tR\vrunningEnds\x121\n" +
 	"\x14set_predicted_starts\x18\x90\x01 \x01(\bR\x12setPredictedStarts\x12*\n" +
-	"\x10predicted_starts\x18\x91\x01 \x01(\bR\x0fpredictedStarts\"\x11\n" +
+	"\x10predicted_starts\x18\x91\x01 \x01(\bR\x0fpredictedStarts\x12\"\n" +
+	"\fpreempt_mode\x18\xcc\x03 \x01(\tR\vpreemptMode\"\x11\n" +
 	"\x0fGetPowerRequest\"\xe5\x01\n" +
 	"\bPowerUse\x12\x1a\n" +
 	"\bvcluster\x18\x01 \x01(\tR\bvcluster\x12!\n" +

@@ -533,8 +533,11 @@ type QOS struct {
 	MaxNodes           int32                  `protobuf:"varint,4,opt,name=max_nodes,json=maxNodes,proto3" json:"max_nodes,omitempty"`                                 // 0 = no limit
 	Vcluster           string                 `protobuf:"bytes,5,opt,name=vcluster,proto3" json:"vcluster,omitempty"`                                                  // where its jobs run unless they name one
 	Description        string                 `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// What preemption does to this QOS's work in place of its vCluster's
+	// mode: off, checkpoint, requeue, cancel, suspend; empty = the vCluster's.
+	PreemptMode   string `protobuf:"bytes,460,opt,name=preempt_mode,json=preemptMode,proto3" json:"preempt_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QOS) Reset() {
@@ -605,6 +608,13 @@ func (x *QOS) GetVcluster() string {
 func (x *QOS) GetDescription() string {
 	if x != nil {
 		return x.Description
+	}
+	return ""
+}
+
+func (x *QOS) GetPreemptMode() string {
+	if x != nil {
+		return x.PreemptMode
 	}
 	return ""
 }
@@ -1693,8 +1703,11 @@ type Preemption struct {
 	ForDisplayId   string                 `protobuf:"bytes,4,opt,name=for_display_id,json=forDisplayId,proto3" json:"for_display_id,omitempty"`
 	TimeUnixMs     int64                  `protobuf:"varint,5,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
 	DeadlineUnixMs int64                  `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What the preemption did: checkpoint, requeue, cancel, suspend; empty =
+	// stopped and requeued (checkpointed first when it could).
+	Action        string `protobuf:"bytes,460,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Preemption) Reset() {
@@ -1767,6 +1780,13 @@ func (x *Preemption) GetDeadlineUnixMs() int64 {
 		return x.DeadlineUnixMs
 	}
 	return 0
+}
+
+func (x *Preemption) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
 }
 
 type SubmitRequest struct {
@@ -1993,8 +2013,11 @@ type Allocation struct {
 	// suspended before (its walltime does not count it).
 	SuspendedUnixMs  int64 `protobuf:"varint,301,opt,name=suspended_unix_ms,json=suspendedUnixMs,proto3" json:"suspended_unix_ms,omitempty"`
 	SuspendedSeconds int64 `protobuf:"varint,302,opt,name=suspended_seconds,json=suspendedSeconds,proto3" json:"suspended_seconds,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// suspended_on: the nodes a preemption suspended it on (preempt-mode
+	// suspend): SUSPENDED, its processes frozen there until it resumes.
+	SuspendedOn   []string `protobuf:"bytes,460,rep,name=suspended_on,json=suspendedOn,proto3" json:"suspended_on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Allocation) Reset() {
@@ -2228,6 +2251,13 @@ func (x *Allocation) GetSuspendedSeconds() int64 {
 		return x.SuspendedSeconds
 	}
 	return 0
+}
+
+func (x *Allocation) GetSuspendedOn() []string {
+	if x != nil {
+		return x.SuspendedOn
+	}
+	return nil
 }
 
 // Step is one step launched inside an allocation.
@@ -3205,14 +3235,15 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x04_qos\"9\n" +
 	"\rSignalRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x16\n" +
-	"\x06signal\x18\x02 \x01(\tR\x06signal\"\xcd\x01\n" +
+	"\x06signal\x18\x02 \x01(\tR\x06signal\"\xf1\x01\n" +
 	"\x03QOS\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0epriority_class\x18\x02 \x01(\x05R\rpriorityClass\x120\n" +
 	"\x14max_walltime_seconds\x18\x03 \x01(\x03R\x12maxWalltimeSeconds\x12\x1b\n" +
 	"\tmax_nodes\x18\x04 \x01(\x05R\bmaxNodes\x12\x1a\n" +
 	"\bvcluster\x18\x05 \x01(\tR\bvcluster\x12 \n" +
-	"\vdescription\x18\x06 \x01(\tR\vdescription\";\n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\x12\"\n" +
+	"\fpreempt_mode\x18\xcc\x03 \x01(\tR\vpreemptMode\";\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bvcluster\x18\x02 \x01(\tR\bvcluster\"\x10\n" +
@@ -3304,7 +3335,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\n" +
 	"overcommit\x18\xf7\x01 \x01(\bR\n" +
 	"overcommit\x12!\n" +
-	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xda\x01\n" +
+	"\vinteractive\x18\x84\x02 \x01(\bR\vinteractive\"\xf3\x01\n" +
 	"\n" +
 	"Preemption\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
@@ -3314,7 +3345,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0efor_display_id\x18\x04 \x01(\tR\fforDisplayId\x12 \n" +
 	"\ftime_unix_ms\x18\x05 \x01(\x03R\n" +
 	"timeUnixMs\x12(\n" +
-	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"t\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x17\n" +
+	"\x06action\x18\xcc\x03 \x01(\tR\x06action\"t\n" +
 	"\rSubmitRequest\x127\n" +
 	"\arequest\x18\x01 \x01(\v2\x1d.lattice.v1.AllocationRequestR\arequest\x12*\n" +
 	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"v\n" +
@@ -3329,7 +3361,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
 	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
-	"timeUnixMs\"\x8c\t\n" +
+	"timeUnixMs\"\xb0\t\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
@@ -3366,7 +3398,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x04held\x18! \x01(\tR\x04held\x12+\n" +
 	"\x05usage\x18\xac\x02 \x01(\v2\x14.lattice.v1.JobUsageR\x05usage\x12+\n" +
 	"\x11suspended_unix_ms\x18\xad\x02 \x01(\x03R\x0fsuspendedUnixMs\x12,\n" +
-	"\x11suspended_seconds\x18\xae\x02 \x01(\x03R\x10suspendedSeconds\"\xb6\x02\n" +
+	"\x11suspended_seconds\x18\xae\x02 \x01(\x03R\x10suspendedSeconds\x12\"\n" +
+	"\fsuspended_on\x18\xcc\x03 \x03(\tR\vsuspendedOn\"\xb6\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x14\n" +
 	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x14\n" +

@@ -44,8 +44,11 @@ type Node struct {
 	ReturnRequested     bool                   `protobuf:"varint,19,opt,name=return_requested,json=returnRequested,proto3" json:"return_requested,omitempty"` // reclaimed by its home: goes back when its allocation ends
 	ReservedFor         uint64                 `protobuf:"varint,20,opt,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`             // held for this pending allocation (after a reclaim or preemption)
 	ReservedUntilUnixMs int64                  `protobuf:"varint,21,opt,name=reserved_until_unix_ms,json=reservedUntilUnixMs,proto3" json:"reserved_until_unix_ms,omitempty"`
-	ReclaimedFrom       string                 `protobuf:"bytes,22,opt,name=reclaimed_from,json=reclaimedFrom,proto3" json:"reclaimed_from,omitempty"` // may not be borrowed again by this vCluster until the back-off ends
-	ReclaimedAtUnixMs   int64                  `protobuf:"varint,23,opt,name=reclaimed_at_unix_ms,json=reclaimedAtUnixMs,proto3" json:"reclaimed_at_unix_ms,omitempty"`
+	// suspended_allocation: an allocation a preemption suspended here (its
+	// processes frozen on this node); 0 = none.
+	SuspendedAllocation uint64 `protobuf:"varint,460,opt,name=suspended_allocation,json=suspendedAllocation,proto3" json:"suspended_allocation,omitempty"`
+	ReclaimedFrom       string `protobuf:"bytes,22,opt,name=reclaimed_from,json=reclaimedFrom,proto3" json:"reclaimed_from,omitempty"` // may not be borrowed again by this vCluster until the back-off ends
+	ReclaimedAtUnixMs   int64  `protobuf:"varint,23,opt,name=reclaimed_at_unix_ms,json=reclaimedAtUnixMs,proto3" json:"reclaimed_at_unix_ms,omitempty"`
 	// What the node is, as its agent detected it at registration (0/empty:
 	// not detected; simulated nodes keep their configured figures).
 	Cpus     int32 `protobuf:"varint,24,opt,name=cpus,proto3" json:"cpus,omitempty"`
@@ -241,6 +244,13 @@ func (x *Node) GetReservedFor() uint64 {
 func (x *Node) GetReservedUntilUnixMs() int64 {
 	if x != nil {
 		return x.ReservedUntilUnixMs
+	}
+	return 0
+}
+
+func (x *Node) GetSuspendedAllocation() uint64 {
+	if x != nil {
+		return x.SuspendedAllocation
 	}
 	return 0
 }
@@ -820,7 +830,7 @@ var File_lattice_v1_node_proto protoreflect.FileDescriptor
 const file_lattice_v1_node_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/node.proto\x12\n" +
-	"lattice.v1\"\xac\b\n" +
+	"lattice.v1\"\xe0\b\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
@@ -848,7 +858,8 @@ const file_lattice_v1_node_proto_rawDesc = "" +
 	"\bborrowed\x18\x12 \x01(\bR\bborrowed\x12)\n" +
 	"\x10return_requested\x18\x13 \x01(\bR\x0freturnRequested\x12!\n" +
 	"\freserved_for\x18\x14 \x01(\x04R\vreservedFor\x123\n" +
-	"\x16reserved_until_unix_ms\x18\x15 \x01(\x03R\x13reservedUntilUnixMs\x12%\n" +
+	"\x16reserved_until_unix_ms\x18\x15 \x01(\x03R\x13reservedUntilUnixMs\x122\n" +
+	"\x14suspended_allocation\x18\xcc\x03 \x01(\x04R\x13suspendedAllocation\x12%\n" +
 	"\x0ereclaimed_from\x18\x16 \x01(\tR\rreclaimedFrom\x12/\n" +
 	"\x14reclaimed_at_unix_ms\x18\x17 \x01(\x03R\x11reclaimedAtUnixMs\x12\x12\n" +
 	"\x04cpus\x18\x18 \x01(\x05R\x04cpus\x12\x1b\n" +
