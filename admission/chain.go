@@ -83,6 +83,9 @@ type Submission struct {
 	Wire Wire
 	// KeepIfNeverFits keeps a request no nodes could ever run (admins).
 	KeepIfNeverFits bool
+	// Reservation, when set, checks the request's use of a reservation
+	// right after authorization (the member's rule: reservation_service.go).
+	Reservation func(r *model.Request) error
 }
 
 // Submit runs every check of a submission in order — wire limits, site
@@ -117,6 +120,11 @@ func (c *Chain) Submit(id *auth.Identity, sub Submission) (propose, checked mode
 	}
 	if err := c.Authorize(id, &check); err != nil {
 		return model.Request{}, model.Request{}, err
+	}
+	if sub.Reservation != nil {
+		if err := sub.Reservation(&check); err != nil {
+			return model.Request{}, model.Request{}, err
+		}
 	}
 	keep := sub.KeepIfNeverFits
 	if keep && !c.IsAdmin(id) {

@@ -132,6 +132,7 @@ func (t *Term) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint64,
 			EnergyPrice: -1,
 		}
 		pending, active = st.PendingShared(name), st.ActiveShared()
+		snap.Reservations = st.Reservations(now)
 		for _, v := range st.VClusters() {
 			snap.VClusters[v.Name] = v
 			if v.Lends() {

@@ -39,6 +39,9 @@ type State struct {
 	qos []model.QOS
 	// partitions maps partition names (aliases users write) to vClusters.
 	partitions map[string]string
+	// reservations are the node reservations by name (reservation.go); the
+	// slice is replaced, never written, by a change.
+	reservations []*model.Reservation
 	// users by name and tokens by hash (users.go); nil until the first.
 	users  map[string]*User
 	tokens map[string]*Token
@@ -57,6 +60,8 @@ type State struct {
 	wake wakeQueue
 	// hist is the history of ended jobs (history.go).
 	hist history
+	// clusterID names the cluster (clusterid.go); "" until minted.
+	clusterID string
 }
 
 // MaxRememberedRequests bounds the idempotency table.

@@ -58,7 +58,8 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	r := convert.RequestFromProto(req.Request)
 	r.Env = a.s.dropSecretEnv(r.Env)
 	propose, check, err := a.s.admit.Submit(caller(ctx), admission.Submission{
-		Request: r, Wire: wireOf(req.Request), KeepIfNeverFits: req.Request.GetKeepIfNeverFits()})
+		Request: r, Wire: wireOf(req.Request), KeepIfNeverFits: req.Request.GetKeepIfNeverFits(),
+		Reservation: func(r *model.Request) error { return a.s.admitReservation(ctx, r) }}) // reservation_service.go
 	if err != nil {
 		return model.Request{}, model.Request{}, admissionError(err)
 	}
@@ -403,7 +404,7 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		out.Reason = model.ReasonWaitingForScheduling
 		out.Message = "not yet considered by its vCluster's scheduler; it runs every few seconds"
 	case al.State.Active():
-		out.Message = "runs on " + model.CompressHostlist(al.Nodes)
+		a.explainRunning(al, out) // explain_running.go
 	default:
 		out.Message = "ended " + string(al.State)
 	}

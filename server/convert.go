@@ -13,7 +13,7 @@ func explanationToProto(id string, state model.AllocState, e *vcluster.Explanati
 		Id: id, State: string(state), Reason: e.Reason, Score: e.Score,
 		ExpectedStartUnixMs: convert.UnixMS(e.ExpectedStart), Message: e.Message,
 		ComputedUnixMs: convert.UnixMS(e.Computed), WeightsProfile: e.Profile, QueuePosition: int32(e.Position),
-		Nodes: e.Nodes,
+		Nodes: e.Nodes, Reservation: e.Reservation,
 	}
 	for i := range model.NumFactors {
 		info := solver.Factors[i]

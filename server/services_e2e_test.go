@@ -305,7 +305,8 @@ func (d *devStack) metricsText(t *testing.T) string {
 // TestServiceGrowsOnFullMachine: a service whose own vCluster is full
 // grows as its class allows: it borrows the idle nodes another vCluster
 // lends (its vCluster lets work that cannot checkpoint borrow) and, once
-// the machine is full, preempts lower-class work; `explain` on the service
+// the machine is full, preempts lower-class work (its vCluster's preempt
+// mode requeues work that cannot checkpoint); `explain` on the service
 // says so. An instance's node never runs the batch work too.
 func TestServiceGrowsOnFullMachine(t *testing.T) {
 	if testing.Short() {
@@ -320,6 +321,7 @@ func TestServiceGrowsOnFullMachine(t *testing.T) {
 	d := startDevWith(t, dir, 4, []string{"service", "hpc-batch"}, func(c *Config) {
 		c.ServiceInterval = 200 * time.Millisecond
 		c.VClusters[0].CheckpointableOnlyOnBorrowed = false // instances may borrow
+		c.VClusters[0].PreemptMode = model.PreemptRequeue   // and preempt work that cannot checkpoint
 		for i := range c.VClusters {
 			c.VClusters[i].CycleInterval = time.Second
 		}
@@ -359,4 +361,38 @@ func TestServiceGrowsOnFullMachine(t *testing.T) {
 	if len(w.problems) > 0 {
 		t.Errorf("invariants or exclusivity broken:\n%s", strings.Join(w.problems, "\n"))
 	}
+}
+
+// TestServiceInWorkflowFile: a workflow file's services are created before
+// its stages (latticectl dag submit) and run like any service.
+func TestServiceInWorkflowFile(t *testing.T) {
+	dir := t.TempDir()
+	d := startDevWith(t, dir, 2, []string{"service", "hpc-batch"}, func(c *Config) { c.ServiceInterval = 200 * time.Millisecond })
+	file := filepath.Join(dir, "wf.yaml")
+	if err := os.WriteFile(file, []byte(`dag_id: with-hub
+services:
+  - name: hub
+    min_nodes: 1
+    drain_time: 1s
+    entrypoint: [sleep, "300"]
+allocations:
+  - name: client
+    vcluster: hpc-batch
+    entrypoint: "true"
+    nodes: 1
+    walltime: "5:00"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := d.ctl(t, dir, "dag", "submit", "--dry-run", file); code != 0 || !strings.Contains(errOut, "service hub: 1-1 nodes") {
+		t.Fatalf("dry run: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := d.ctl(t, dir, "dag", "submit", file); code != 0 || !strings.Contains(errOut, "service hub created") {
+		t.Fatalf("dag submit: %d %s %s", code, out, errOut)
+	}
+	waitFor(t, 60*time.Second, "the workflow's service running", func() bool {
+		out, _, code := d.ctl(t, dir, "service", "show", "hub", "-o", "json")
+		var s svcShow
+		return code == 0 && json.Unmarshal([]byte(out), &s) == nil && s.Replicas == 1
+	})
 }

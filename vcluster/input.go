@@ -108,6 +108,13 @@ type Snapshot struct {
 	// default: measured, it trades bounded slowdown for max wait; see
 	// docs/solver.md), else at least 1. It needs EasyStarts.
 	JobStarvationFactor float64
+	// UserGuardFactor is the per-user guard (EasyStarts.protect): a tenant
+	// whose jobs have recently started later than the bounds conservative
+	// backfilling promised them on arrival has its jobs protected once
+	// they have waited this factor × their bound's wait. 0 =
+	// DefaultUserGuardFactor, < 0 = off. It needs EasyStarts, and plans
+	// with a predictor (without one the queue is first come, first served).
+	UserGuardFactor float64
 	// EasyStarts is the relative guard's memory, kept by the caller from
 	// one cycle to the next; nil = the relative guard is off (so the same
 	// snapshot always gives the same input).
@@ -120,6 +127,9 @@ type Snapshot struct {
 	// loop keeps its own from one cycle to the next (ServiceMemory), the
 	// replay its own, fed as jobs end.
 	Service *predict.Service
+	// Reservations are the node reservations (model.Reservation); those
+	// over by Now are ignored. The replay has none.
+	Reservations []*model.Reservation
 }
 
 // ServiceSettings is how vc's settings read the fair share of service: the
@@ -378,9 +388,14 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// The per-job guard: jobs waiting past their bound are protected, and
 	// running work is planned with walltimes while any is.
 	var protected map[uint64]bool
-	if s.EasyStarts != nil && s.JobStarvationFactor > 0 {
-		protected = s.EasyStarts.protect(s, s.JobStarvationFactor)
-		if len(protected) > 0 {
+	if s.EasyStarts != nil {
+		userFactor := s.userGuardFactor()
+		if pred == nil {
+			userFactor = 0 // first come, first served: nobody overtakes
+		}
+		var strict bool
+		protected, strict = s.EasyStarts.protect(s, s.JobStarvationFactor, userFactor)
+		if strict {
 			guarded = true
 		}
 	}
@@ -416,6 +431,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Running:              b.running[:0],
 		Pending:              b.pending[:0],
 		Tenants:              b.tenants,
+		NodeReservations:     nodeReservations(s),
 	}
 	if b.seenRunning == nil {
 		b.seenRunning = make(map[uint64]bool)
@@ -1020,6 +1036,7 @@ func (b *Builder) derive(r *pendingRec, job *solver.Job, a *model.Allocation, ow
 		OwnNodesOnly:      ownOnly && !a.Checkpoint.Checkpointable(),
 		NodeList:          a.NodeList,
 		ExcludeNodes:      a.ExcludeNodes,
+		Reservation:       a.Reservation,
 	}
 	if a.Held != "" {
 		r.held, r.admin = true, a.Held == model.HoldAdmin
@@ -1111,4 +1128,16 @@ func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) ([]pendingRec,
 	b.recs, b.jobs = recs[:w], jobs[:w]
 	b.recsOwnOnly, b.recsPred = ownOnly, pred
 	return b.recs, b.jobs
+}
+
+// nodeReservations is solver.Input.NodeReservations: the reservations not
+// over by s.Now.
+func nodeReservations(s *Snapshot) []solver.NodeReservation {
+	var out []solver.NodeReservation
+	for _, r := range s.Reservations {
+		if r.End.After(s.Now) {
+			out = append(out, solver.NodeReservation{Name: r.Name, Maint: r.Maint, Start: r.Start, End: r.End, Nodes: r.Nodes})
+		}
+	}
+	return out
 }

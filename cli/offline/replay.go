@@ -226,6 +226,20 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		}
 		cfg = g[0].Config
 	}
+	if len(cfg.Weights) > 0 {
+		if w, err := replay.ProfileWeights(cfg.WeightsProfile); err == nil {
+			for i, v := range cfg.Weights {
+				if i >= 0 && i < len(w) {
+					w[i] = v
+				}
+			}
+			if _, note, err := replay.NormaliseWeights(w); err != nil {
+				return cfg, nil, err
+			} else if note != "" {
+				fmt.Fprintf(os.Stderr, "latticectl replay: warning: %s\n", note)
+			}
+		}
+	}
 	depth, err := replay.ParseReservationDepth(c.String("reservation-depth"))
 	if err != nil {
 		return cfg, nil, err
@@ -291,6 +305,15 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 			return cfg, nil, fmt.Errorf("--job-starvation-factor %q: allowed a number ≥ 1 such as 1.25, or none", sf)
 		}
 		cfg.JobStarvationFactor = f
+	}
+	if sf := strings.TrimSpace(c.String("user-guard")); sf == "none" || sf == "off" {
+		cfg.UserGuardFactor = -1
+	} else if sf != "" {
+		f, err := strconv.ParseFloat(sf, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 1) {
+			return cfg, nil, fmt.Errorf("--user-guard %q: allowed a number > 0 such as 1, or none", sf)
+		}
+		cfg.UserGuardFactor = f
 	}
 	if err := applyReplayEnergy(c, &cfg); err != nil {
 		return cfg, nil, err

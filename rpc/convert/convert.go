@@ -46,6 +46,7 @@ func RequestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.BeginTime = time.UnixMilli(p.BeginUnixMs).UTC()
 	}
 	r.Hold, r.MailType, r.MailUser, r.QOS = p.Hold, strings.ToUpper(strings.ReplaceAll(p.MailType, " ", "")), p.MailUser, p.Qos
+	r.Reservation = p.Reservation
 	if len(p.NodeList) > 0 {
 		r.NodeList = slices.Compact(slices.Sorted(slices.Values(p.NodeList)))
 	}
@@ -95,6 +96,7 @@ func RequestToProto(r *model.Request) *latticev1.AllocationRequest {
 	p.BeginUnixMs = UnixMS(r.BeginTime)
 	p.Hold, p.NodeList, p.ExcludeNodes = r.Hold, r.NodeList, r.ExcludeNodes
 	p.MailType, p.MailUser, p.Qos = r.MailType, r.MailUser, r.QOS
+	p.Reservation = r.Reservation
 	for _, d := range r.DependsOn {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
