@@ -132,3 +132,20 @@ func (l *leaderState) resumeSuspended(ctx context.Context) {
 		}
 	}
 }
+
+// recordUsage commits the usage of runs a user's requeue stopped
+// (quorum.RecordUsage), after their reports; a cluster with members that
+// predate it refuses the command: the run's usage is then not kept.
+func (l *leaderState) recordUsage(ctx context.Context, records []*quorum.RecordUsage) {
+	for _, c := range records {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := l.s.propose(pctx, c)
+		cancel()
+		switch {
+		case err != nil:
+			l.s.log.Info("usage of a requeued run not recorded", "alloc", c.ID, "err", err)
+		case r.Rejection != nil:
+			l.s.log.Debug("usage of a requeued run not recorded", "alloc", c.ID, "msg", r.Rejection.Message)
+		}
+	}
+}
