@@ -178,7 +178,9 @@ var sacctFields = []sacctField{
 		}
 		return slurmClock(sec)
 	}},
-	{"SystemCPU", 10, func(_ *slurmRun, r sacctRow) string { return cpuTime(r.usage().GetSystemCpuSeconds(), r.usage() != nil) }},
+	{"SystemCPU", 10, func(_ *slurmRun, r sacctRow) string {
+		return cpuTime(r.usage().GetSystemCpuSeconds(), r.usage() != nil)
+	}},
 	{"Timelimit", 10, func(_ *slurmRun, r sacctRow) string {
 		if r.isStep() {
 			return ""
