@@ -101,11 +101,15 @@ type Config struct {
 	// leader hearing it (fence.go; default DefaultFenceTimeout, negative:
 	// never stops them). StreamTimeout is how long the stream to the leader
 	// may stay silent before the agent takes it for dead (default twice the
-	// heartbeat interval plus 5 s); ConnectTimeout how long a member may
+	// heartbeat interval plus 5 s, at most DefaultStreamTimeout; a stream
+	// silent for a third of it is probed with a heartbeat); ConnectTimeout how long a member may
 	// take to accept it (default DefaultConnectTimeout).
 	FenceTimeout   time.Duration
 	StreamTimeout  time.Duration
 	ConnectTimeout time.Duration
+	// ClusterID pins the cluster this agent serves (clusterid.go); ""
+	// learns it from the first server that presents one.
+	ClusterID string
 	// Cgroups configures the jobs' cgroups (cgroup.go): layout, the pids
 	// limit, the memory reserved for the system.
 	Cgroups CgroupConfig
@@ -117,6 +121,7 @@ type Agent struct {
 	runner   *Runner
 	log      *slog.Logger
 	instance string // AgentHello.instance (instance.go)
+	cluster  *clusterMemory
 
 	mu      sync.Mutex
 	seq     uint64
@@ -221,7 +226,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.FenceTimeout = DefaultFenceTimeout
 	}
 	if cfg.StreamTimeout <= 0 {
-		cfg.StreamTimeout = 2*cfg.HeartbeatInterval + 5*time.Second
+		cfg.StreamTimeout = min(2*cfg.HeartbeatInterval+5*time.Second, DefaultStreamTimeout)
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -250,6 +255,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	if a.instance, err = loadInstance(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if a.cluster, err = loadClusterID(cfg.DataDir, cfg.ClusterID); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	r, err := NewRunner(RunnerConfig{Dir: cfg.DataDir, CheckpointDir: cfg.CheckpointDir, Logger: a.log, AllowRootJobs: cfg.AllowRootJobs, RunAsSelf: cfg.RunAsSelf, VirtualRuns: cfg.VirtualRuns,
@@ -290,9 +298,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	go a.scrapeServices(fctx, a.cfg.HeartbeatInterval)
 	backoff := 100 * time.Millisecond
 	refusals := 0
+	suspects := suspectMembers{}
 	for i := 0; ; i++ {
 		addr := a.cfg.Servers[i%len(a.cfg.Servers)]
+		if suspects.skip(addr, a.cfg.Servers) {
+			continue
+		}
 		err := a.session(ctx, addr)
+		suspects.note(addr, err)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -367,9 +380,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	defer accepting.Stop()
 	stream, err := latticev1.NewAgentServiceClient(conn).Connect(sctx)
 	if err != nil {
-		return err
+		return unresponsive(err, accepting)
 	}
-	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, FenceAfterMs: a.fenceAfter().Milliseconds(), Instance: a.instance}
+	hello := &latticev1.AgentHello{AgentId: a.cfg.ID, FenceAfterMs: a.fenceAfter().Milliseconds(), Instance: a.instance, ClusterId: a.cluster.serving()}
 	a.mu.Lock() // fingerprints change with drift
 	for i := range a.cfg.Nodes {
 		hello.Nodes = append(hello.Nodes, NodeToProto(&a.cfg.Nodes[i]))
@@ -387,15 +400,30 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	// must be the leader); a refusal arrives as a stream error.
 	first, err := stream.Recv()
 	if err != nil {
-		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition {
+		err = unresponsive(err, accepting)
+		if s, ok := status.FromError(err); ok && s.Code() == codes.FailedPrecondition && strings.HasPrefix(s.Message(), OtherClusterMessage) {
+			a.log.Error("a server of another cluster refused this agent; trying the next server", "server", addr, "msg", s.Message())
+		} else if ok && s.Code() == codes.FailedPrecondition {
 			a.log.Debug("not the leader, trying the next server", "server", addr, "msg", s.Message())
 		} else if ok && (s.Code() == codes.AlreadyExists || s.Code() == codes.PermissionDenied || s.Code() == codes.Unauthenticated) {
 			a.log.Warn("the leader refused this agent", "server", addr, "code", s.Code().String(), "msg", s.Message())
 		}
 		return err
 	}
+	// Its header came with its first message: a server of another
+	// cluster is left before anything it sent is acted on.
+	header, err := stream.Header()
+	if err != nil {
+		return err
+	}
+	if learned, err := a.cluster.check(header); err != nil {
+		a.log.Error("refusing a server of another cluster; trying the next server", "server", addr, "err", err)
+		return err
+	} else if learned != "" {
+		a.log.Info("learned the cluster id; from now on this agent refuses servers of other clusters", "server", addr, "cluster_id", learned)
+	}
 	if !accepting.Stop() {
-		return fmt.Errorf("server %s did not accept the stream within %s", addr, a.cfg.ConnectTimeout)
+		return fmt.Errorf("%w: server %s did not accept the stream within %s", errUnresponsive, addr, a.cfg.ConnectTimeout)
 	}
 	var lastRecv atomic.Int64 // Unix ns of the last message received
 	lastRecv.Store(time.Now().UnixNano())
@@ -433,6 +461,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 			sendErr <- err
 			return
 		}
+		var lastProbe time.Time
 		watch := time.NewTicker(min(time.Second, a.cfg.StreamTimeout/4))
 		defer watch.Stop()
 		var recheck <-chan time.Time
@@ -454,10 +483,21 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				sendErr <- sctx.Err()
 				return
 			case <-watch.C:
-				if silent := time.Since(time.Unix(0, lastRecv.Load())); silent > a.cfg.StreamTimeout {
+				silent := time.Since(time.Unix(0, lastRecv.Load()))
+				if silent > a.cfg.StreamTimeout {
 					a.log.Warn("nothing heard from the leader on the stream: taking it for dead", "server", addr, "silent", silent.Round(time.Millisecond))
-					sendErr <- fmt.Errorf("no message from %s for %s", addr, silent.Round(time.Millisecond))
+					sendErr <- fmt.Errorf("%w: no message from %s for %s", errUnresponsive, addr, silent.Round(time.Millisecond))
 					return
+				}
+				// A quiet stream is probed (the leader answers every
+				// heartbeat), so that a frozen leader shows within
+				// StreamTimeout however long the heartbeat interval.
+				if probeAfter := a.cfg.StreamTimeout / 3; silent > probeAfter && time.Since(lastProbe) > probeAfter {
+					lastProbe = time.Now()
+					if err := stream.Send(a.probe()); err != nil {
+						sendErr <- err
+						return
+					}
 				}
 			case <-retry.C:
 				var again []*latticev1.AgentMessage
@@ -503,6 +543,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	cancel()
 	if errors.Is(err, io.EOF) {
 		err = nil
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable && ctx.Err() == nil {
+		// The transport died under the stream (keepalive unanswered: a
+		// frozen or lost member).
+		err = fmt.Errorf("%w: %v", errUnresponsive, err)
 	}
 	return err
 }
@@ -587,6 +632,15 @@ func (a *Agent) heartbeat() *latticev1.AgentMessage {
 		}
 	}
 	return &latticev1.AgentMessage{Msg: &latticev1.AgentMessage_Heartbeat{Heartbeat: hb}}
+}
+
+// probe is a heartbeat without the running list: a quiet stream's check
+// that the leader still answers (it acknowledges every heartbeat).
+func (a *Agent) probe() *latticev1.AgentMessage {
+	m := a.heartbeat()
+	hb := m.GetHeartbeat()
+	hb.ListsRunning, hb.Running = false, nil
+	return m
 }
 
 func (a *Agent) send(m *latticev1.AgentMessage) {

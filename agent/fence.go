@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,11 +18,16 @@ import (
 
 // Dead peers and fencing (docs/operations.md, "Node failure and fencing").
 //
-// The stream to the leader has gRPC keepalives (a frozen or vanished
-// member is noticed in KeepaliveTime + KeepaliveTimeout) and a deadline:
-// the leader answers every heartbeat, so a stream with nothing received for
-// StreamTimeout is dead and the agent moves on to the next member. A member
-// that does not accept the stream within ConnectTimeout is skipped too.
+// The stream to the leader has gRPC keepalives (a vanished member is
+// noticed once its TCP acknowledgements stop: TCP_USER_TIMEOUT is the
+// keepalive timeout; gRPC pings no sooner than every 10 s whatever
+// KeepaliveTime says) and a deadline: the leader answers every heartbeat,
+// the agent sends one when the stream has been quiet for a third of
+// StreamTimeout, so a stream with nothing received for StreamTimeout (8 s
+// by default) is dead — a frozen leader's kernel still acknowledges TCP —
+// and the agent moves on to the next member, passing over members that
+// did not answer (suspectMembers). A member that does not accept the
+// stream within ConnectTimeout is skipped too.
 //
 // Fencing: every heartbeat a leader acknowledges proves that the leader
 // heard the agent when it was sent. FenceTimeout after the last such
@@ -173,4 +180,54 @@ func (a *Agent) fenceLoop(ctx context.Context) {
 		}
 		a.killAllSteps(a.cfg.Grace)
 	}
+}
+
+// DefaultStreamTimeout bounds how long an agent's stream to the leader may
+// stay silent before the agent takes the leader for dead and moves to
+// another member (gRPC's own keepalive pings no sooner than every 10 s).
+const DefaultStreamTimeout = 8 * time.Second
+
+// errUnresponsive is a member that did not answer in time: it did not
+// accept the stream within ConnectTimeout, its stream stayed silent past
+// StreamTimeout, or its transport's keepalive went unanswered.
+var errUnresponsive = errors.New("member unresponsive")
+
+// unresponsive marks err as errUnresponsive when it ended a connection
+// attempt whose ConnectTimeout (accepting) had fired.
+func unresponsive(err error, accepting *time.Timer) error {
+	if err != nil && !accepting.Stop() {
+		return fmt.Errorf("%w: %v", errUnresponsive, err)
+	}
+	return err
+}
+
+// suspectFor is how long an agent passes over a member that did not answer
+// while another member may: a frozen or lost leader would otherwise cost
+// a ConnectTimeout on every round through the members while the others
+// elect a new leader.
+const suspectFor = 30 * time.Second
+
+// suspectMembers are the members that recently did not answer, by address.
+type suspectMembers map[string]time.Time
+
+func (s suspectMembers) note(addr string, err error) {
+	if errors.Is(err, errUnresponsive) {
+		s[addr] = time.Now()
+	} else {
+		delete(s, addr)
+	}
+}
+
+// skip says whether to pass over addr this round: it is suspect and some
+// member of servers is not.
+func (s suspectMembers) skip(addr string, servers []string) bool {
+	if at, ok := s[addr]; !ok || time.Since(at) > suspectFor {
+		return false
+	}
+	for _, other := range servers {
+		if at, ok := s[other]; !ok || time.Since(at) > suspectFor {
+			return true
+		}
+	}
+	return false
 }

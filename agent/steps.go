@@ -111,8 +111,14 @@ func (a *Agent) launchStep(m *latticev1.StepLaunch) {
 			<-task.done
 		}()
 	}
+	var groups []int
+	for _, t := range run.snapshot(a) {
+		groups = append(groups, t.pgid)
+	}
+	guard := a.guardStep(m.AllocationId, groups)
 	go func() {
 		wg.Wait()
+		guard.stop()
 		if run.pmi != nil {
 			run.pmi.close()
 		}

@@ -551,7 +551,11 @@ func (r *runner) quorumStatus(c *cli.Context) error {
 	}
 	v := quorumOf(resp)
 	return r.emitAs(format, v, func(w io.Writer, wide bool) error {
-		fmt.Fprintf(w, "leader %s, term %d, commit index %d, applied index %d\n\n", orDash(v.LeaderID), v.Term, v.CommitIndex, v.AppliedIndex)
+		fmt.Fprintf(w, "leader %s, term %d, commit index %d, applied index %d\n", orDash(v.LeaderID), v.Term, v.CommitIndex, v.AppliedIndex)
+		if v.ClusterID != "" {
+			fmt.Fprintf(w, "cluster id %s\n", v.ClusterID)
+		}
+		fmt.Fprintln(w)
 		row(w, "ID", "ROLE", "HEALTHY", "VOTER", "LAG", "RAFT_ADDR", "API_ADDR", "PROBLEM", "LEVEL")
 		for _, m := range v.Members {
 			row(w, m.ID, m.Role, yesNo(m.Healthy), yesNo(m.Voter), fmt.Sprint(m.Lag), orDash(m.RaftAddr), orDash(m.APIAddr), orDash(m.Problem),

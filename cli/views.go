@@ -323,6 +323,8 @@ type quorumView struct {
 	// Extensions.
 	AppliedIndex uint64 `json:"applied_index"`
 	StateVersion uint64 `json:"state_version"`
+	// ClusterID names the cluster (agents check it); "" until minted.
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 type quorumMember struct {
@@ -350,6 +352,7 @@ func quorumOf(q *latticev1.QuorumStatusResponse) quorumView {
 		Members:      []quorumMember{},
 		AppliedIndex: q.GetAppliedIndex(),
 		StateVersion: q.GetStateVersion(),
+		ClusterID:    q.GetClusterId(),
 	}
 	for _, m := range q.GetMembers() {
 		v.Members = append(v.Members, quorumMember{ID: m.GetId(), RaftAddr: m.GetRaftAddr(), APIAddr: m.GetApiAddr(),

@@ -265,6 +265,17 @@ func Average(st *quorum.State, v *model.Service, samples *ServiceSamples, now ti
 	return sum / float64(n), n
 }
 
+// runningInstances counts a service's running instances not being stopped.
+func runningInstances(st *quorum.State, v *model.Service) int {
+	n := 0
+	for _, id := range v.Instances {
+		if a := st.Allocation(id); a != nil && a.State == model.StateRunning && !a.CancelRequested {
+			n++
+		}
+	}
+	return n
+}
+
 func nodeGone(st *quorum.State, a *model.Allocation) bool {
 	for _, name := range a.Nodes {
 		n := st.Node(name)
@@ -429,10 +440,11 @@ func (c *ServiceController) recommend(st *quorum.State, v *model.Service, now ti
 		return clamp(v.Desired), fmt.Sprintf("%s average %.4g within %.0f%% of target %.4g", v.Metric, avg, Tolerance*100, v.Target)
 	}
 	raw := int(math.Ceil(float64(n) * ratio))
-	if raw < v.Desired && n < v.Desired {
-		// Not every desired instance reports yet: no scale-down on a
-		// partial view.
-		return clamp(v.Desired), fmt.Sprintf("%d of %d instances report %s", n, v.Desired, v.Metric)
+	if running := runningInstances(st, v); raw < v.Desired && n < running {
+		// Not every running instance reports yet: no scale-down on a
+		// partial view. (Instances still pending do not count: a service
+		// that cannot place all it wants must still be able to shrink.)
+		return clamp(v.Desired), fmt.Sprintf("%d of %d running instances report %s", n, running, v.Metric)
 	}
 	want := clamp(raw)
 	why := fmt.Sprintf("%s average %.4g over %d instances, target %.4g: ceil(%d × %.4g / %.4g) = %d", v.Metric, avg, n, v.Target, n, avg, v.Target, raw)

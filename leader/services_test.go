@@ -16,6 +16,7 @@ import (
 // svcHost applies proposals to an FSM, as a one-member quorum would.
 type svcHost struct {
 	t     *testing.T
+	nodes int // s0 … s(nodes-1)
 	fsm   *quorum.FSM
 	index uint64
 	now   time.Time
@@ -82,7 +83,7 @@ func (h *svcHost) runPending() {
 		}
 	})
 	for _, id := range pend {
-		for i := range 6 {
+		for i := range h.nodes {
 			n := fmt.Sprintf("s%d", i)
 			if used[n] {
 				continue
@@ -118,7 +119,7 @@ func (h *svcHost) live() (ids []uint64) {
 // CrashLoopBackOff when it keeps failing; move an instance off a drained
 // node.
 func TestServiceController(t *testing.T) {
-	h := &svcHost{t: t, fsm: quorum.NewFSM(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := &svcHost{t: t, nodes: 6, fsm: quorum.NewFSM(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	h.ok(&quorum.SetVCluster{VCluster: model.VCluster{Name: "svc", Type: model.TypeService}})
 	var nodes []model.Node
 	for i := range 6 {
@@ -188,6 +189,7 @@ func TestServiceController(t *testing.T) {
 		}
 		code := 1
 		h.ok(&quorum.UpdateAllocs{Updates: []quorum.AllocUpdate{{AllocID: id, State: model.StateFailed, Reason: model.ReasonNonZeroExit, ExitCode: &code}}})
+		load(10)
 		step(100 * time.Millisecond)
 		v := h.service()
 		delays = append(delays, v.RestartAfter.Sub(h.now))
@@ -197,7 +199,11 @@ func TestServiceController(t *testing.T) {
 		if (i+1 >= CrashLoopFailures) != (v.Reason == model.ReasonCrashLoopBackOff) {
 			t.Fatalf("failure %d: reason %q", i+1, v.Reason)
 		}
-		for len(h.live()) < 2 {
+		for tries := 0; len(h.live()) < 2; tries++ {
+			if tries > 600 {
+				t.Fatalf("failure %d: never restarted", i+1)
+			}
+			load(10) // on target: the desired count stays 2
 			step(time.Second)
 		}
 	}
@@ -207,7 +213,9 @@ func TestServiceController(t *testing.T) {
 		}
 	}
 	// An instance that runs long enough ends the crash loop.
+	load(10)
 	step(25 * time.Second)
+	load(10)
 	step(time.Second)
 	if v := h.service(); v.Reason != "" || v.Failures != 0 {
 		t.Errorf("crash loop not cleared after a long run: %q %d", v.Reason, v.Failures)
@@ -229,5 +237,47 @@ func TestServiceController(t *testing.T) {
 		if n := h.alloc(l).Nodes; len(n) > 0 && n[0] == node {
 			t.Errorf("replacement %d on the drained node", l)
 		}
+	}
+}
+
+// A service that cannot place every instance it wants (the machine is
+// full) still scales down when its load drops: the instances still pending
+// do not block the decision.
+func TestServiceShrinksWhileUnplaced(t *testing.T) {
+	h := &svcHost{t: t, nodes: 2, fsm: quorum.NewFSM(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h.ok(&quorum.SetVCluster{VCluster: model.VCluster{Name: "svc", Type: model.TypeService}})
+	h.ok(&quorum.RegisterNodes{Agent: "a", Nodes: []model.Node{{Name: "s0", HomeVCluster: "svc"}, {Name: "s1", HomeVCluster: "svc"}}})
+	h.ok(&quorum.SetService{Create: true, Spec: model.ServiceSpec{Name: "web", VCluster: "svc", MinNodes: 1, MaxNodes: 4,
+		Metric: "load", Target: 10, Cooldown: time.Second, Stabilization: 5 * time.Second, Command: []string{"serve"}}})
+	samples := NewServiceSamples()
+	c := &ServiceController{Host: h, Samples: samples, Clock: func() time.Time { return h.now }}
+	load := func(v float64) {
+		var xs []ServiceSample
+		h.fsm.View(func(st *quorum.State) {
+			for _, id := range st.Service("web").Instances {
+				if a := st.Allocation(id); a.State == model.StateRunning && !a.CancelRequested {
+					xs = append(xs, ServiceSample{Alloc: id, Has: true, Value: v, At: h.now})
+				}
+			}
+		})
+		samples.Record(xs)
+	}
+	for range 3 {
+		h.now = h.now.Add(2 * time.Second)
+		c.Cycle(context.Background())
+		h.runPending()
+		load(100)
+	}
+	if v := h.service(); v.Desired != 4 || len(h.live()) != 4 {
+		t.Fatalf("desired %d, live %d; want 4 (two of them pending: two nodes)", v.Desired, len(h.live()))
+	}
+	for range 6 {
+		load(1)
+		h.now = h.now.Add(2 * time.Second)
+		c.Cycle(context.Background())
+		h.runPending()
+	}
+	if v := h.service(); v.Desired != 1 || len(h.live()) != 1 {
+		t.Fatalf("after the load dropped: desired %d, live %d; want 1", v.Desired, len(h.live()))
 	}
 }

@@ -102,6 +102,11 @@ const (
 	CmdPutTokens    CommandType = 73
 	CmdRevokeTokens CommandType = 74
 
+	// 85–89: r24.
+
+	// CmdSetClusterID names the cluster, once (clusterid.go).
+	CmdSetClusterID CommandType = 85
+
 	// 90–99: upg.
 
 	// CmdPatchVCluster changes the named fields of one vCluster.
@@ -222,6 +227,9 @@ var commandTable = map[CommandType]commandSpec{
 	CmdRevokeTokens: {name: "revoke_tokens", new: func() Command { return &RevokeTokens{} },
 		apply: func(s *State, c Command) *Result { return s.applyRevokeTokens(c.(*RevokeTokens)) }},
 
+	CmdSetClusterID: {name: "set_cluster_id", since: Level1, new: func() Command { return &SetClusterID{} },
+		apply: func(s *State, c Command) *Result { return s.applySetClusterID(c.(*SetClusterID)) }},
+
 	CmdPatchVCluster: {name: "patch_vcluster", since: Level1, new: func() Command { return &PatchVCluster{} },
 		apply: func(s *State, c Command) *Result { return s.applyPatchVCluster(c.(*PatchVCluster)) }},
 
@@ -275,6 +283,7 @@ func (*DeleteUser) Type() CommandType      { return CmdDeleteUser }
 func (*DeleteTenant) Type() CommandType    { return CmdDeleteTenant }
 func (*PutTokens) Type() CommandType       { return CmdPutTokens }
 func (*RevokeTokens) Type() CommandType    { return CmdRevokeTokens }
+func (*SetClusterID) Type() CommandType    { return CmdSetClusterID }
 func (*PatchVCluster) Type() CommandType   { return CmdPatchVCluster }
 func (*SetService) Type() CommandType      { return CmdSetService }
 func (*DeleteService) Type() CommandType   { return CmdDeleteService }

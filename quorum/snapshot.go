@@ -64,6 +64,7 @@ type snapMeta struct {
 	QOS        []model.QOS       `json:"qos,omitempty"`
 	QOSSet     bool              `json:"qos_set,omitempty"`
 	Partitions map[string]string `json:"partitions,omitempty"`
+	ClusterID  string            `json:"cluster_id,omitempty"`
 }
 
 // image is a point-in-time copy of the state's references.
@@ -95,7 +96,7 @@ func (s *State) image() *image {
 		level: s.level,
 		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
 			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt,
-			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions()},
+			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions(), ClusterID: s.clusterID},
 		vclusters: s.VClusters(),
 		tenants:   s.Tenants(),
 		members:   s.Members(),
@@ -419,6 +420,7 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 		if len(rec.Meta.Partitions) > 0 {
 			s.partitions = rec.Meta.Partitions
 		}
+		s.clusterID = rec.Meta.ClusterID
 	case "vcluster":
 		if rec.VCluster == nil {
 			return missing()

@@ -57,6 +57,8 @@ type State struct {
 	wake wakeQueue
 	// hist is the history of ended jobs (history.go).
 	hist history
+	// clusterID names the cluster (clusterid.go); "" until minted.
+	clusterID string
 }
 
 // MaxRememberedRequests bounds the idempotency table.

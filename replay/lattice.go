@@ -220,6 +220,7 @@ func (lp *latticePolicy) schedule(s *sim, p int) error {
 		StarvationWait:       s.cfg.StarvationWait,
 		StarvationFactor:     s.cfg.StarvationFactor,
 		JobStarvationFactor:  s.cfg.JobStarvationFactor,
+		UserGuardFactor:      s.cfg.UserGuardFactor,
 		EasyStarts:           &lp.easy,
 	}
 	if lp.svc != nil {

@@ -6,7 +6,8 @@ import (
 	"github.com/latticehpc/lattice/model"
 )
 
-// TestLatticeQualityBars holds the default lattice policy to issue 15's bar
+// TestLatticeQualityBars holds the default lattice policy to issue 15's and
+// issue 32's bars
 // on the in-repo traces where it meets it, and to where it stands where it
 // does not yet (docs/solver.md has the full table): a change that gives any
 // of it up fails here, not only in the decision digests.
@@ -57,6 +58,13 @@ func TestLatticeQualityBars(t *testing.T) {
 		}
 		if lat.Utilization < easy.Utilization-0.001 {
 			t.Errorf("utilization %.3f < EASY's %.3f", lat.Utilization, easy.Utilization)
+		}
+		// Issue 32's fairness parts: nobody of 20 jobs or more worse off
+		// than under EASY (0 of 12 users), the worst-served user (u18)
+		// better served than EASY's.
+		f := CompareUsers(lat, easy, 0)
+		if f.WorseOffJobs > 0.10 || f.Worst.AvgBoundedSlowdown > f.ReferenceWorst.AvgBoundedSlowdown {
+			t.Errorf("worse-off jobs %.3f (bar 0.10), worst-served user %+v against EASY's %+v", f.WorseOffJobs, f.Worst, f.ReferenceWorst)
 		}
 	})
 	t.Run("lublin", func(t *testing.T) {

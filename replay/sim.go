@@ -81,6 +81,9 @@ type Config struct {
 	// JobStarvationFactor is the lattice policy's per-job starvation guard
 	// (vcluster.Snapshot.JobStarvationFactor): 0 = off (the default).
 	JobStarvationFactor float64
+	// UserGuardFactor is the lattice policy's per-user guard
+	// (vcluster.Snapshot.UserGuardFactor): 0 = the default, < 0 = off.
+	UserGuardFactor float64
 	// PredictedStarts: the lattice policy fits starts into holes by
 	// predicted runtimes (model.VCluster.PredictedStarts); nil = the
 	// vCluster's default (model.VCluster.StartsByPrediction).

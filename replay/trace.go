@@ -159,3 +159,25 @@ func (t *Trace) First(n int) *Trace {
 	}
 	return &c
 }
+
+// OfferedLoad is the work the trace submits per unit of capacity over its
+// submission span: Σ size · runtime / (capacity · (last submit − first
+// submit)); 0 when the span or the capacity is 0. Above 1 the trace is
+// overloaded: its queue grows for as long as it submits, whatever the
+// policy, and the utilization of its whole run depends on which jobs a
+// policy leaves for the end (docs/quality.md).
+func (t *Trace) OfferedLoad() float64 {
+	if len(t.Jobs) == 0 || t.Capacity <= 0 {
+		return 0
+	}
+	first, last := t.Jobs[0].Submit, t.Jobs[0].Submit
+	var work float64
+	for _, j := range t.Jobs {
+		first, last = min(first, j.Submit), max(last, j.Submit)
+		work += float64(j.Size) * j.Runtime.Seconds()
+	}
+	if last <= first {
+		return 0
+	}
+	return work / (float64(t.Capacity) * (last - first).Seconds())
+}

@@ -52,7 +52,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag,
 		FeatureLevel: uint32(quorum.FeatureLevel), Build: quorum.Build()}
 	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
-		AppliedIndex: s.q.AppliedIndex(), StateVersion: version}
+		AppliedIndex: s.q.AppliedIndex(), StateVersion: version, ClusterId: s.clusterID()}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {
 		resp.Members = []*latticev1.QuorumMember{self}
 		return resp, nil

@@ -22,6 +22,7 @@ type agentService struct {
 // refuses with FailedPrecondition naming the leader, and the agent moves on.
 func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) error {
 	s := a.s
+	s.presentClusterID(stream)
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -29,6 +30,9 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	hello := first.GetHello()
 	if hello == nil || hello.AgentId == "" {
 		return status.Error(codes.InvalidArgument, "the first message must be a hello with an agent id")
+	}
+	if err := s.sameCluster(hello); err != nil {
+		return err
 	}
 	if err := s.agentOwns(stream.Context(), "register", helloNodeNames(hello)); err != nil {
 		return err

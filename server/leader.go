@@ -96,6 +96,7 @@ func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 		{Name: "idle-interactive", Run: l.endIdleInteractive},
 		{Name: "resume-suspended", Run: l.resumeSuspended},
 		{Name: "services", Run: l.serviceLoop},
+		{Name: "cluster-id", Run: l.nameCluster},
 	}
 }
 

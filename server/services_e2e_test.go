@@ -305,7 +305,8 @@ func (d *devStack) metricsText(t *testing.T) string {
 // TestServiceGrowsOnFullMachine: a service whose own vCluster is full
 // grows as its class allows: it borrows the idle nodes another vCluster
 // lends (its vCluster lets work that cannot checkpoint borrow) and, once
-// the machine is full, preempts lower-class work; `explain` on the service
+// the machine is full, preempts lower-class work (its vCluster's preempt
+// mode requeues work that cannot checkpoint); `explain` on the service
 // says so. An instance's node never runs the batch work too.
 func TestServiceGrowsOnFullMachine(t *testing.T) {
 	if testing.Short() {
@@ -320,6 +321,7 @@ func TestServiceGrowsOnFullMachine(t *testing.T) {
 	d := startDevWith(t, dir, 4, []string{"service", "hpc-batch"}, func(c *Config) {
 		c.ServiceInterval = 200 * time.Millisecond
 		c.VClusters[0].CheckpointableOnlyOnBorrowed = false // instances may borrow
+		c.VClusters[0].PreemptMode = model.PreemptRequeue   // and preempt work that cannot checkpoint
 		for i := range c.VClusters {
 			c.VClusters[i].CycleInterval = time.Second
 		}

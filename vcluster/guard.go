@@ -6,12 +6,28 @@ import (
 	"time"
 
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/predict"
 )
 
 // DefaultStarvationFactor is Snapshot.StarvationFactor's default: a head
 // that has waited 1.25 × what EASY would have made it wait is planned with
 // EASY's safe release times from then on.
 const DefaultStarvationFactor = 1.25
+
+// DefaultUserGuardFactor is Snapshot.UserGuardFactor's default: a tenant
+// behind its bounds has its jobs protected once they have waited as long
+// as their bounds promised.
+const DefaultUserGuardFactor = 1
+
+func (s *Snapshot) userGuardFactor() float64 {
+	switch {
+	case s.UserGuardFactor == 0:
+		return DefaultUserGuardFactor
+	case s.UserGuardFactor < 0:
+		return 0
+	}
+	return s.UserGuardFactor
+}
 
 func (s *Snapshot) starvationFactor() float64 {
 	if s.StarvationFactor == 0 {
@@ -36,6 +52,12 @@ type EasyStarts struct {
 	prot   map[uint64]bool
 	fresh  []*model.Allocation
 	events []profEvent
+	// The per-user guard's ledger (protect): each tenant's recent bounded
+	// slowdowns as its bounded jobs started (got), and as they would have
+	// been at their bounds (ref).
+	got, ref predict.Service
+	cycle    uint64
+	started  []uint64 // scratch
 }
 
 type easyEnd struct {
@@ -164,6 +186,13 @@ type jobBound struct {
 	nodes    int
 	wall     time.Duration
 	deadline time.Time // eligible + factor × (start − eligible)
+	// The per-user guard's: when its wait counts from, when it is due
+	// (eligible + userFactor × (start − eligible)), its tenant, its
+	// vCluster, and the last cycle that saw it pending.
+	elig, due time.Time
+	tenant    string
+	vc        string
+	seen      uint64
 }
 
 // profEvent changes the number of free own nodes at a time.
@@ -172,43 +201,76 @@ type profEvent struct {
 	delta int
 }
 
-// protect is the per-job starvation guard. Each pending job, when the guard
-// first sees it, is given a bound: the start conservative backfilling would
-// promise it then — the earliest time enough own nodes are free for its
-// walltime if every running allocation ends at its walltime and every job
-// already bounded keeps the slot of its own bound (EASY promises this only
-// to the head; conservative backfilling to every job, and never later).
-// A job that has waited longer than factor × that wait is protected: the
-// solver reserves for it before deciding the others (solver.Job.Protected).
-// It returns the protected jobs (valid until the next call), nil when none.
-func (g *EasyStarts) protect(s *Snapshot, factor float64) map[uint64]bool {
-	if factor <= 0 || len(s.Pending) == 0 {
-		return nil
+// protect runs the per-job and the per-user starvation guards. Each
+// pending job, when the guards first see it, is given a bound: the start
+// conservative backfilling would promise it then — the earliest time enough
+// own nodes are free for its walltime if every running allocation ends at
+// its walltime and every job already bounded keeps the slot of its own bound
+// (EASY promises this only to the head; conservative backfilling to every
+// job, and never later).
+//
+// The per-job guard (factor > 0): a job that has waited longer than factor ×
+// that wait is protected, and strict is set (the cycle then plans running
+// work with walltimes).
+//
+// The per-user guard (userFactor > 0) keeps each tenant's record against
+// those bounds: as each bounded job starts, its bounded slowdown and the one
+// its bound promised are added to the tenant's decayed means (each with
+// predict.UnknownLength of its walltime as its length: the run is not known
+// yet). A tenant whose mean is above its bounds' is behind, and its jobs
+// that have waited longer than userFactor × their bound's wait are
+// protected too; they do not set strict.
+//
+// Protected jobs get a reservation before the others are decided
+// (solver.Job.Protected). It returns them (valid until the next call), nil
+// when none.
+func (g *EasyStarts) protect(s *Snapshot, factor, userFactor float64) (prot map[uint64]bool, strict bool) {
+	if (factor <= 0 && userFactor <= 0) || len(s.Pending) == 0 {
+		return nil, false
 	}
 	if g.jobs == nil {
 		g.jobs = make(map[uint64]*jobBound)
+		g.got.HalfLife, g.ref.HalfLife = DefaultFairShareHalfLife, DefaultFairShareHalfLife
 	}
-	if len(g.jobs) > 2*len(s.Pending)+64 {
-		forgetNotPending(g.jobs, s)
-	}
+	g.cycle++
 	clear(g.prot)
 	g.fresh = g.fresh[:0]
 	g.events = g.events[:0]
+	mark := func(id uint64) {
+		if g.prot == nil {
+			g.prot = make(map[uint64]bool)
+		}
+		g.prot[id] = true
+	}
 	for _, a := range s.Pending {
-		if a == nil || a.State != model.StatePending || a.EligibleTime.IsZero() || a.Waiting(s.Now) != "" {
+		if a == nil {
 			continue
 		}
 		b := g.jobs[a.ID]
+		if b != nil {
+			b.seen = g.cycle
+		}
+		if a.State != model.StatePending || a.EligibleTime.IsZero() || a.Waiting(s.Now) != "" {
+			continue
+		}
 		if b == nil {
 			g.fresh = append(g.fresh, a)
 			continue
 		}
-		if !b.start.IsZero() && s.Now.After(b.deadline) {
-			if g.prot == nil {
-				g.prot = make(map[uint64]bool)
-			}
-			g.prot[a.ID] = true
+		if b.start.IsZero() {
+			continue
 		}
+		if factor > 0 && s.Now.After(b.deadline) {
+			mark(a.ID)
+			strict = true
+		} else if userFactor > 0 && s.Now.After(b.due) && g.behind(b.tenant, s.Now) {
+			mark(a.ID)
+		}
+	}
+	if userFactor > 0 {
+		g.learnStarts(s)
+	} else if len(g.jobs) > 2*len(s.Pending)+64 {
+		forgetNotPending(g.jobs, s)
 	}
 	if len(g.fresh) > 0 {
 		// The slots of the jobs bounded before, for the profile.
@@ -223,18 +285,54 @@ func (g *EasyStarts) protect(s *Snapshot, factor float64) map[uint64]bool {
 			}
 			g.events = append(g.events, profEvent{from, -b.nodes}, profEvent{from.Add(b.wall), b.nodes})
 		}
-		g.boundFresh(s, factor)
+		g.boundFresh(s, factor, userFactor)
 	}
 	if len(g.prot) == 0 {
-		return nil
+		return nil, false
 	}
-	return g.prot
+	return g.prot, strict
+}
+
+// behind tells whether tenant's recent bounded slowdowns are above what
+// its jobs' bounds promised (the per-user guard).
+func (g *EasyStarts) behind(tenant string, now time.Time) bool {
+	got, w := g.got.Tenant(tenant, now)
+	if w <= 0 {
+		return false
+	}
+	ref, _ := g.ref.Tenant(tenant, now)
+	return got > ref
+}
+
+// learnStarts adds to the per-user ledger the bounded jobs of s's vCluster
+// that left the queue since the last cycle and started, in id order, and
+// forgets every bounded job of s's vCluster no longer pending.
+func (g *EasyStarts) learnStarts(s *Snapshot) {
+	g.started = g.started[:0]
+	for id, b := range g.jobs {
+		if b.seen == g.cycle || b.vc != s.VCluster.Name {
+			continue
+		}
+		if a := s.Allocations[id]; a != nil && !a.StartTime.IsZero() && !b.start.IsZero() {
+			g.started = append(g.started, id)
+		} else {
+			delete(g.jobs, id)
+		}
+	}
+	slices.Sort(g.started)
+	for _, id := range g.started {
+		b, a := g.jobs[id], s.Allocations[id]
+		length := predict.UnknownLength(b.wall)
+		g.got.Observe(b.tenant, s.Now, max(0, a.StartTime.Sub(b.elig)), length)
+		g.ref.Observe(b.tenant, s.Now, max(0, b.start.Sub(b.elig)), length)
+		delete(g.jobs, id)
+	}
 }
 
 // boundFresh gives each fresh job (g.fresh) its conservative start, in eligible
 // order, over the profile of running work and the slots of the jobs
 // already bounded (g.events).
-func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
+func (g *EasyStarts) boundFresh(s *Snapshot, factor, userFactor float64) {
 	slices.SortFunc(g.fresh, func(x, y *model.Allocation) int {
 		if c := eligible(x).Compare(eligible(y)); c != 0 {
 			return c
@@ -249,14 +347,16 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor float64) {
 			wall = model.MaxWalltime
 		}
 		start := earliestFit(s.Now, free, g.events, need, wall)
-		b := &jobBound{start: start, nodes: need, wall: wall}
+		b := &jobBound{start: start, nodes: need, wall: wall, tenant: a.Tenant, vc: s.VCluster.Name, seen: g.cycle}
 		if !start.IsZero() {
 			e := eligible(a)
 			if a.BeginTime.After(e) {
 				e = a.BeginTime // its wait counts from its begin time, as the solver's does
 			}
 			wait := max(0, start.Sub(e))
+			b.elig = e
 			b.deadline = e.Add(time.Duration(factor * float64(wait)))
+			b.due = e.Add(time.Duration(userFactor * float64(wait)))
 			g.events = append(g.events, profEvent{start, -need}, profEvent{start.Add(wall), need})
 		}
 		g.jobs[a.ID] = b

@@ -108,6 +108,13 @@ type Snapshot struct {
 	// default: measured, it trades bounded slowdown for max wait; see
 	// docs/solver.md), else at least 1. It needs EasyStarts.
 	JobStarvationFactor float64
+	// UserGuardFactor is the per-user guard (EasyStarts.protect): a tenant
+	// whose jobs have recently started later than the bounds conservative
+	// backfilling promised them on arrival has its jobs protected once
+	// they have waited this factor × their bound's wait. 0 =
+	// DefaultUserGuardFactor, < 0 = off. It needs EasyStarts, and plans
+	// with a predictor (without one the queue is first come, first served).
+	UserGuardFactor float64
 	// EasyStarts is the relative guard's memory, kept by the caller from
 	// one cycle to the next; nil = the relative guard is off (so the same
 	// snapshot always gives the same input).
@@ -378,9 +385,14 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 	// The per-job guard: jobs waiting past their bound are protected, and
 	// running work is planned with walltimes while any is.
 	var protected map[uint64]bool
-	if s.EasyStarts != nil && s.JobStarvationFactor > 0 {
-		protected = s.EasyStarts.protect(s, s.JobStarvationFactor)
-		if len(protected) > 0 {
+	if s.EasyStarts != nil {
+		userFactor := s.userGuardFactor()
+		if pred == nil {
+			userFactor = 0 // first come, first served: nobody overtakes
+		}
+		var strict bool
+		protected, strict = s.EasyStarts.protect(s, s.JobStarvationFactor, userFactor)
+		if strict {
 			guarded = true
 		}
 	}

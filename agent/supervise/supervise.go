@@ -46,9 +46,12 @@ const BinaryName = "lattice-job-supervisor"
 // code; ok is false when it was not started as one.
 //
 // Started with DaemonEnv set, it runs the supervisor daemon instead
-// (DaemonMain).
+// (DaemonMain); with StepGuardEnv set, a step guard (StepGuardMain).
 func Main() (code int, ok bool) {
 	if code, ok := DaemonMain(); ok {
+		return code, true
+	}
+	if code, ok := StepGuardMain(); ok {
 		return code, true
 	}
 	status := os.Getenv(StatusEnv)

@@ -292,6 +292,15 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		}
 		cfg.JobStarvationFactor = f
 	}
+	if sf := strings.TrimSpace(c.String("user-guard")); sf == "none" || sf == "off" {
+		cfg.UserGuardFactor = -1
+	} else if sf != "" {
+		f, err := strconv.ParseFloat(sf, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 1) {
+			return cfg, nil, fmt.Errorf("--user-guard %q: allowed a number > 0 such as 1, or none", sf)
+		}
+		cfg.UserGuardFactor = f
+	}
 	if err := applyReplayEnergy(c, &cfg); err != nil {
 		return cfg, nil, err
 	}

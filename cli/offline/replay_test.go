@@ -173,6 +173,8 @@ func TestReplayUsageErrors(t *testing.T) {
 		{"replay", "--job-starvation-factor", "0.9", trace},
 		{"replay", "--job-starvation-factor", "inf", trace},
 		{"replay", "--fair-share", "equal", trace},
+		{"replay", "--user-guard", "0", trace},
+		{"replay", "--user-guard", "soon", trace},
 	} {
 		if _, _, err := runReplayCmd(t, args...); ExitCode(err) != ExitUsage {
 			t.Errorf("%v: error %v (exit %d), want exit %d", args, err, ExitCode(err), ExitUsage)

@@ -21,6 +21,7 @@ import (
 	"github.com/latticehpc/lattice/conformance"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/pki"
+	"github.com/latticehpc/lattice/quorum"
 	"github.com/latticehpc/lattice/server"
 )
 
@@ -485,6 +486,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewStringFlag(str("machine-root", "/", "where the machine's /proc and /sys are read (the fingerprint and hardware inputs; tests point it elsewhere)")),
 		altsrc.NewDurationFlag(dur("heartbeat", 10*time.Second, "heartbeat interval")),
 		altsrc.NewDurationFlag(dur("fence-timeout", agent.DefaultFenceTimeout, "stop this agent's jobs (and, when the agent is gone, its job supervisor does) once no leader has heard it for this long; the leader requeues a lost node's work only after it and --grace: longer rides out longer outages of the whole quorum, and delays the requeue after a real node loss as much (negative = never)")),
+		altsrc.NewStringFlag(str("cluster-id", "", "serve only the cluster with this id (`latticectl quorum status` shows it); by default the agent learns it from the first leader that presents one and refuses servers of other clusters from then on")),
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
@@ -520,6 +522,11 @@ func runAgent(c *cli.Context) error {
 	var machine func() agent.MachineFacts
 	inputs := agent.FingerprintInputs{DriverVersion: c.String("driver-version"),
 		NICFirmware: c.String("nic-firmware"), BIOSFirmware: c.String("bios-firmware"), KernelParams: c.String("kernel-params")}
+	if id := c.String("cluster-id"); id != "" {
+		if err := quorum.CheckClusterID(id); err != nil {
+			return usageError{&model.FieldError{Field: "cluster-id", Value: id, Allowed: fmt.Sprintf("%d lower-case hex digits, as `latticectl quorum status` shows", quorum.ClusterIDLength)}}
+		}
+	}
 	root := c.String("machine-root")
 	var hw agent.Hardware
 	if c.Int("simulate") == 0 {
@@ -597,7 +604,7 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	ag, err := agent.New(agent.Config{ID: c.String("id"), Servers: servers, DataDir: dataDir, Nodes: nodes, Cgroups: cgroups,
-		HeartbeatInterval: c.Duration("heartbeat"), FenceTimeout: c.Duration("fence-timeout"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
+		HeartbeatInterval: c.Duration("heartbeat"), FenceTimeout: c.Duration("fence-timeout"), ClusterID: c.String("cluster-id"), Grace: c.Duration("grace"), CheckpointDir: c.String("checkpoint-dir"), Token: c.String("token"),
 		// Simulated nodes are not real hosts with the submitters' accounts.
 		AllowRootJobs: c.Bool("allow-root-jobs"), RunAsSelf: c.Bool("run-as-self") || c.Int("simulate") > 0,
 		Latticectl: c.String("latticectl"), Supervisor: c.String("job-supervisor"), SupervisorMode: supMode, KeepJobs: !c.Bool("stop-jobs-on-exit"), PowerMeter: meter,

@@ -282,9 +282,12 @@ type cluster struct {
 	bin     string
 	members []*member
 	agent   *proc
-	logs    []string // every log file, for tails on failure
-	mu      sync.Mutex
-	procs   []*proc
+	// memberFlags follow serverFlags on every member's command line (a
+	// later flag wins: e.g. the shipped node timeout in a long test).
+	memberFlags []string
+	logs        []string // every log file, for tails on failure
+	mu          sync.Mutex
+	procs       []*proc
 }
 
 // serverFlags are the flags every member gets: short liveness so node
@@ -388,7 +391,7 @@ func (c *cluster) start(m *member) {
 	args := []string{"--log-level", "info", "server", "--id", m.id, "--data-dir", m.dataDir,
 		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr,
 		"--tokens-file", c.tokensFile, "--token", c.adminToken, "--tenants", "default,stream,t,ops"}
-	args = append(append(args, serverFlags...), m.role...)
+	args = append(append(append(args, serverFlags...), c.memberFlags...), m.role...)
 	if c.tlsDir != "" {
 		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile),
 			"--tls-cert", filepath.Join(c.tlsDir, m.id+".crt"), "--tls-key", filepath.Join(c.tlsDir, m.id+".key"))

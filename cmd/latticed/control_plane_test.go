@@ -26,11 +26,74 @@ import (
 
 func longTests() bool { return os.Getenv("LATTICE_LONG_TESTS") == "1" }
 
+// fleet is the agents of a control-plane test, each its own process with
+// its own data dir, log and simulated nodes.
+type fleet struct {
+	dirs, logs []string
+}
+
+// startFleet runs k agents of n simulated nodes each against every member
+// (args: more agent flags) and waits until all their nodes are Ready.
+func (c *cluster) startFleet(k, n int, args ...string) *fleet {
+	c.t.Helper()
+	f := &fleet{}
+	for i := 1; i <= k; i++ {
+		dir, log := filepath.Join(c.dir, fmt.Sprintf("agent%d", i)), filepath.Join(c.dir, fmt.Sprintf("agent%d.log", i))
+		c.logs = append(c.logs, log)
+		p := startProc(c.t, log, "agent", append([]string{"--log-level", "info", "agent", "--id", fmt.Sprintf("agent%d", i),
+			"--data-dir", dir, "--simulate", fmt.Sprint(n), "--group-size", fmt.Sprint(n), "--name", fmt.Sprintf("a%dn", i),
+			"--server", strings.Join(c.apiAddrs(), ","), "--grace", "2s", "--token", c.agentToken}, args...)...)
+		c.track(p)
+		f.dirs, f.logs = append(f.dirs, dir), append(f.logs, log)
+	}
+	c.waitNodesReady(k*n, 60*time.Second)
+	return f
+}
+
+// connections counts, per agent, the "agent connected" lines of its log
+// that name a member other than notAddr's; last is the latest such line.
+func (f *fleet) connections(notAddr string) (per []int, last string) {
+	for _, path := range f.logs {
+		n := 0
+		b, _ := os.ReadFile(path)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `msg="agent connected"`) && !strings.Contains(line, "server="+notAddr) {
+				n++
+				last = line
+			}
+		}
+		per = append(per, n)
+	}
+	return per, last
+}
+
+// waitMoved waits until every agent connected to a member other than
+// notAddr's since before (connections' counts) and returns how long after
+// start the last one did.
+func (f *fleet) waitMoved(c *cluster, notAddr string, before []int, start time.Time, timeout time.Duration) time.Duration {
+	c.t.Helper()
+	var moved time.Duration
+	c.waitFor(timeout, "every agent on the new leader", func() (bool, string) {
+		now, last := f.connections(notAddr)
+		moved = time.Since(start)
+		for i := range now {
+			if now[i] <= before[i] {
+				return false, fmt.Sprintf("agent%d not yet (latest connection elsewhere: %s)", i+1, last)
+			}
+		}
+		return true, ""
+	})
+	return moved
+}
+
 // jobGroups maps each allocation id to the process groups of its
-// processes started by the agent whose data dir is dir.
-func jobGroups(dir string) map[string][]int {
-	abs, _ := filepath.Abs(dir)
-	tag := []byte("LATTICE_AGENT_TAG=" + abs + "\x00")
+// processes started by the agents whose data dirs are dirs.
+func jobGroups(dirs ...string) map[string][]int {
+	var tags [][]byte
+	for _, dir := range dirs {
+		abs, _ := filepath.Abs(dir)
+		tags = append(tags, []byte("LATTICE_AGENT_TAG="+abs+"\x00"))
+	}
 	out := map[string][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -39,7 +102,7 @@ func jobGroups(dir string) map[string][]int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, tag) {
+		if err != nil || !slices.ContainsFunc(tags, func(tag []byte) bool { return bytes.Contains(env, tag) }) {
 			continue
 		}
 		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -73,12 +136,12 @@ type groupWatch struct {
 	done     chan struct{}
 }
 
-func watchGroups(dir string, want map[string][]int, ignore []string) *groupWatch {
+func watchGroups(dirs []string, want map[string][]int, ignore []string) *groupWatch {
 	w := &groupWatch{want: want, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		for {
-			now := jobGroups(dir)
+			now := jobGroups(dirs...)
 			w.mu.Lock()
 			for id, groups := range w.want {
 				if !slices.Equal(now[id], groups) {
@@ -114,8 +177,9 @@ func (w *groupWatch) finish() []string {
 }
 
 // runJobs submits n jobs of one node running script and waits until each
-// runs (one process group each); it returns their ids and groups.
-func runJobs(c *cluster, n int, script string) ([]string, map[string][]int) {
+// runs (one process group each, under the agents of dirs); it returns
+// their ids and groups.
+func runJobs(c *cluster, dirs []string, n int, script string) ([]string, map[string][]int) {
 	c.t.Helper()
 	var ids []string
 	for i := range n {
@@ -127,8 +191,8 @@ func runJobs(c *cluster, n int, script string) ([]string, map[string][]int) {
 		ids = append(ids, strconv.FormatUint(r.id, 10))
 	}
 	var groups map[string][]int
-	c.waitFor(60*time.Second, fmt.Sprintf("%d jobs running", n), func() (bool, string) {
-		groups = jobGroups(filepath.Join(c.dir, "agent"))
+	c.waitFor(90*time.Second, fmt.Sprintf("%d jobs running", n), func() (bool, string) {
+		groups = jobGroups(dirs...)
 		for _, id := range ids {
 			if len(groups[id]) != 1 {
 				return false, fmt.Sprintf("groups %v", groups)
@@ -136,7 +200,11 @@ func runJobs(c *cluster, n int, script string) ([]string, map[string][]int) {
 		}
 		return true, ""
 	})
-	return ids, groups
+	want := map[string][]int{}
+	for _, id := range ids {
+		want[id] = groups[id]
+	}
+	return ids, want
 }
 
 // checkJobsRunning says which of ids are not RUNNING in their first run.
@@ -161,36 +229,37 @@ func (c *cluster) checkJobsRunning(ids []string) {
 	}
 }
 
-// agentConnections counts the "agent connected" lines of the agent's log
-// that name addr's member, and those that name another.
-func agentConnections(c *cluster, notAddr string) (other int, last string) {
-	b, _ := os.ReadFile(filepath.Join(c.dir, "agent.log"))
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, `msg="agent connected"`) && !strings.Contains(line, "server="+notAddr) {
-			other++
-			last = line
-		}
+// incidentSettings are the site settings a control-plane test runs with,
+// and the agents' flags: by default shorter timeouts than shipped (node
+// timeout 6 s, agents' fence 12 s, heartbeat 1 s), so that a 30 s
+// incident outlasts them all as a 400 s one outlasts the shipped node
+// timeout (300 s); LATTICE_LONG_TESTS=1 runs the shipped defaults.
+func incidentSettings(c *cluster) (agentFlags []string) {
+	if longTests() {
+		c.memberFlags = []string{"--degraded-after", "30s", "--node-timeout", "300s", "--kill-grace", "30s"}
+		return nil
 	}
-	return other, last
+	return []string{"--heartbeat", "1s", "--fence-timeout", "12s"}
 }
 
-// The leader is frozen (SIGSTOP) for longer than the node timeout while
-// jobs run: none is failed, killed or run twice, and the agent is on the
-// new leader within seconds.
+// The leader is frozen (SIGSTOP) for longer than the node timeout (and
+// the agents' fence) while 16 jobs run on four agents: none is failed,
+// killed or run twice, and every agent is on the new leader within 15 s.
 func TestLeaderFreezeCostsNoRunningJob(t *testing.T) {
-	freezes := []time.Duration{12 * time.Second}
+	freezes := []time.Duration{30 * time.Second}
 	if longTests() {
 		freezes = []time.Duration{30 * time.Second, 120 * time.Second, 400 * time.Second}
 	}
 	for _, freeze := range freezes {
 		t.Run(freeze.String(), func(t *testing.T) {
 			c := newCluster(t)
+			agentFlags := incidentSettings(c)
 			c.startMembers(3)
-			c.startAgent(4, 4)
-			ids, groups := runJobs(c, 4, "#!/bin/sh\nsleep 3600\n")
-			w := watchGroups(filepath.Join(c.dir, "agent"), groups, nil)
+			f := c.startFleet(4, 4, agentFlags...)
+			ids, groups := runJobs(c, f.dirs, 16, "#!/bin/sh\nsleep 3600\n")
+			w := watchGroups(f.dirs, groups, nil)
 			old := c.mustLeader(10 * time.Second)
-			before, _ := agentConnections(c, old.apiAddr)
+			before, _ := f.connections(old.apiAddr)
 			start := time.Now()
 			if err := syscall.Kill(old.proc().cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
@@ -201,17 +270,10 @@ func TestLeaderFreezeCostsNoRunningJob(t *testing.T) {
 					_ = syscall.Kill(old.proc().cmd.Process.Pid, syscall.SIGCONT)
 				}
 			}()
-			var moved time.Duration
-			c.waitFor(60*time.Second, "the agent on the new leader", func() (bool, string) {
-				n, last := agentConnections(c, old.apiAddr)
-				moved = time.Since(start)
-				return n > before, last
-			})
-			t.Logf("the agent was on the new leader %s after the freeze", moved.Round(100*time.Millisecond))
-			if limit := 15 * time.Second; longTests() && moved > limit {
-				t.Errorf("the agent reached the new leader %s after the freeze, want within %s", moved, limit)
-			} else if moved > 30*time.Second {
-				t.Errorf("the agent reached the new leader %s after the freeze", moved)
+			moved := f.waitMoved(c, old.apiAddr, before, start, 90*time.Second)
+			t.Logf("every agent was on the new leader %s after the freeze", moved.Round(100*time.Millisecond))
+			if limit := 15 * time.Second; moved > limit {
+				t.Errorf("the last agent reached the new leader %s after the freeze, want within %s", moved, limit)
 			}
 			time.Sleep(time.Until(start.Add(freeze)))
 			if err := syscall.Kill(old.proc().cmd.Process.Pid, syscall.SIGCONT); err != nil {
@@ -219,7 +281,7 @@ func TestLeaderFreezeCostsNoRunningJob(t *testing.T) {
 			}
 			resumed = true
 			c.waitHealthy(3, 60*time.Second)
-			c.waitNodesReady(4, 30*time.Second)
+			c.waitNodesReady(16, 30*time.Second)
 			time.Sleep(3 * time.Second) // whatever the woken member would do, it does now
 			for _, p := range w.finish() {
 				t.Error(p)
@@ -239,12 +301,16 @@ func TestEveryMemberDownThenBack(t *testing.T) {
 		outage = 5 * time.Minute
 	}
 	c := newCluster(t)
+	agentFlags := incidentSettings(c)
+	if !longTests() {
+		agentFlags = []string{"--heartbeat", "1s"} // the shipped fence (10 min) outlasts the outage
+	}
 	c.startMembers(3)
-	c.startAgent(4, 4)
-	long, groups := runJobs(c, 2, "#!/bin/sh\nsleep 3600\n")
-	// The short ones end 4 s into the outage, one failing.
-	shortIDs, _ := runJobs(c, 2, "#!/bin/sh\nsleep 6\nexit $((LATTICE_ALLOC_ID % 2 * 3))\n")
-	w := watchGroups(filepath.Join(c.dir, "agent"), groups, shortIDs)
+	f := c.startFleet(4, 4, agentFlags...)
+	long, groups := runJobs(c, f.dirs, 12, "#!/bin/sh\nsleep 3600\n")
+	// The short ones end 6 s into the outage, half of them failing.
+	shortIDs, _ := runJobs(c, f.dirs, 4, "#!/bin/sh\nsleep 8\nexit $((LATTICE_ALLOC_ID % 2 * 3))\n")
+	w := watchGroups(f.dirs, groups, shortIDs)
 	down := time.Now()
 	var held []net.Listener
 	for _, m := range c.members {
@@ -267,7 +333,7 @@ func TestEveryMemberDownThenBack(t *testing.T) {
 		c.start(m)
 	}
 	c.waitHealthy(3, 90*time.Second)
-	c.waitNodesReady(4, 60*time.Second)
+	c.waitNodesReady(16, 60*time.Second)
 	c.waitFor(60*time.Second, "the short jobs' ends recorded", func() (bool, string) {
 		allocs, err := c.listAllocations()
 		if err != nil {

@@ -279,13 +279,16 @@ func (x *QuorumMember) GetBuild() string {
 }
 
 type QuorumStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64                 `protobuf:"varint,3,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	Members       []*QuorumMember        `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	StateVersion  uint64                 `protobuf:"varint,6,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId     string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Term         uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64                 `protobuf:"varint,3,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	Members      []*QuorumMember        `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	StateVersion uint64                 `protobuf:"varint,6,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	// cluster_id names the cluster (minted once by a leader; agents check
+	// it on every connection); empty until minted.
+	ClusterId     string `protobuf:"bytes,381,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -360,6 +363,13 @@ func (x *QuorumStatusResponse) GetStateVersion() uint64 {
 		return x.StateVersion
 	}
 	return 0
+}
+
+func (x *QuorumStatusResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type QuorumJoinRequest struct {
@@ -2073,14 +2083,16 @@ const file_lattice_v1_admin_proto_rawDesc = "" +
 	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x10\n" +
 	"\x03lag\x18\t \x01(\x04R\x03lag\x12$\n" +
 	"\rfeature_level\x18\x90\x03 \x01(\rR\ffeatureLevel\x12\x15\n" +
-	"\x05build\x18\x91\x03 \x01(\tR\x05build\"\xe8\x01\n" +
+	"\x05build\x18\x91\x03 \x01(\tR\x05build\"\x88\x02\n" +
 	"\x14QuorumStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
 	"\fcommit_index\x18\x03 \x01(\x04R\vcommitIndex\x122\n" +
 	"\amembers\x18\x04 \x03(\v2\x18.lattice.v1.QuorumMemberR\amembers\x12#\n" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12#\n" +
-	"\rstate_version\x18\x06 \x01(\x04R\fstateVersion\"w\n" +
+	"\rstate_version\x18\x06 \x01(\x04R\fstateVersion\x12\x1e\n" +
+	"\n" +
+	"cluster_id\x18\xfd\x02 \x01(\tR\tclusterId\"w\n" +
 	"\x11QuorumJoinRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +

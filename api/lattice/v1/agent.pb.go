@@ -199,7 +199,12 @@ type AgentHello struct {
 	// across restarts). The leader refuses a hello for nodes a connected
 	// agent holds unless it comes from the same agent id, credential and
 	// instance: a reconnection, which replaces the old stream.
-	Instance      string `protobuf:"bytes,220,opt,name=instance,proto3" json:"instance,omitempty"`
+	Instance string `protobuf:"bytes,220,opt,name=instance,proto3" json:"instance,omitempty"`
+	// cluster_id is the cluster this agent serves (pinned with --cluster-id
+	// or learned from the first leader that presented one; empty: none
+	// yet). A server of another cluster refuses the hello before it
+	// registers anything.
+	ClusterId     string `protobuf:"bytes,380,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -265,6 +270,13 @@ func (x *AgentHello) GetFenceAfterMs() int64 {
 func (x *AgentHello) GetInstance() string {
 	if x != nil {
 		return x.Instance
+	}
+	return ""
+}
+
+func (x *AgentHello) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
 	}
 	return ""
 }
@@ -1589,14 +1601,16 @@ const file_lattice_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"node_facts\x18\x06 \x01(\v2\x15.lattice.v1.NodeFactsH\x00R\tnodeFacts\x12=\n" +
 	"\fusage_answer\x18\xac\x02 \x01(\v2\x17.lattice.v1.UsageAnswerH\x00R\vusageAnswerB\x05\n" +
-	"\x03msg\"\xc9\x01\n" +
+	"\x03msg\"\xe9\x01\n" +
 	"\n" +
 	"AgentHello\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x124\n" +
 	"\arunning\x18\x03 \x03(\v2\x1a.lattice.v1.RunningOnAgentR\arunning\x12%\n" +
 	"\x0efence_after_ms\x18\xc8\x01 \x01(\x03R\ffenceAfterMs\x12\x1b\n" +
-	"\binstance\x18\xdc\x01 \x01(\tR\binstance\"[\n" +
+	"\binstance\x18\xdc\x01 \x01(\tR\binstance\x12\x1e\n" +
+	"\n" +
+	"cluster_id\x18\xfc\x02 \x01(\tR\tclusterId\"[\n" +
 	"\x0eRunningOnAgent\x12#\n" +
 	"\rallocation_id\x18\x01 \x01(\x04R\fallocationId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +
