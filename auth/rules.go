@@ -75,6 +75,12 @@ var Rules = map[string]Access{
 	"/lattice.v1.UsageService/Report":  Human,
 	"/lattice.v1.UsageService/Suspend": Admin,
 
+	// Node reservations: everyone lists them, admins change them.
+	"/lattice.v1.ReservationService/ListReservations":  Human,
+	"/lattice.v1.ReservationService/CreateReservation": Admin,
+	"/lattice.v1.ReservationService/UpdateReservation": Admin,
+	"/lattice.v1.ReservationService/DeleteReservation": Admin,
+
 	"/lattice.v1.DAGService/SubmitDAG": Human,
 	"/lattice.v1.DAGService/GetDAG":    Human,
 	"/lattice.v1.DAGService/ListDAGs":  Human,

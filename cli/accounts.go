@@ -464,3 +464,16 @@ func (r *runner) tokenImport(c *cli.Context) error {
 	fmt.Fprintf(r.Stderr, "imported %d token(s), skipped %d; every member accepts them now\n", resp.GetImported(), resp.GetSkipped())
 	return nil
 }
+
+// callerName is who the server says the caller is (WhoAmI), else $USER.
+func (r *runner) callerName(c *cli.Context) string {
+	var u *latticev1.AccountUser
+	if err := r.accounts(c, func(ctx context.Context, cl latticev1.AccountServiceClient) error {
+		var err error
+		u, err = cl.WhoAmI(ctx, &latticev1.AccountWhoAmIRequest{})
+		return err
+	}); err == nil && u.GetName() != "" {
+		return u.GetName()
+	}
+	return r.Getenv("USER")
+}

@@ -56,7 +56,7 @@ func (r *runner) statusCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "state", Aliases: []string{"t", "states"}, Usage: "only these states: STATE[,STATE...] (" + allowedStates + ")"},
 			&cli.StringFlag{Name: "vcluster", Aliases: []string{"p", "partition"}, Usage: "only this vCluster"},
-			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only allocations submitted by USER[,USER...]"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "only allocations submitted by USER[,USER...] (\"\": you)"},
 			&cli.StringFlag{Name: "name", Usage: "only allocations named NAME[,NAME...]"},
 			&cli.BoolFlag{Name: "mine", Aliases: []string{"me"}, Usage: "only your tenant's allocations (--tenant, LATTICE_TENANT or your default tenant)"},
 			&cli.BoolFlag{Name: "start", Usage: "pending allocations with their expected start from the backfill plan (squeue --start)"},
@@ -106,6 +106,10 @@ func (r *runner) status(c *cli.Context) error {
 		req.TerminalWindowSeconds = int64(d / time.Second)
 	}
 	users, names := splitList(c.String("user")), splitList(c.String("name"))
+	if c.IsSet("user") && len(users) == 0 {
+		// -u "" (squeue -u "$USER" where USER is unset): the caller.
+		users = []string{r.callerName(c)}
+	}
 	all, err := r.listAllocations(c, req)
 	if err != nil {
 		return err
@@ -409,9 +413,19 @@ func (r *runner) explanationTable(w io.Writer, e *latticev1.Explanation) {
 		}
 		if ms := e.GetExpectedStartUnixMs(); ms != 0 {
 			kv(w, "Expected start", r.tableTime(ms))
-		} else {
+		} else if model.AllocState(e.GetState()) == model.StatePending {
 			kv(w, "Expected start", "unknown")
 		}
+	}
+	if v := e.GetReservation(); v != "" {
+		kv(w, "Reservation", v)
+	}
+	if ms := e.GetStartUnixMs(); ms != 0 {
+		kv(w, "Started", r.tableTime(ms))
+	}
+	if wt := e.GetWalltimeSeconds(); wt > 0 {
+		kv(w, "Walltime", model.FormatWalltime(secondsDur(wt)))
+		kv(w, "Walltime left", model.FormatWalltime(secondsDur(e.GetWalltimeLeftSeconds())))
 	}
 	if n := e.GetNodes(); len(n) > 0 {
 		label := "Nodes"

@@ -189,6 +189,7 @@ func (r *runner) app() *cli.App {
 			r.completionCommand(),
 			r.slurmCommandsCommand(),
 			r.dashboardCommand(),
+			r.reservationCommand(), // reservation.go
 		},
 	}
 	app.Commands = append(app.Commands, r.jobControlCommands()...) // hold, release, requeue, signal, update, qos, partition
@@ -371,7 +372,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "server", Usage: "API address(es) ADDR[,ADDR...], tried in turn (env LATTICE_SERVER)", DefaultText: DefaultServer},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json, yaml or wide (env LATTICE_OUTPUT)", DefaultText: "table"},
 		&cli.StringFlag{Name: "tenant", Usage: "tenant (account) to act as; one you are associated with (env LATTICE_TENANT; default: your default tenant)"},
-		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN; default: the token `latticed dev` saved in ~/.config/lattice/token, else MUNGE)"},
+		&cli.StringFlag{Name: "token", Usage: "bearer token sent to the server (env LATTICE_TOKEN; default: the token that latticed dev saved in ~/.config/lattice/token, else MUNGE)"},
 		&cli.StringFlag{Name: "munge-socket", Usage: "munged's socket: with no token, each call carries a MUNGE credential for your uid (env LATTICE_MUNGE_SOCKET)", DefaultText: DefaultMungeSocket},
 		&cli.StringFlag{Name: "retry-budget", Usage: "how long to keep retrying when no server answers (env LATTICE_RETRY_BUDGET)", DefaultText: defaultRetryBudget.String()},
 		&cli.StringFlag{Name: "cacert", Usage: "CA certificate (PEM) that signed the servers' certificates; turns TLS on (env LATTICE_CACERT)"},

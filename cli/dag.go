@@ -147,6 +147,9 @@ func (r *runner) dagSubmit(c *cli.Context) error {
 		}
 		return r.emitAs(format, v, func(w io.Writer, _ bool) error {
 			fmt.Fprintf(r.Stderr, "%s: valid: DAG %s, %d allocations; nothing submitted\n", label, plan.Name, len(plan.Stages))
+			for _, sp := range f.Services {
+				fmt.Fprintf(r.Stderr, "service %s: %d-%d nodes, created before the stages\n", sp.Name, sp.MinNodes, max(sp.MaxNodes, sp.MinNodes))
+			}
 			row(w, "ORDER", "NAME", "NODES", "WALLTIME", "ARRAY", "AFTER")
 			for i, st := range v.Stages {
 				var after []string
@@ -177,6 +180,16 @@ func (r *runner) dagSubmit(c *cli.Context) error {
 	cn, err := r.connect(c)
 	if err != nil {
 		return err
+	}
+	for _, sp := range f.Services { // created first, so the stages find them (service.go)
+		p := serviceSpecProto(sp, r.tenant(c), cwd)
+		if err := cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			_, err := latticev1.NewScalingServiceClient(cc).CreateService(ctx, &latticev1.CreateScaledServiceRequest{Spec: p})
+			return err
+		}); err != nil {
+			return fmt.Errorf("%s: service %s: %w", label, sp.Name, err)
+		}
+		fmt.Fprintf(r.Stderr, "service %s created (latticectl service show %s)\n", sp.Name, sp.Name)
 	}
 	var resp *latticev1.SubmitDAGResponse
 	err = cn.unary(c.Context, func(ctx context.Context, cc grpc.ClientConnInterface) error {

@@ -70,6 +70,7 @@ func newFakeServer(t testing.TB) *fakeServer {
 	latticev1.RegisterAllocationServiceServer(s, f)
 	latticev1.RegisterNodeServiceServer(s, nodeService{f: f})
 	latticev1.RegisterAdminServiceServer(s, f)
+	latticev1.RegisterReservationServiceServer(s, &fakeReservations{f: f}) // reservation_test.go
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	return f

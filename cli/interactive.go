@@ -37,6 +37,7 @@ func allocFlags() []cli.Flag {
 		&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "only these nodes (a Slurm hostlist)"},
 		&cli.StringFlag{Name: "constraint", Aliases: []string{"C"}, Usage: "node features"},
 		&cli.StringFlag{Name: "qos", Aliases: []string{"q"}, Usage: "the site QOS"},
+		&cli.StringFlag{Name: "reservation", Usage: "run in this node reservation (latticectl reservation list)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"Q"}, Usage: "no salloc: messages"},
 	}
 }
@@ -61,7 +62,7 @@ func (r *runner) allocCommand() *cli.Command {
 func (r *runner) interactiveRequest(c *cli.Context, name string, opts map[string]string) (*latticev1.AllocationRequest, error) {
 	in := submitInput{opts: submitOptions{}, command: []string{name}}
 	for flag, key := range map[string]string{"nodes": optNodes, "time": optWalltime, "partition": optVCluster, "account": optTenant,
-		"job-name": optName, "nodelist": optNodeList, "constraint": optConstraint, "qos": "qos"} {
+		"job-name": optName, "nodelist": optNodeList, "constraint": optConstraint, "qos": "qos", "reservation": optReservation} {
 		if v, ok := opts[flag]; ok {
 			in.opts.set(key, v, "")
 		}
@@ -247,7 +248,7 @@ func (r *runner) alloc(c *cli.Context) error {
 	}
 	name := argv[0][strings.LastIndexByte(argv[0], '/')+1:]
 	opts := map[string]string{}
-	for _, f := range []string{"nodes", "time", "partition", "account", "job-name", "nodelist", "constraint", "qos"} {
+	for _, f := range []string{"nodes", "time", "partition", "account", "job-name", "nodelist", "constraint", "qos", "reservation"} {
 		if c.IsSet(f) {
 			opts[f] = c.String(f)
 		}

@@ -26,14 +26,14 @@ func (r *runner) nodesCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "show",
-				Usage:     "everything about one node",
-				ArgsUsage: "NODE",
+				Usage:     "everything about a node (or each node of a hostlist)",
+				ArgsUsage: "NODE|HOSTLIST",
 				Action:    r.nodesShow,
 			},
 			{
 				Name:      "drain",
-				Usage:     "take no new work on a node; it becomes Drained once its allocation ends",
-				ArgsUsage: "NODE --reason R",
+				Usage:     "take no new work on a node (or a hostlist: 'node[010-019]'); it becomes Drained once its allocation ends",
+				ArgsUsage: "NODE|HOSTLIST --reason R",
 				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (shown in nodes and show)"}},
 				Action: func(c *cli.Context) error {
 					reason := strings.TrimSpace(c.String("reason"))
@@ -47,8 +47,9 @@ func (r *runner) nodesCommand() *cli.Command {
 			},
 			{
 				Name:      "undrain",
-				Usage:     "let a drained node take work again",
-				ArgsUsage: "NODE",
+				Aliases:   []string{"resume"},
+				Usage:     "let a drained node (or a hostlist of them) take work again (scontrol's State=RESUME)",
+				ArgsUsage: "NODE|HOSTLIST",
 				Action: func(c *cli.Context) error {
 					return r.nodeChange(c, func(ctx context.Context, cl latticev1.NodeServiceClient, name string) (*latticev1.NodeResponse, error) {
 						return cl.Undrain(ctx, &latticev1.UndrainRequest{Name: name})
@@ -141,9 +142,31 @@ func (r *runner) nodesShow(c *cli.Context) error {
 		return err
 	}
 	name := c.Args().First()
-	nodes, err := r.listNodes(c, &latticev1.ListNodesRequest{Names: []string{name}})
+	names, err := model.ExpandHostlist(name)
+	if err != nil {
+		return &model.FieldError{Field: "node", Value: name, Allowed: "a node name or a Slurm hostlist such as node[010-019],gpu01"}
+	}
+	nodes, err := r.listNodes(c, &latticev1.ListNodesRequest{Names: names})
 	if err != nil {
 		return err
+	}
+	if len(names) > 1 {
+		if format == formatJSON || format == formatYAML {
+			views := make([]nodeView, 0, len(nodes))
+			for _, n := range nodes {
+				views = append(views, nodeOf(n))
+			}
+			return r.emitAs(format, views, nil)
+		}
+		for i, n := range nodes {
+			if i > 0 {
+				fmt.Fprintln(r.Stdout)
+			}
+			if err := r.printNode(format, n); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for _, n := range nodes {
 		if n.GetName() == name {

@@ -25,8 +25,13 @@ func sinfoState(n *latticev1.Node) string {
 	busy := n.GetAllocation() != 0
 	switch model.NodeState(n.GetState()) {
 	case model.NodeReady:
-		if busy {
+		switch {
+		case busy:
 			return "alloc"
+		case n.GetReservationMaint():
+			return "maint"
+		case n.GetReservation() != "":
+			return "resv"
 		}
 		return "idle"
 	case model.NodeDraining:
@@ -45,7 +50,7 @@ func sinfoState(n *latticev1.Node) string {
 }
 
 // sinfoOrder is the order sinfo's states are listed in within a vCluster.
-var sinfoOrder = []string{"alloc", "alloc*", "idle", "idle*", "drng", "drain", "down*"}
+var sinfoOrder = []string{"alloc", "alloc*", "idle", "idle*", "resv", "maint", "drng", "drain", "down*"}
 
 // nodesSummary is sinfo's default view: one line per vCluster and state
 // with the count and the hostlist.

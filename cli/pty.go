@@ -38,6 +38,7 @@ func ptyFlags() []cli.Flag {
 		&cli.StringFlag{Name: "partition", Aliases: []string{"p"}, Usage: "outside an allocation: the vCluster (partition) of the one created"},
 		&cli.StringFlag{Name: "account", Aliases: []string{"A"}, Usage: "outside an allocation: the tenant (account) of the one created"},
 		&cli.StringFlag{Name: "job-name", Aliases: []string{"J"}, Usage: "outside an allocation: the name of the one created"},
+		&cli.StringFlag{Name: "reservation", Usage: "outside an allocation: the node reservation of the one created"},
 	}
 }
 
@@ -47,7 +48,7 @@ func ptyFlags() []cli.Flag {
 // goes through srunArgs.
 func srunPtyArgs(args []string) (run, rest []string) {
 	names := map[string]string{"-p": "--partition", "--partition": "--partition", "-t": "--time", "--time": "--time",
-		"-A": "--account", "--account": "--account", "-J": "--job-name", "--job-name": "--job-name"}
+		"-A": "--account", "--account": "--account", "-J": "--job-name", "--job-name": "--job-name", "--reservation": "--reservation"}
 	pty := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -129,7 +130,7 @@ func (r *runner) runPty(c *cli.Context, argv []string) error {
 		if c.IsSet("nodes") {
 			opts["nodes"] = strconv.Itoa(c.Int("nodes"))
 		}
-		for _, f := range []string{"time", "partition", "account", "job-name"} {
+		for _, f := range []string{"time", "partition", "account", "job-name", "reservation"} {
 			if c.IsSet(f) {
 				opts[f] = c.String(f)
 			}

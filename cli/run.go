@@ -278,9 +278,10 @@ var srunOptions = map[string]srunOption{
 	"--ntasks-per-node": {flag: "--ntasks-per-node", value: true, count: true},
 	"-c":                {flag: "--cpus-per-task", value: true, count: true}, "--cpus-per-task": {flag: "--cpus-per-task", value: true, count: true},
 	"-w": {flag: "--nodelist", value: true}, "--nodelist": {flag: "--nodelist", value: true},
-	"--mpi":      {flag: "--mpi", value: true},
-	"--export":   {flag: "--export", value: true},
-	"--cpu-bind": {flag: "--cpu-bind", value: true}, "--cpu_bind": {flag: "--cpu-bind", value: true},
+	"--mpi":         {flag: "--mpi", value: true},
+	"--reservation": {flag: "--reservation", value: true},
+	"--export":      {flag: "--export", value: true},
+	"--cpu-bind":    {flag: "--cpu-bind", value: true}, "--cpu_bind": {flag: "--cpu-bind", value: true},
 	"-l": {flag: "--label"}, "--label": {flag: "--label"},
 	"--multi-prog": {flag: "--multi-prog"},
 	// accepted, ignored

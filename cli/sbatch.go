@@ -45,6 +45,7 @@ const (
 	optHold        = "hold" // "true"
 	optNodeList    = "nodelist"
 	optExclude     = "exclude"
+	optReservation = "reservation"
 	optGPUs        = "gpus"
 	optMailType    = "mail-type"
 	optMailUser    = "mail-user"
@@ -121,6 +122,7 @@ var sbatchLong = map[string]string{
 	"hold":               optHold,
 	"nodelist":           optNodeList,
 	"exclude":            optExclude,
+	"reservation":        optReservation,
 	"gpus":               optGPUs,
 	"mail-type":          optMailType,
 	"mail-user":          optMailUser,

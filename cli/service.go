@@ -128,6 +128,25 @@ func ParseServiceFile(data []byte) (*latticev1.ScaledServiceSpec, error) {
 	return p, nil
 }
 
+// serviceSpecProto is a spec from a workflow file on the wire (a negative
+// duration: explicitly zero).
+func serviceSpecProto(sp model.ServiceSpec, tenant, workDir string) *latticev1.ScaledServiceSpec {
+	ms := func(d time.Duration) int64 {
+		if d < 0 {
+			return -1
+		}
+		return d.Milliseconds()
+	}
+	p := &latticev1.ScaledServiceSpec{Name: sp.Name, Tenant: sp.Tenant, Vcluster: sp.VCluster, Qos: sp.QOS, PriorityClass: int32(sp.PriorityClass),
+		MinNodes: int32(sp.MinNodes), MaxNodes: int32(sp.MaxNodes), ScaleMetric: sp.Metric, ScaleTarget: sp.Target,
+		CooldownMs: ms(sp.Cooldown), StabilizationMs: ms(sp.Stabilization), DrainTimeMs: ms(sp.DrainTime),
+		Command: sp.Command, Env: sp.Env, Constraints: sp.Constraints, WorkDir: workDir}
+	if p.Tenant == "" {
+		p.Tenant = tenant
+	}
+	return p
+}
+
 // serviceSpecFrom builds a spec from -f FILE (if any), then the flags and
 // NAME -- CMD ARGS.
 func (r *runner) serviceSpecFrom(c *cli.Context, base *latticev1.ScaledServiceSpec) (*latticev1.ScaledServiceSpec, error) {

@@ -129,6 +129,10 @@ func slurmReason(a *latticev1.Allocation) string {
 			return "AssocMaxJobsLimit"
 		case model.ReasonNodesDrained:
 			return "ReqNodeNotAvail"
+		case model.ReasonMaintenance:
+			return "ReqNodeNotAvail, Reserved for maintenance"
+		case model.ReasonReserved:
+			return "ReqNodeNotAvail, May be reserved for other job"
 		case model.ReasonRequeued:
 			return "BeginTime"
 		}

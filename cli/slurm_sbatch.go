@@ -46,7 +46,7 @@ var sbatchOpts = []sopt{
 	{"parsable", 0, noArg, "parsable"}, {"partition", 'p', needArg, optVCluster}, {"power", 0, needArg, "!"},
 	{"priority", 0, needArg, "!"}, {"profile", 0, needArg, "!"}, {"propagate", 0, optArg, "-"},
 	{"qos", 'q', needArg, "qos"}, {"quiet", 'Q', noArg, "quiet"}, {"reboot", 0, noArg, "!"},
-	{"requeue", 0, noArg, "requeue"}, {"reservation", 0, needArg, "!"}, {"signal", 0, needArg, optSignal},
+	{"requeue", 0, noArg, "requeue"}, {"reservation", 0, needArg, optReservation}, {"signal", 0, needArg, optSignal},
 	{"sockets-per-node", 0, needArg, "-"}, {"spread-job", 0, noArg, "-"}, {"switches", 0, needArg, "!"},
 	{"test-only", 0, noArg, "test-only"}, {"thread-spec", 0, needArg, "!"}, {"threads-per-core", 0, needArg, "-"},
 	{"time", 't', needArg, optWalltime}, {"time-min", 0, needArg, "-"}, {"tmp", 0, needArg, "mem"},

@@ -49,7 +49,7 @@ func skv(k, v string) string { return k + "=" + v }
 func nullOr(s string) string { return cmp.Or(s, "(null)") }
 
 func (s *slurmRun) scontrol(args []string) error {
-	a, err := s.parse(scontrolOpts, args, false, "scontrol [<OPTION>] [<COMMAND>]\n  commands: show job|node|partition [ID], hold, uhold, release, requeue, requeuehold,\n            update JobId=ID Key=Value..., suspend, resume, version\n")
+	a, err := s.parse(scontrolOpts, args, false, "scontrol [<OPTION>] [<COMMAND>]\n  commands: show job|node|partition|reservation [ID], hold, uhold, release, requeue, requeuehold,\n            update JobId=ID|NodeName=LIST|ReservationName=R Key=Value..., create|delete reservation, suspend, resume, version\n")
 	if a == nil {
 		return err
 	}
@@ -78,6 +78,8 @@ func (s *slurmRun) scontrol(args []string) error {
 			return s.showNodes(id, one)
 		case ent == "partition" || ent == "partitions" || ent == "partitionname":
 			return s.showPartitions(id, one)
+		case ent == "reservation" || ent == "reservations" || ent == "res" || ent == "reservationname":
+			return s.showReservations(id, one) // reservation.go
 		case ent == "config":
 			fmt.Fprintf(s.Stdout, "Configuration data as of %s\nClusterName             = lattice\nSLURM_VERSION           = 22.05.8\n", s.Now().In(s.Location).Format("2006-01-02T15:04:05"))
 			return nil
@@ -89,7 +91,28 @@ func (s *slurmRun) scontrol(args []string) error {
 			return err
 		}
 		return s.jobControl(cmd, ids)
+	case "create", "delete":
+		if len(rest) == 0 {
+			return fmt.Errorf("too few arguments for keyword:%s", cmd)
+		}
+		ent, _, named := strings.Cut(rest[0], "=")
+		switch strings.ToLower(ent) {
+		case "reservation", "res", "reservationname":
+			if named { // delete ReservationName=X
+				return s.scontrolReservation(cmd, rest[0], rest, one)
+			}
+			return s.scontrolReservation(cmd, rest[0], rest[1:], one)
+		}
+		return fmt.Errorf("invalid entity:%s for keyword:%s (Lattice's scontrol %s only reservations)", rest[0], cmd, cmd)
 	case "update":
+		for _, a := range rest {
+			switch k, _, _ := strings.Cut(a, "="); strings.ToLower(k) {
+			case "reservationname", "reservation":
+				return s.scontrolReservation("update", "", rest, one)
+			case "nodename", "node":
+				return s.scontrolUpdateNodes(rest) // hostlists.go
+			}
+		}
 		return s.scontrolUpdate(rest)
 	case "version":
 		fmt.Fprintf(s.Stdout, "slurm 22.05.8 (lattice %s)\n", Version)

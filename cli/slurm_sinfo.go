@@ -45,6 +45,15 @@ func slurmNodeState(n *latticev1.Node, long bool) string {
 		} else if n.GetReservedFor() != 0 {
 			short, full = "resv", "reserved"
 		}
+		switch {
+		case n.GetReservation() == "":
+		case n.GetReservationMaint() && busy: // Slurm marks work in a maintenance window with $
+			short, full = "alloc$", "allocated$"
+		case n.GetReservationMaint():
+			short, full = "maint", "maint"
+		case !busy:
+			short, full = "resv", "reserved"
+		}
 	case model.NodeDraining:
 		short, full = "drng", "draining"
 		if !busy {
@@ -132,10 +141,10 @@ var sinfoFields = []sinfoField{
 	{'F', "NODES(A/I/O/T)", true, func(_ *slurmRun, ns []sinfoNode) string {
 		var al, idle, other int
 		for _, n := range ns {
-			switch slurmNodeState(n.n, false) {
+			switch strings.TrimSuffix(slurmNodeState(n.n, false), "$") {
 			case "alloc", "drng", "comp":
 				al++
-			case "idle", "resv":
+			case "idle", "resv", "maint":
 				idle++
 			default:
 				other++
@@ -146,10 +155,10 @@ var sinfoFields = []sinfoField{
 	{'A', "NODES(A/I)", true, func(_ *slurmRun, ns []sinfoNode) string {
 		var al, idle int
 		for _, n := range ns {
-			switch slurmNodeState(n.n, false) {
+			switch strings.TrimSuffix(slurmNodeState(n.n, false), "$") {
 			case "alloc", "drng", "comp":
 				al++
-			case "idle", "resv":
+			case "idle", "resv", "maint":
 				idle++
 			}
 		}
@@ -160,10 +169,10 @@ var sinfoFields = []sinfoField{
 		for _, n := range ns {
 			c := int(max(n.n.GetCpus(), 1))
 			total += c
-			switch slurmNodeState(n.n, false) {
+			switch strings.TrimSuffix(slurmNodeState(n.n, false), "$") {
 			case "alloc", "drng", "comp":
 				al += c
-			case "idle", "resv":
+			case "idle", "resv", "maint":
 				idle += c
 			default:
 				other += c
@@ -180,9 +189,13 @@ func sinfoRank(n *latticev1.Node) int {
 	switch slurmNodeState(n, false) {
 	case "drain", "drng":
 		return 10
-	case "alloc", "alloc*", "comp":
+	case "maint":
+		return 5
+	case "resv":
+		return 4
+	case "alloc", "alloc*", "alloc$", "comp":
 		return 3
-	case "idle", "idle*", "resv":
+	case "idle", "idle*":
 		return 2
 	}
 	return 1

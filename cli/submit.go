@@ -79,6 +79,7 @@ var submitFlags = []struct {
 	{"begin", optBegin},
 	{"nodelist", optNodeList},
 	{"exclude", optExclude},
+	{"reservation", optReservation},
 	{"gpus", optGPUs},
 	{"mail-type", optMailType},
 	{"mail-user", optMailUser},
@@ -110,7 +111,7 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.StringFlag{Name: "qos", Aliases: []string{"q"}, Usage: "a QOS of the site's table (latticectl qos list): its priority class and limits"},
 			&cli.StringFlag{Name: "checkpoint", Usage: "how the job is asked to checkpoint before its nodes are taken back: signal, hook, webhook or none", DefaultText: "none (signal with --signal)"},
 			&cli.StringFlag{Name: "checkpoint-hook", Usage: "hook mode: command run (sh -c, with the job's environment) to checkpoint; exit 0 = done"},
-			&cli.StringFlag{Name: "checkpoint-webhook", Usage: "webhook mode: URL POSTed {allocation, deadline, checkpoint_dir}; acknowledge with `latticectl checkpoint done ID`"},
+			&cli.StringFlag{Name: "checkpoint-webhook", Usage: "webhook mode: URL POSTed {allocation, deadline, checkpoint_dir}; acknowledge with latticectl checkpoint done ID"},
 			&cli.StringFlag{Name: "signal", Usage: "sbatch's [B:]SIG[@SECS]: the checkpoint signal (default USR1), also sent SECS (default 60) before the walltime ends"},
 			&cli.StringFlag{Name: "depends-on", Aliases: []string{"d", "dependency"}, Usage: "afterok:ID[:ID][,afterany:ID...]"},
 			&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "job array START-END[:STEP][%MAX]"},
@@ -128,6 +129,7 @@ func (r *runner) submitCommand() *cli.Command {
 			&cli.BoolFlag{Name: "hold", Aliases: []string{"H"}, Usage: "submit it held (reason JobHeldUser) until latticectl release ID"},
 			&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run only on these nodes: a hostlist such as node[003-004]"},
 			&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes: a hostlist such as node[001-002]"},
+			&cli.StringFlag{Name: "reservation", Usage: "run in this node reservation (latticectl reservation list): on its nodes, while it is active"},
 			&cli.StringFlag{Name: "gpus", Aliases: []string{"G"}, Usage: "GPUs for the whole job [TYPE:]N, spread evenly over its nodes"},
 			&cli.StringFlag{Name: "mail-type", Usage: "sbatch's mail events (NONE, BEGIN, END, FAIL, ALL, ...); kept, but mail is sent only by a site mail hook"},
 			&cli.StringFlag{Name: "mail-user", Usage: "where mail goes; see --mail-type"},
@@ -655,6 +657,12 @@ func resolveSubmit(in submitInput) (*model.Request, error) {
 			return nil, wrap(&model.FieldError{Field: "exclude", Value: v, Allowed: "node names or Slurm hostlists such as node[001-004,007],gpu01"})
 		}
 	}
+	if v, wrap := get(optReservation, ""); hasKey(o, optReservation) {
+		req.Reservation = strings.TrimSpace(v)
+		if !model.IsName(req.Reservation) {
+			return nil, wrap(&model.FieldError{Field: "reservation", Value: v, Allowed: "a reservation name (latticectl reservation list)"})
+		}
+	}
 	if v, wrap := get(optGPUs, ""); hasKey(o, optGPUs) {
 		typ, n, err := parseGPUsPerNode(v)
 		if err != nil {
@@ -868,6 +876,7 @@ func requestProto(req *model.Request) *latticev1.AllocationRequest {
 		MailType:             req.MailType,
 		MailUser:             req.MailUser,
 		Qos:                  req.QOS,
+		Reservation:          req.Reservation,
 		Ntasks:               int32(req.Ntasks),
 		NtasksPerNode:        int32(req.NtasksPerNode),
 		CpusPerTask:          int32(req.CPUsPerTask),

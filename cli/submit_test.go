@@ -43,8 +43,8 @@ func TestParseSbatch(t *testing.T) {
 		{
 			name:     "unknown options warn, with their values; comments and blank lines are skipped",
 			script:   "#!/bin/sh\n\n# a comment\n#SBATCH --licenses=fluent\n#SBATCH --reservation maint -N 2 # two nodes\n#SBATCH --contiguous\n#SBATCH -x n01\n",
-			want:     map[string]string{optNodes: "2", optExclude: "n01"},
-			warnings: []string{":4: #SBATCH --licenses=fluent is not supported", ":5: #SBATCH --reservation maint is not supported", ":6: #SBATCH --contiguous is not supported"},
+			want:     map[string]string{optNodes: "2", optExclude: "n01", optReservation: "maint"},
+			warnings: []string{":4: #SBATCH --licenses=fluent is not supported", ":6: #SBATCH --contiguous is not supported"},
 		},
 		{
 			name:   "tasks: -n, --ntasks-per-node, -c, --mem, --mem-per-cpu, --gpus-per-task, --exclusive, -O",

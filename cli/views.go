@@ -188,6 +188,13 @@ type explanationView struct {
 	WeightsProfile string        `json:"weights_profile"`
 	QueuePosition  int32         `json:"queue_position"`
 	Nodes          []string      `json:"nodes"`
+	// Reservation: the node reservation behind the reason, or the one it
+	// runs in. Started, WalltimeSeconds, WalltimeLeftSeconds: a running
+	// allocation's start and time limit.
+	Reservation         string  `json:"reservation,omitempty"`
+	Started             *string `json:"started,omitempty"`
+	WalltimeSeconds     int64   `json:"walltime_seconds,omitempty"`
+	WalltimeLeftSeconds int64   `json:"walltime_left_seconds,omitempty"`
 }
 
 type factorView struct {
@@ -205,18 +212,21 @@ type filterCount struct {
 
 func explanationOf(e *latticev1.Explanation) explanationView {
 	v := explanationView{
-		ID:             e.GetId(),
-		State:          e.GetState(),
-		Reason:         e.GetReason(),
-		Score:          e.GetScore(),
-		Factors:        []factorView{},
-		ExpectedStart:  rfc3339(e.GetExpectedStartUnixMs()),
-		Filtered:       []filterCount{},
-		Message:        e.GetMessage(),
-		Computed:       rfc3339(e.GetComputedUnixMs()),
-		WeightsProfile: e.GetWeightsProfile(),
-		QueuePosition:  e.GetQueuePosition(),
-		Nodes:          nonNil(e.GetNodes()),
+		ID:              e.GetId(),
+		State:           e.GetState(),
+		Reason:          e.GetReason(),
+		Score:           e.GetScore(),
+		Factors:         []factorView{},
+		ExpectedStart:   rfc3339(e.GetExpectedStartUnixMs()),
+		Filtered:        []filterCount{},
+		Message:         e.GetMessage(),
+		Computed:        rfc3339(e.GetComputedUnixMs()),
+		WeightsProfile:  e.GetWeightsProfile(),
+		QueuePosition:   e.GetQueuePosition(),
+		Nodes:           nonNil(e.GetNodes()),
+		Reservation:     e.GetReservation(),
+		Started:         rfc3339(e.GetStartUnixMs()),
+		WalltimeSeconds: e.GetWalltimeSeconds(), WalltimeLeftSeconds: e.GetWalltimeLeftSeconds(),
 	}
 	for _, f := range e.GetFactors() {
 		v.Factors = append(v.Factors, factorView{Name: f.GetName(), Title: f.GetTitle(), Value: f.GetValue(),

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/latticehpc/lattice/model"
 )
 
 // File is a workflow file as written.
@@ -14,6 +16,8 @@ type File struct {
 	ID          string  // dag_id
 	Allocations []Stage // in file order
 	Edges       []Edge  // the optional top-level edges
+	// Services are the optional top-level services (services.go).
+	Services []model.ServiceSpec
 }
 
 // Stage is one entry of allocations.
@@ -63,7 +67,7 @@ func errAt(line int, format string, args ...any) *Error {
 const MaxFileBytes = 4 << 20
 
 var (
-	topKeys   = []string{"dag_id", "allocations", "edges"}
+	topKeys   = []string{"dag_id", "allocations", "edges", "services"}
 	stageKeys = []string{"name", "tenant", "project", "vcluster", "entrypoint", "script", "nodes", "walltime_hours", "walltime",
 		"priority_class", "checkpoint", "array", "env", "depends_on"}
 	depKeys  = []string{"name", "condition"}
@@ -95,6 +99,14 @@ func Parse(data []byte) (*File, error) {
 				st, err := parseStage(item)
 				if err == nil {
 					f.Allocations = append(f.Allocations, st)
+				}
+				return err
+			})
+		case "services":
+			err = walkSeq(v, "services", func(item *yaml.Node) error {
+				sp, err := parseService(item)
+				if err == nil {
+					f.Services = append(f.Services, sp)
 				}
 				return err
 			})

@@ -264,6 +264,9 @@ type Request struct {
 	MailUser string `json:"mail_user,omitempty"`
 	// QOS is the site QOS name it was submitted with (its class is in PriorityClass).
 	QOS string `json:"qos,omitempty"`
+	// Reservation is the reservation it runs in (sbatch --reservation):
+	// only that reservation's nodes, only while it is active.
+	Reservation string `json:"reservation,omitempty"`
 	// Tasks (sbatch -n, --ntasks-per-node, -c, --mem, --mem-per-cpu,
 	// --gpus-per-task, --exclusive, -O): see tasks.go. 0 = not given.
 	Ntasks        int   `json:"ntasks,omitempty"`

@@ -112,6 +112,10 @@ const (
 	// CmdPatchVCluster changes the named fields of one vCluster.
 	CmdPatchVCluster CommandType = 90
 
+	// 100–104: r27 (node reservations, reservation.go).
+	CmdSetReservation    CommandType = 100
+	CmdDeleteReservation CommandType = 101
+
 	// 115–119: svc (services.go).
 	CmdSetService    CommandType = 115
 	CmdDeleteService CommandType = 116
@@ -233,6 +237,11 @@ var commandTable = map[CommandType]commandSpec{
 	CmdPatchVCluster: {name: "patch_vcluster", since: Level1, new: func() Command { return &PatchVCluster{} },
 		apply: func(s *State, c Command) *Result { return s.applyPatchVCluster(c.(*PatchVCluster)) }},
 
+	CmdSetReservation: {name: "set_reservation", since: Level1, new: func() Command { return &SetReservation{} },
+		apply: func(s *State, c Command) *Result { return s.applySetReservation(c.(*SetReservation)) }},
+	CmdDeleteReservation: {name: "delete_reservation", since: Level1, new: func() Command { return &DeleteReservation{} },
+		apply: func(s *State, c Command) *Result { return s.applyDeleteReservation(c.(*DeleteReservation)) }},
+
 	CmdResumeSuspended: {name: "resume_suspended", since: Level1, new: func() Command { return &ResumeSuspended{} },
 		apply: func(s *State, c Command) *Result { return s.applyResumeSuspended(c.(*ResumeSuspended)) }},
 
@@ -247,47 +256,49 @@ var commandTable = map[CommandType]commandSpec{
 		apply: func(s *State, c Command) *Result { return s.applyScaleService(c.(*ScaleService)) }},
 }
 
-func (*Submit) Type() CommandType          { return CmdSubmit }
-func (*AssignBatch) Type() CommandType     { return CmdAssignBatch }
-func (*UpdateAllocs) Type() CommandType    { return CmdUpdateAllocs }
-func (*Cancel) Type() CommandType          { return CmdCancel }
-func (*RegisterNodes) Type() CommandType   { return CmdRegisterNodes }
-func (*SetNodeState) Type() CommandType    { return CmdSetNodeState }
-func (*SetVCluster) Type() CommandType     { return CmdSetVCluster }
-func (*SetTenant) Type() CommandType       { return CmdSetTenant }
-func (*SetPowerBudget) Type() CommandType  { return CmdSetPowerBudget }
-func (*Requeue) Type() CommandType         { return CmdRequeue }
-func (*ReturnNodes) Type() CommandType     { return CmdReturnNodes }
-func (*Reclaim) Type() CommandType         { return CmdReclaim }
-func (*Prune) Type() CommandType           { return CmdPrune }
-func (*SetMember) Type() CommandType       { return CmdSetMember }
-func (*RemoveMember) Type() CommandType    { return CmdRemoveMember }
-func (*SetDefaults) Type() CommandType     { return CmdSetDefaults }
-func (*Preempt) Type() CommandType         { return CmdPreempt }
-func (*Checkpoint) Type() CommandType      { return CmdCheckpoint }
-func (*StepCommand) Type() CommandType     { return CmdStep }
-func (*Hold) Type() CommandType            { return CmdHold }
-func (*UpdateAlloc) Type() CommandType     { return CmdUpdateAlloc }
-func (*RequeueJobs) Type() CommandType     { return CmdRequeueJobs }
-func (*SetQOS) Type() CommandType          { return CmdSetQOS }
-func (*SetPartition) Type() CommandType    { return CmdSetPartition }
-func (*SubmitBatch) Type() CommandType     { return CmdSubmitBatch }
-func (*NodeFacts) Type() CommandType       { return CmdNodeFacts }
-func (*NodePower) Type() CommandType       { return CmdNodePower }
-func (*ArchiveEnded) Type() CommandType    { return CmdArchiveEnded }
-func (*SuspendJob) Type() CommandType      { return CmdSuspendJob }
-func (*ResumeSuspended) Type() CommandType { return CmdResumeSuspended }
-func (*RecordUsage) Type() CommandType     { return CmdRecordUsage }
-func (*SetUser) Type() CommandType         { return CmdSetUser }
-func (*DeleteUser) Type() CommandType      { return CmdDeleteUser }
-func (*DeleteTenant) Type() CommandType    { return CmdDeleteTenant }
-func (*PutTokens) Type() CommandType       { return CmdPutTokens }
-func (*RevokeTokens) Type() CommandType    { return CmdRevokeTokens }
-func (*SetClusterID) Type() CommandType    { return CmdSetClusterID }
-func (*PatchVCluster) Type() CommandType   { return CmdPatchVCluster }
-func (*SetService) Type() CommandType      { return CmdSetService }
-func (*DeleteService) Type() CommandType   { return CmdDeleteService }
-func (*ScaleService) Type() CommandType    { return CmdScaleService }
+func (*Submit) Type() CommandType            { return CmdSubmit }
+func (*AssignBatch) Type() CommandType       { return CmdAssignBatch }
+func (*UpdateAllocs) Type() CommandType      { return CmdUpdateAllocs }
+func (*Cancel) Type() CommandType            { return CmdCancel }
+func (*RegisterNodes) Type() CommandType     { return CmdRegisterNodes }
+func (*SetNodeState) Type() CommandType      { return CmdSetNodeState }
+func (*SetVCluster) Type() CommandType       { return CmdSetVCluster }
+func (*SetTenant) Type() CommandType         { return CmdSetTenant }
+func (*SetPowerBudget) Type() CommandType    { return CmdSetPowerBudget }
+func (*Requeue) Type() CommandType           { return CmdRequeue }
+func (*ReturnNodes) Type() CommandType       { return CmdReturnNodes }
+func (*Reclaim) Type() CommandType           { return CmdReclaim }
+func (*Prune) Type() CommandType             { return CmdPrune }
+func (*SetMember) Type() CommandType         { return CmdSetMember }
+func (*RemoveMember) Type() CommandType      { return CmdRemoveMember }
+func (*SetDefaults) Type() CommandType       { return CmdSetDefaults }
+func (*Preempt) Type() CommandType           { return CmdPreempt }
+func (*Checkpoint) Type() CommandType        { return CmdCheckpoint }
+func (*StepCommand) Type() CommandType       { return CmdStep }
+func (*Hold) Type() CommandType              { return CmdHold }
+func (*UpdateAlloc) Type() CommandType       { return CmdUpdateAlloc }
+func (*RequeueJobs) Type() CommandType       { return CmdRequeueJobs }
+func (*SetQOS) Type() CommandType            { return CmdSetQOS }
+func (*SetPartition) Type() CommandType      { return CmdSetPartition }
+func (*SubmitBatch) Type() CommandType       { return CmdSubmitBatch }
+func (*NodeFacts) Type() CommandType         { return CmdNodeFacts }
+func (*NodePower) Type() CommandType         { return CmdNodePower }
+func (*ArchiveEnded) Type() CommandType      { return CmdArchiveEnded }
+func (*SuspendJob) Type() CommandType        { return CmdSuspendJob }
+func (*ResumeSuspended) Type() CommandType   { return CmdResumeSuspended }
+func (*RecordUsage) Type() CommandType       { return CmdRecordUsage }
+func (*SetUser) Type() CommandType           { return CmdSetUser }
+func (*DeleteUser) Type() CommandType        { return CmdDeleteUser }
+func (*DeleteTenant) Type() CommandType      { return CmdDeleteTenant }
+func (*PutTokens) Type() CommandType         { return CmdPutTokens }
+func (*RevokeTokens) Type() CommandType      { return CmdRevokeTokens }
+func (*SetClusterID) Type() CommandType      { return CmdSetClusterID }
+func (*PatchVCluster) Type() CommandType     { return CmdPatchVCluster }
+func (*SetService) Type() CommandType        { return CmdSetService }
+func (*DeleteService) Type() CommandType     { return CmdDeleteService }
+func (*ScaleService) Type() CommandType      { return CmdScaleService }
+func (*SetReservation) Type() CommandType    { return CmdSetReservation }
+func (*DeleteReservation) Type() CommandType { return CmdDeleteReservation }
 
 func (t CommandType) String() string {
 	if spec, ok := commandTable[t]; ok {

@@ -65,6 +65,8 @@ type snapMeta struct {
 	QOSSet     bool              `json:"qos_set,omitempty"`
 	Partitions map[string]string `json:"partitions,omitempty"`
 	ClusterID  string            `json:"cluster_id,omitempty"`
+	// Reservations are the node reservations (reservation.go).
+	Reservations []*model.Reservation `json:"reservations,omitempty"`
 }
 
 // image is a point-in-time copy of the state's references.
@@ -96,7 +98,8 @@ func (s *State) image() *image {
 		level: s.level,
 		meta: snapMeta{Version: s.Version, NextID: s.NextID, DefaultVCluster: s.DefaultVCluster,
 			PowerBudgetWatts: s.PowerBudgetWatts, DirtyAt: s.dirtyAt,
-			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions(), ClusterID: s.clusterID},
+			QOS: slices.Clone(s.qos), QOSSet: s.qos != nil, Partitions: s.Partitions(), ClusterID: s.clusterID,
+			Reservations: s.reservations},
 		vclusters: s.VClusters(),
 		tenants:   s.Tenants(),
 		members:   s.Members(),
@@ -421,6 +424,7 @@ func (s *State) load(rec *record, line int, sawHeader *bool, shared map[uint64]s
 			s.partitions = rec.Meta.Partitions
 		}
 		s.clusterID = rec.Meta.ClusterID
+		s.reservations = rec.Meta.Reservations
 	case "vcluster":
 		if rec.VCluster == nil {
 			return missing()

@@ -39,6 +39,9 @@ type State struct {
 	qos []model.QOS
 	// partitions maps partition names (aliases users write) to vClusters.
 	partitions map[string]string
+	// reservations are the node reservations by name (reservation.go); the
+	// slice is replaced, never written, by a change.
+	reservations []*model.Reservation
 	// users by name and tokens by hash (users.go); nil until the first.
 	users  map[string]*User
 	tokens map[string]*Token

@@ -103,6 +103,13 @@ func newLattice(s *sim) (*latticePolicy, error) {
 			}
 			w[i] = v
 		}
+		if len(s.cfg.Weights) > 0 {
+			// As vcluster set: weights set one by one are normalised to
+			// sum to 1 (NormaliseWeights), refused when they sum to 0.
+			if w, _, err = NormaliseWeights(w); err != nil {
+				return nil, err
+			}
+		}
 		vc.Weights = w
 		switch {
 		case s.cfg.ReservationDepth != 0:

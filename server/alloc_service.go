@@ -79,6 +79,9 @@ func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.Submi
 	if err := a.s.admitSubmission(ctx, &check); err != nil {
 		return model.Request{}, model.Request{}, err
 	}
+	if err := a.s.admitReservation(ctx, &check); err != nil { // reservation_service.go
+		return model.Request{}, model.Request{}, err
+	}
 	keep := req.Request.GetKeepIfNeverFits()
 	if keep && !a.s.isAdmin(ctx) {
 		return model.Request{}, model.Request{}, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
@@ -429,7 +432,7 @@ func (a *allocService) Explain(ctx context.Context, req *latticev1.ExplainReques
 		out.Reason = model.ReasonWaitingForScheduling
 		out.Message = "not yet considered by its vCluster's scheduler; it runs every few seconds"
 	case al.State.Active():
-		out.Message = "runs on " + model.CompressHostlist(al.Nodes)
+		a.explainRunning(al, out) // explain_running.go
 	default:
 		out.Message = "ended " + string(al.State)
 	}

@@ -46,6 +46,7 @@ func requestFromProto(p *latticev1.AllocationRequest) model.Request {
 		r.BeginTime = time.UnixMilli(p.BeginUnixMs).UTC()
 	}
 	r.Hold, r.MailType, r.MailUser, r.QOS = p.Hold, strings.ToUpper(strings.ReplaceAll(p.MailType, " ", "")), p.MailUser, p.Qos
+	r.Reservation = p.Reservation
 	if len(p.NodeList) > 0 {
 		r.NodeList = slices.Compact(slices.Sorted(slices.Values(p.NodeList)))
 	}
@@ -94,6 +95,7 @@ func requestToProto(r *model.Request) *latticev1.AllocationRequest {
 	p.BeginUnixMs = unixMS(r.BeginTime)
 	p.Hold, p.NodeList, p.ExcludeNodes = r.Hold, r.NodeList, r.ExcludeNodes
 	p.MailType, p.MailUser, p.Qos = r.MailType, r.MailUser, r.QOS
+	p.Reservation = r.Reservation
 	for _, d := range r.DependsOn {
 		p.DependsOn = append(p.DependsOn, &latticev1.Dependency{Condition: string(d.Condition), Ids: d.IDs, Task: d.Task})
 	}
@@ -163,7 +165,7 @@ func explanationToProto(id string, state model.AllocState, e *vcluster.Explanati
 		Id: id, State: string(state), Reason: e.Reason, Score: e.Score,
 		ExpectedStartUnixMs: unixMS(e.ExpectedStart), Message: e.Message,
 		ComputedUnixMs: unixMS(e.Computed), WeightsProfile: e.Profile, QueuePosition: int32(e.Position),
-		Nodes: e.Nodes,
+		Nodes: e.Nodes, Reservation: e.Reservation,
 	}
 	for i := range model.NumFactors {
 		info := solver.Factors[i]

@@ -337,6 +337,7 @@ func (s *Server) Snapshot(name string, now time.Time) (*vcluster.Snapshot, uint6
 			EnergyPrice: -1,
 		}
 		pending, active = st.PendingShared(name), st.ActiveShared()
+		snap.Reservations = st.Reservations(now)
 		for _, v := range st.VClusters() {
 			snap.VClusters[v.Name] = v
 			if v.Lends() {

@@ -77,6 +77,7 @@ func (n *nodeService) List(_ context.Context, req *latticev1.ListNodesRequest) (
 		names[name] = true
 	}
 	resp := &latticev1.ListNodesResponse{}
+	now := n.s.cfg.Clock()
 	l := n.s.currentLeader()
 	var missing []string
 	n.s.view(func(st *quorum.State) {
@@ -107,6 +108,7 @@ func (n *nodeService) List(_ context.Context, req *latticev1.ListNodesRequest) (
 			}
 			resp.Nodes = append(resp.Nodes, nodeToProto(node, display, seen))
 		}
+		markReserved(resp.Nodes, st.Reservations(now), now) // reservation_service.go
 	})
 	if len(missing) > 0 && len(resp.Nodes) == 0 {
 		return nil, notFound("node %s not found", missing[0])

@@ -401,6 +401,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	latticev1.RegisterUsageServiceServer(s.grpc, &usageService{s: s})
 	latticev1.RegisterAccountServiceServer(s.grpc, &accountService{s: s})
+	latticev1.RegisterReservationServiceServer(s.grpc, &reservationService{s: s})
 	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
 	latticev1.RegisterScalingServiceServer(s.grpc, &scalingService{s: s})

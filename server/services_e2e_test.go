@@ -362,3 +362,37 @@ func TestServiceGrowsOnFullMachine(t *testing.T) {
 		t.Errorf("invariants or exclusivity broken:\n%s", strings.Join(w.problems, "\n"))
 	}
 }
+
+// TestServiceInWorkflowFile: a workflow file's services are created before
+// its stages (latticectl dag submit) and run like any service.
+func TestServiceInWorkflowFile(t *testing.T) {
+	dir := t.TempDir()
+	d := startDevWith(t, dir, 2, []string{"service", "hpc-batch"}, func(c *Config) { c.ServiceInterval = 200 * time.Millisecond })
+	file := filepath.Join(dir, "wf.yaml")
+	if err := os.WriteFile(file, []byte(`dag_id: with-hub
+services:
+  - name: hub
+    min_nodes: 1
+    drain_time: 1s
+    entrypoint: [sleep, "300"]
+allocations:
+  - name: client
+    vcluster: hpc-batch
+    entrypoint: "true"
+    nodes: 1
+    walltime: "5:00"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := d.ctl(t, dir, "dag", "submit", "--dry-run", file); code != 0 || !strings.Contains(errOut, "service hub: 1-1 nodes") {
+		t.Fatalf("dry run: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := d.ctl(t, dir, "dag", "submit", file); code != 0 || !strings.Contains(errOut, "service hub created") {
+		t.Fatalf("dag submit: %d %s %s", code, out, errOut)
+	}
+	waitFor(t, 60*time.Second, "the workflow's service running", func() bool {
+		out, _, code := d.ctl(t, dir, "service", "show", "hub", "-o", "json")
+		var s svcShow
+		return code == 0 && json.Unmarshal([]byte(out), &s) == nil && s.Replicas == 1
+	})
+}

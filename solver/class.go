@@ -17,6 +17,9 @@ type class struct {
 	// only and not are a job's node list and exclusions (sbatch -w, -x):
 	// sorted node names.
 	only, not []string
+	// resv is 1 + the index of the node reservation its jobs run in (-1:
+	// one not in the input), 0 = none (nodereserve.go).
+	resv int32
 
 	elig    []bool // by node: passes the constraints
 	allElig bool   // every node passes
@@ -25,6 +28,8 @@ type class struct {
 	outConstraint int   // nodes that fail the constraints
 	outState      int   // eligible but not Ready
 	outOwnership  int   // eligible, Ready, another vCluster's and not lendable now
+	outResv       int   // passing, but in a node reservation active now that is not resv
+	resvBlock     int32 // 1 + the index of the first such reservation
 	eligAll       []int // by conformance group: eligible nodes in any state
 	eligReady     []int // by conformance group: eligible Ready own nodes and borrowable ones
 	initFree      []int // by conformance group: eligible nodes free at cycle start

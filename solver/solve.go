@@ -76,6 +76,7 @@ func (sv *Solver) Solve(in *Input) *Plan {
 	s.reset(in, &sv.plan)
 	s.scoreAll()
 	s.plan()
+	s.nameReservations()
 	return s.out
 }
 
@@ -227,6 +228,8 @@ type state struct {
 		key int64
 	}
 
+	resv resvState // node reservations (nodereserve.go)
+
 	out *Plan
 }
 
@@ -328,6 +331,7 @@ func (s *state) reset(in *Input, out *Plan) {
 		cellIdx:        old.cellIdx,
 		spareClasses:   append(old.spareClasses, old.classes...),
 		spareTimelines: append(old.spareTimelines, old.timelines...),
+		resv:           old.resv,
 	}
 	clear(old.classes)
 	clear(old.timelines)
@@ -429,6 +433,7 @@ func (s *state) reset(in *Input, out *Plan) {
 			}
 		}
 	}
+	s.applyNodeReservations()
 	if len(s.heldBy) > 1 {
 		slices.SortFunc(s.heldBy, func(a, b heldNode) int {
 			if a.job != b.job {
@@ -514,9 +519,9 @@ func (s *state) reset(in *Input, out *Plan) {
 
 // classFor returns the class of a job's constraints, creating it on first use.
 func (s *state) classFor(j *Job) *class {
-	if j.GPUType == "" && j.GPUsPerNode <= 0 && len(j.Constraints) == 0 && len(j.NodeList) == 0 && len(j.ExcludeNodes) == 0 {
+	if j.GPUType == "" && j.GPUsPerNode <= 0 && len(j.Constraints) == 0 && len(j.NodeList) == 0 && len(j.ExcludeNodes) == 0 && j.Reservation == "" {
 		if s.plainCls == nil {
-			s.plainCls = s.newClass("", 0, nil, nil, nil)
+			s.plainCls = s.newClass("", 0, nil, nil, nil, 0)
 		}
 		return s.plainCls
 	}
@@ -544,18 +549,28 @@ func (s *state) classFor(j *Job) *class {
 		b = append(b, 2)
 		b = append(b, n...)
 	}
+	var resv int32
+	if j.Reservation != "" {
+		// The reservation it runs in (an unknown one: no node at all).
+		resv = s.resvIndex(j.Reservation)
+		if resv == 0 {
+			resv = -1
+		}
+		b = append(b, 3)
+		b = append(b, j.Reservation...)
+	}
 	s.keyBuf = b
 	if c, ok := s.classByKey[string(b)]; ok {
 		return c
 	}
-	c := s.newClass(j.GPUType, j.GPUsPerNode, slices.Clone(cons), j.NodeList, j.ExcludeNodes)
+	c := s.newClass(j.GPUType, j.GPUsPerNode, slices.Clone(cons), j.NodeList, j.ExcludeNodes, resv)
 	s.classByKey[string(b)] = c
 	return c
 }
 
 // newClass builds a class's counts and pools from the cycle-start state,
 // reusing a class of an earlier cycle when there is one.
-func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []string) *class {
+func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []string, resv int32) *class {
 	n := len(s.nodes)
 	var c *class
 	if k := len(s.spareClasses); k > 0 {
@@ -566,7 +581,7 @@ func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []st
 		c = new(class)
 	}
 	*c = class{
-		gpuType: gpuType, gpus: gpus, constraints: cons, only: only, not: not,
+		gpuType: gpuType, gpus: gpus, constraints: cons, only: only, not: not, resv: resv,
 		elig:      grow(c.elig, n),
 		eligAll:   grow(c.eligAll, s.nFps),
 		eligReady: grow(c.eligReady, s.nFps),
@@ -588,7 +603,9 @@ func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []st
 	firstFp := int32(-1)
 	// Without constraints every node passes (unless it has fewer than zero
 	// GPUs): the node list need not be read.
-	all := gpuType == "" && len(cons) == 0 && gpus <= s.minGPUs && len(only) == 0 && len(not) == 0
+	all := gpuType == "" && len(cons) == 0 && gpus <= s.minGPUs && len(only) == 0 && len(not) == 0 &&
+		resv == 0 && !s.resv.anyActive
+	ownHoles := false
 	c.allElig = all
 	for i := range s.nodes {
 		x := int32(i)
@@ -598,6 +615,20 @@ func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []st
 		}
 		if s.sensitive && !s.own[i] { // never on another vCluster's nodes
 			c.outOwnership++
+			continue
+		}
+		if a := s.resv.at[i]; a != resv {
+			if resv != 0 { // runs only on its active reservation's nodes
+				c.outConstraint++
+				continue
+			}
+			// Another reservation's node now: counted like a node that is
+			// not Ready (it exists), with the reservation for the reason.
+			c.eligAll[s.fp[i]]++
+			c.outResv++
+			if c.resvBlock == 0 {
+				c.resvBlock = a
+			}
 			continue
 		}
 		c.elig[i] = true
@@ -616,9 +647,16 @@ func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []st
 			c.ownReady++
 			usableG[g]++
 			if s.idle0[i] {
-				c.own[ci].free = append(c.own[ci].free, x)
-				c.own[ci].n++
-				c.ownFree++
+				if fr := s.firstRes[i]; fr != never {
+					// A node reservation starts at fr: a hole (nodereserve.go).
+					c.own[ci].holes = append(c.own[ci].holes, hole{fr, x})
+					c.holes = append(c.holes, fr)
+					ownHoles = true
+				} else {
+					c.own[ci].free = append(c.own[ci].free, x)
+					c.own[ci].n++
+					c.ownFree++
+				}
 				c.initFree[f]++
 				freeG[g]++
 			} else if s.binpack {
@@ -642,6 +680,12 @@ func (s *state) newClass(gpuType string, gpus int, cons []string, only, not []st
 			usableG[g]++
 		default:
 			c.outOwnership++
+		}
+	}
+	if ownHoles {
+		slices.Sort(c.holes)
+		for ci := range c.own {
+			slices.SortFunc(c.own[ci].holes, cmpHole)
 		}
 	}
 	if len(c.borrowLim) > 0 {
@@ -741,6 +785,9 @@ func (s *state) scoreAll() {
 			jb.wait = m.waitNs
 		}
 		jb.hold = j.Hold
+		if jb.hold == "" && j.Reservation != "" {
+			jb.hold = s.resvHold(j)
+		}
 		if shift != nil && jb.hold == "" && shift.Shift.Flexible(j.PriorityClass, j.Checkpoint) &&
 			shift.Shift.Defer(shift.Prices, in.Now, elig, jobWall(j)) {
 			jb.hold = model.ReasonEnergyPrice
@@ -1245,6 +1292,8 @@ func (s *state) staticReason(jb *job) string {
 		return jb.hold
 	case c.staticAll < jb.min:
 		return model.ReasonBadConstraints
+	case c.staticReady < jb.min && c.staticReady+c.outResv >= jb.min:
+		return s.resvReason(c.resvBlock)
 	case c.staticReady < jb.min:
 		return model.ReasonNodesDrained
 	case q.running == 0:
@@ -1288,7 +1337,7 @@ func (s *state) explainBase(rank int, jb *job) *Explanation {
 // commitJobStart records the start of jb on s.chosen (nBorrow of them
 // borrowed): the plan's Start, the nodes, power headroom and quota room.
 func (s *state) commitJobStart(jb *job, ex *Explanation, nBorrow int) {
-	st := Start{JobID: jb.id, Backfilled: s.waiting, Score: jb.score}
+	st := Start{JobID: jb.id, Backfilled: s.waiting, Score: jb.score, Position: ex.Position}
 	slices.Sort(s.chosen)
 	st.Nodes = s.nameList(s.chosen)
 	if nBorrow > 0 {
@@ -1356,6 +1405,7 @@ func (s *state) decide(rank int) {
 	if free >= jb.min {
 		ex.Reason = model.ReasonPriority
 	}
+	s.resvBlocks(jb, ex, e)
 	me := &s.memoEarliest
 	if memoOff || c != me.cls || jb.min != me.n || s.ver != me.ver {
 		me.cls, me.n, me.ver = c, jb.min, s.ver

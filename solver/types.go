@@ -84,6 +84,22 @@ type Job struct {
 	// OwnNodesOnly keeps the job off borrowed nodes (its vCluster runs only
 	// checkpointable work on borrowed nodes, and it cannot checkpoint).
 	OwnNodesOnly bool
+	// Reservation names the Input.NodeReservations entry the job runs in:
+	// it may start only while that reservation is active, only on its
+	// nodes (until then, or when it is missing, it waits with reason
+	// model.ReasonReservation). "" = none.
+	Reservation string
+}
+
+// NodeReservation sets nodes aside from Start to End (model.Reservation).
+// While it is active only the jobs that name it (Job.Reservation) may start
+// on its nodes; before it starts, no job may start on them whose walltime
+// would cross Start, and no job is planned on them before End.
+type NodeReservation struct {
+	Name       string
+	Maint      bool // a maintenance window: the reason is model.ReasonMaintenance
+	Start, End time.Time
+	Nodes      []string // sorted; names not among Input.Nodes are ignored
 }
 
 // Running is an allocation holding nodes of this vCluster.
@@ -169,6 +185,9 @@ type Input struct {
 	// Energy is the site's time-of-use price schedule and the rule that
 	// holds flexible work for cheaper hours; nil = none.
 	Energy *Energy
+	// NodeReservations are the reservations not over at Now, in any order
+	// (at most one active on a node at a time). The replay passes none.
+	NodeReservations []NodeReservation
 }
 
 // Energy is a time-of-use price schedule with its shifting rule. Flexible
@@ -197,6 +216,8 @@ type Start struct {
 	Borrowed   []string
 	Backfilled bool // started ahead of a higher-scored job
 	Score      float64
+	// Position is the 1-based rank of its explanation: Plan.Explanations[Position-1].
+	Position int
 }
 
 // Reservation protects a blocked job's earliest start.
@@ -228,4 +249,7 @@ type Explanation struct {
 	ExpectedStart time.Time // zero = unknown
 	Nodes         []string  // where it starts or is reserved
 	Filtered      FilterCounts
+	// Reservation names the node reservation behind Reason (Reservation,
+	// Maintenance, Reserved), or the one the job runs in; "" = none.
+	Reservation string
 }

@@ -339,9 +339,12 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor, userFactor float64) {
 		}
 		return cmp.Compare(x.ID, y.ID)
 	})
+	if len(g.fresh) > maxBoundPerCycle {
+		g.fresh = g.fresh[:maxBoundPerCycle] // the others next cycle
+	}
 	free := ownRunning(s, s.Now.Add(model.MaxWalltime), func(end time.Time, nodes int) { g.events = append(g.events, profEvent{end, nodes}) })
+	slices.SortFunc(g.events, func(x, y profEvent) int { return x.at.Compare(y.at) })
 	for _, a := range g.fresh {
-		slices.SortFunc(g.events, func(x, y profEvent) int { return x.at.Compare(y.at) })
 		need, wall := max(1, a.NodesMin), a.Walltime
 		if wall <= 0 {
 			wall = model.MaxWalltime
@@ -357,10 +360,30 @@ func (g *EasyStarts) boundFresh(s *Snapshot, factor, userFactor float64) {
 			b.elig = e
 			b.deadline = e.Add(time.Duration(factor * float64(wait)))
 			b.due = e.Add(time.Duration(userFactor * float64(wait)))
-			g.events = append(g.events, profEvent{start, -need}, profEvent{start.Add(wall), need})
+			g.events = insertEvent(g.events, profEvent{start, -need})
+			g.events = insertEvent(g.events, profEvent{start.Add(wall), need})
 		}
 		g.jobs[a.ID] = b
 	}
+}
+
+// maxBoundPerCycle is how many new jobs the guards bound in one cycle, the
+// longest-waiting first: each costs a pass over the profile, so a queue
+// that arrives at once (a new leader's first cycle, a large array) is
+// bounded over several cycles instead of stalling one.
+const maxBoundPerCycle = 256
+
+// insertEvent inserts e into events, sorted by time, after the events at
+// the same time (earliestFit reads events of one time together, so their
+// order does not matter).
+func insertEvent(events []profEvent, e profEvent) []profEvent {
+	i, _ := slices.BinarySearchFunc(events, e.at, func(x profEvent, at time.Time) int {
+		if x.at.After(at) {
+			return 1
+		}
+		return -1
+	})
+	return slices.Insert(events, i, e)
 }
 
 // earliestFit is the earliest time from now at which need nodes stay free

@@ -127,6 +127,9 @@ type Snapshot struct {
 	// loop keeps its own from one cycle to the next (ServiceMemory), the
 	// replay its own, fed as jobs end.
 	Service *predict.Service
+	// Reservations are the node reservations (model.Reservation); those
+	// over by Now are ignored. The replay has none.
+	Reservations []*model.Reservation
 }
 
 // ServiceSettings is how vc's settings read the fair share of service: the
@@ -428,6 +431,7 @@ func (b *Builder) Build(s *Snapshot) solver.Input {
 		Running:              b.running[:0],
 		Pending:              b.pending[:0],
 		Tenants:              b.tenants,
+		NodeReservations:     nodeReservations(s),
 	}
 	if b.seenRunning == nil {
 		b.seenRunning = make(map[uint64]bool)
@@ -1032,6 +1036,7 @@ func (b *Builder) derive(r *pendingRec, job *solver.Job, a *model.Allocation, ow
 		OwnNodesOnly:      ownOnly && !a.Checkpoint.Checkpointable(),
 		NodeList:          a.NodeList,
 		ExcludeNodes:      a.ExcludeNodes,
+		Reservation:       a.Reservation,
 	}
 	if a.Held != "" {
 		r.held, r.admin = true, a.Held == model.HoldAdmin
@@ -1123,4 +1128,16 @@ func (b *Builder) pendingRecs(s *Snapshot, pred *predict.History) ([]pendingRec,
 	b.recs, b.jobs = recs[:w], jobs[:w]
 	b.recsOwnOnly, b.recsPred = ownOnly, pred
 	return b.recs, b.jobs
+}
+
+// nodeReservations is solver.Input.NodeReservations: the reservations not
+// over by s.Now.
+func nodeReservations(s *Snapshot) []solver.NodeReservation {
+	var out []solver.NodeReservation
+	for _, r := range s.Reservations {
+		if r.End.After(s.Now) {
+			out = append(out, solver.NodeReservation{Name: r.Name, Maint: r.Maint, Start: r.Start, End: r.End, Nodes: r.Nodes})
+		}
+	}
+	return out
 }

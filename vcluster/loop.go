@@ -117,6 +117,8 @@ type Explanation struct {
 type Explanations struct {
 	mu  sync.RWMutex
 	set *explanationSet
+	// started keeps the explanations allocations started with (started.go).
+	started startedExplanations
 }
 
 // explanationSet is one cycle's explanations. It is not changed once
@@ -610,6 +612,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			l.Explanations.replace(expl)
 			return fmt.Errorf("propose %d assignments: %w", len(items), err)
 		}
+		l.Explanations.recordStarts(plan, outcomes, snap, now) // started.go
 		for _, o := range outcomes {
 			if o.Committed {
 				stats.Committed++
@@ -827,6 +830,12 @@ func describe(e *solver.Explanation) string {
 		return "no node of this vCluster can ever satisfy its constraints"
 	case ReasonArrayTaskLimit:
 		return "its array runs as many tasks as its %MAX allows"
+	case model.ReasonReservation:
+		return fmt.Sprintf("it runs in reservation %q, which has not started (or no longer exists)", e.Reservation)
+	case model.ReasonMaintenance:
+		return fmt.Sprintf("the nodes it could use are reserved for maintenance (reservation %q) now or before its walltime would end", e.Reservation)
+	case model.ReasonReserved:
+		return fmt.Sprintf("the nodes it could use are in reservation %q now or before its walltime would end", e.Reservation)
 	}
 	return e.Reason
 }

@@ -110,3 +110,30 @@ func TestPerUserGuardLearns(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardBoundsInSteps: a queue that arrives at once is bounded at most
+// maxBoundPerCycle jobs a cycle, the longest-waiting first, so one cycle
+// never pays for all of it; the others are bounded in the next cycles.
+func TestGuardBoundsInSteps(t *testing.T) {
+	s := predictionSnapshot(done(1, 40*time.Minute, t0.Add(-5*time.Hour)))
+	s.Pending = nil
+	n := maxBoundPerCycle + 44
+	for i := range n {
+		a := alloc(uint64(100+i), "batch", model.StatePending)
+		a.EligibleTime = t0.Add(-time.Duration(n-i) * time.Second) // the first ones waited longest
+		s.Pending = append(s.Pending, a)
+	}
+	s.EasyStarts = &EasyStarts{}
+	BuildInput(s)
+	if got := len(s.EasyStarts.jobs); got != maxBoundPerCycle {
+		t.Fatalf("%d jobs bounded in the first cycle, want %d", got, maxBoundPerCycle)
+	}
+	if s.EasyStarts.jobs[100] == nil || s.EasyStarts.jobs[uint64(100+n-1)] != nil {
+		t.Error("not the longest-waiting first")
+	}
+	s.Now = s.Now.Add(time.Second)
+	BuildInput(s)
+	if got := len(s.EasyStarts.jobs); got != n {
+		t.Errorf("%d jobs bounded after the second cycle, want %d", got, n)
+	}
+}

@@ -226,6 +226,20 @@ func replayBase(c *cli.Context) (replay.Config, []string, error) {
 		}
 		cfg = g[0].Config
 	}
+	if len(cfg.Weights) > 0 {
+		if w, err := replay.ProfileWeights(cfg.WeightsProfile); err == nil {
+			for i, v := range cfg.Weights {
+				if i >= 0 && i < len(w) {
+					w[i] = v
+				}
+			}
+			if _, note, err := replay.NormaliseWeights(w); err != nil {
+				return cfg, nil, err
+			} else if note != "" {
+				fmt.Fprintf(os.Stderr, "latticectl replay: warning: %s\n", note)
+			}
+		}
+	}
 	depth, err := replay.ParseReservationDepth(c.String("reservation-depth"))
 	if err != nil {
 		return cfg, nil, err

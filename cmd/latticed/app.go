@@ -246,6 +246,7 @@ func runDev(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "lattice dev ready: api=%s metrics=%s data=%s\n", srv.APIAddr(), orOff(srv.MetricsAddr()), dataDir)
+	fmt.Fprintf(os.Stderr, "lattice dev: in another shell try: %s\n", devHint(srv.APIAddr())) // dev.go
 	if devFiles.Enabled() {
 		fmt.Fprintf(os.Stderr, "lattice dev: the API speaks TLS only; export LATTICE_CACERT=%s for latticectl\n", devFiles.CA)
 	}
@@ -253,7 +254,7 @@ func runDev(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "lattice dev: dashboard (one-time login link, as admin %s): %s\n", localUser(), u)
 	}
 	if c.Bool("demo") {
-		if err := submitDemo(ctx, srv.APIAddr(), adminToken, creds); err != nil {
+		if err := submitDemo(ctx, srv.APIAddr(), adminToken, creds, dataDir); err != nil {
 			slog.Warn("demo workload", "err", err)
 		}
 	}
@@ -490,7 +491,7 @@ func agentCommand() *cli.Command {
 		altsrc.NewDurationFlag(dur("grace", 30*time.Second, "default SIGTERM to SIGKILL grace")),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "token", EnvVars: []string{"LATTICE_TOKEN"}, Usage: "the agent's credential (latticed token create --role agent --nodes PATTERN)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "allow-root-jobs", EnvVars: env("allow-root-jobs"), Usage: "as root, also run jobs whose owner is root"}),
-		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "virtual-runs", EnvVars: env("virtual-runs"), Usage: "with --simulate: start no processes; a job `sleep S` lasts S seconds, any other ends at once with exit 0 (scale tests of the control plane)"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "virtual-runs", EnvVars: env("virtual-runs"), Usage: "with --simulate: start no processes; a job sleep S lasts S seconds, any other ends at once with exit 0 (scale tests of the control plane)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "run-as-self", EnvVars: env("run-as-self"), Usage: "run every job as this agent's user, whoever submitted it (always with --simulate)"}),
 	}
 	flags = append(flags, tlsFlags("the agent")...)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	latticecli "github.com/latticehpc/lattice/cli"
 	"github.com/latticehpc/lattice/model"
 )
 
@@ -59,7 +62,15 @@ func waitReady(ctx context.Context, addr, token string, nodes int, creds grpc.Di
 }
 
 // submitDemo submits a small sample workload so a newcomer sees jobs run.
-func submitDemo(ctx context.Context, addr, token string, creds grpc.DialOption) error {
+// It is submitted once per data dir: a restart with the same command (and
+// --demo) finds DATA_DIR/demo-submitted and says so instead.
+func submitDemo(ctx context.Context, addr, token string, creds grpc.DialOption, dataDir string) error {
+	marker := filepath.Join(dataDir, demoMarker)
+	if b, err := os.ReadFile(marker); err == nil {
+		fmt.Fprintf(os.Stderr, "lattice dev: the demo was submitted at the first start of this data dir (%s); not again (delete %s to submit it again)\n",
+			strings.TrimSpace(string(b)), marker)
+		return nil
+	}
 	ctx = withBearer(ctx, token)
 	conn, err := grpc.NewClient(addr, creds)
 	if err != nil {
@@ -82,13 +93,16 @@ func submitDemo(ctx context.Context, addr, token string, creds grpc.DialOption) 
 	for _, r := range demo {
 		r.Tenant, r.WorkDir = "demo", wd
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := client.Submit(cctx, &latticev1.SubmitRequest{Request: r})
+		// A request id per demo job: a retry (or a crash between the
+		// submissions and the marker) never submits one twice.
+		rid := "lattice-dev-demo-" + r.Name
+		resp, err := client.Submit(cctx, &latticev1.SubmitRequest{Request: r, ClientRequestId: rid})
 		cancel()
 		if err != nil {
 			// A vCluster named in the demo may not exist with custom --vclusters.
 			r.Vcluster = ""
 			cctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-			resp, err = client.Submit(cctx, &latticev1.SubmitRequest{Request: r})
+			resp, err = client.Submit(cctx, &latticev1.SubmitRequest{Request: r, ClientRequestId: rid + "-default-vcluster"})
 			cancel()
 			if err != nil {
 				return fmt.Errorf("submit %s: %w", r.Name, err)
@@ -97,6 +111,20 @@ func submitDemo(ctx context.Context, addr, token string, creds grpc.DialOption) 
 		ids = append(ids, fmt.Sprintf("%s=%s", r.Name, resp.DisplayId))
 	}
 	fmt.Fprintf(os.Stderr, "lattice dev: demo submitted %v\n", ids)
-	fmt.Fprintln(os.Stderr, "lattice dev: in another shell try: go run ./cmd/latticectl status; go run ./cmd/latticectl nodes; go run ./cmd/latticectl logs ID")
+	if err := os.WriteFile(marker, []byte(strings.Join(ids, " ")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("record the demo's submission: %w", err)
+	}
 	return nil
+}
+
+// demoMarker, in the data dir, records that the demo was submitted.
+const demoMarker = "demo-submitted"
+
+// devHint is what to type in another shell: latticectl, told the address
+// of this dev cluster's API when it is not latticectl's default.
+func devHint(api string) string {
+	if api == latticecli.DefaultServer {
+		return "latticectl status; latticectl nodes --summary"
+	}
+	return fmt.Sprintf("export LATTICE_SERVER=%s; latticectl status; latticectl nodes --summary", api)
 }

@@ -104,19 +104,54 @@ func TestReadmeTour(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := freeAddr(t)
-	tourDev(t, dir, api, "--demo")
+	dev, _ := tourDev(t, dir, api, "--demo")
+	// The ready line tells a newcomer how to reach this non-default API.
+	if log, _ := os.ReadFile(filepath.Join(dir, "dev.log")); !strings.Contains(string(log), "export LATTICE_SERVER="+api+"; latticectl status") {
+		t.Errorf("the dev log does not say how to reach --api %s:\n%s", api, log)
+	}
 	bin := filepath.Dir(buildLatticectl(t))
 	cmd := exec.Command("bash", script)
 	cmd.Dir = work
-	cmd.Env = append(childEnv(), "LATTICE_SERVER="+api, "PATH="+bin+":"+os.Getenv("PATH"), "USER=tour")
+	// Where USER is unset (a container, cron): the tour's -u "$USER" is you.
+	var env []string
+	for _, kv := range childEnv() {
+		if !strings.HasPrefix(kv, "USER=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "LATTICE_SERVER="+api, "PATH="+bin+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the README tour failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"hello-batch", "SCORE", "EXPECTED_START", "ELAPSED", "bad DIMM", "avg wait", "training-pipeline"} {
+	for _, want := range []string{"hello-batch", "SCORE", "EXPECTED_START", "ELAPSED", "avg wait", "training-pipeline",
+		"INACTIVE"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tour's output lacks %q:\n%s", want, out)
 		}
+	}
+	// Started again with the same command, dev does not submit the demo again.
+	count := func() int {
+		out, _, _ := tourCtl(t, api, "status", "--name", "hello,wide,fails", "--no-header", "--format", "%i")
+		return len(strings.Fields(out))
+	}
+	before := count()
+	if !dev.stop(20 * time.Second) {
+		t.Fatal("latticed dev did not stop on SIGTERM")
+	}
+	tourDev(t, dir, api, "--demo")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if log, _ := os.ReadFile(filepath.Join(dir, "dev.log")); strings.Contains(string(log), "the demo was submitted at the first start") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "dev.log")); !strings.Contains(string(log), "the demo was submitted at the first start") {
+		t.Errorf("the restarted dev did not say the demo was submitted before:\n%s", tail(filepath.Join(dir, "dev.log"), 20))
+	}
+	if after := count(); after != before || before != 3 {
+		t.Errorf("demo jobs hello, wide, fails: %d before the restart, %d after (want 3 and 3)", before, after)
 	}
 }
 

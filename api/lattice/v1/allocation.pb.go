@@ -1303,6 +1303,7 @@ type AllocationRequest struct {
 	Hold         bool     `protobuf:"varint,35,opt,name=hold,proto3" json:"hold,omitempty"`                                    // submitted held (sbatch --hold)
 	NodeList     []string `protobuf:"bytes,36,rep,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`             // only these nodes (sbatch -w), expanded
 	ExcludeNodes []string `protobuf:"bytes,37,rep,name=exclude_nodes,json=excludeNodes,proto3" json:"exclude_nodes,omitempty"` // never these nodes (sbatch -x), expanded
+	Reservation  string   `protobuf:"bytes,420,opt,name=reservation,proto3" json:"reservation,omitempty"`                      // runs in this node reservation (sbatch --reservation)
 	MailType     string   `protobuf:"bytes,38,opt,name=mail_type,json=mailType,proto3" json:"mail_type,omitempty"`
 	MailUser     string   `protobuf:"bytes,39,opt,name=mail_user,json=mailUser,proto3" json:"mail_user,omitempty"`
 	Qos          string   `protobuf:"bytes,40,opt,name=qos,proto3" json:"qos,omitempty"` // the site QOS named at submission
@@ -1594,6 +1595,13 @@ func (x *AllocationRequest) GetExcludeNodes() []string {
 		return x.ExcludeNodes
 	}
 	return nil
+}
+
+func (x *AllocationRequest) GetReservation() string {
+	if x != nil {
+		return x.Reservation
+	}
+	return ""
 }
 
 func (x *AllocationRequest) GetMailType() string {
@@ -3065,7 +3073,13 @@ type Explanation struct {
 	ComputedUnixMs      int64                  `protobuf:"varint,9,opt,name=computed_unix_ms,json=computedUnixMs,proto3" json:"computed_unix_ms,omitempty"`
 	WeightsProfile      string                 `protobuf:"bytes,10,opt,name=weights_profile,json=weightsProfile,proto3" json:"weights_profile,omitempty"`
 	QueuePosition       int32                  `protobuf:"varint,11,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
-	Nodes               []string               `protobuf:"bytes,12,rep,name=nodes,proto3" json:"nodes,omitempty"` // planned or actual nodes
+	Nodes               []string               `protobuf:"bytes,12,rep,name=nodes,proto3" json:"nodes,omitempty"`              // planned or actual nodes
+	Reservation         string                 `protobuf:"bytes,420,opt,name=reservation,proto3" json:"reservation,omitempty"` // the node reservation behind the reason, or the one it runs in
+	// For a running allocation: when it started, its walltime and what is
+	// left of it (from the server's clock).
+	StartUnixMs         int64 `protobuf:"varint,421,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"`
+	WalltimeSeconds     int64 `protobuf:"varint,422,opt,name=walltime_seconds,json=walltimeSeconds,proto3" json:"walltime_seconds,omitempty"`
+	WalltimeLeftSeconds int64 `protobuf:"varint,423,opt,name=walltime_left_seconds,json=walltimeLeftSeconds,proto3" json:"walltime_left_seconds,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -3184,6 +3198,34 @@ func (x *Explanation) GetNodes() []string {
 	return nil
 }
 
+func (x *Explanation) GetReservation() string {
+	if x != nil {
+		return x.Reservation
+	}
+	return ""
+}
+
+func (x *Explanation) GetStartUnixMs() int64 {
+	if x != nil {
+		return x.StartUnixMs
+	}
+	return 0
+}
+
+func (x *Explanation) GetWalltimeSeconds() int64 {
+	if x != nil {
+		return x.WalltimeSeconds
+	}
+	return 0
+}
+
+func (x *Explanation) GetWalltimeLeftSeconds() int64 {
+	if x != nil {
+		return x.WalltimeLeftSeconds
+	}
+	return 0
+}
+
 var File_lattice_v1_allocation_proto protoreflect.FileDescriptor
 
 const file_lattice_v1_allocation_proto_rawDesc = "" +
@@ -3281,7 +3323,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x05R\x03end\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12%\n" +
-	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xb3\f\n" +
+	"\x0emax_concurrent\x18\x04 \x01(\x05R\rmaxConcurrent\"\xd6\f\n" +
 	"\x11AllocationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x18\n" +
@@ -3319,7 +3361,8 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\rbegin_unix_ms\x18\" \x01(\x03R\vbeginUnixMs\x12\x12\n" +
 	"\x04hold\x18# \x01(\bR\x04hold\x12\x1b\n" +
 	"\tnode_list\x18$ \x03(\tR\bnodeList\x12#\n" +
-	"\rexclude_nodes\x18% \x03(\tR\fexcludeNodes\x12\x1b\n" +
+	"\rexclude_nodes\x18% \x03(\tR\fexcludeNodes\x12!\n" +
+	"\vreservation\x18\xa4\x03 \x01(\tR\vreservation\x12\x1b\n" +
 	"\tmail_type\x18& \x01(\tR\bmailType\x12\x1b\n" +
 	"\tmail_user\x18' \x01(\tR\bmailUser\x12\x10\n" +
 	"\x03qos\x18( \x01(\tR\x03qos\x12+\n" +
@@ -3455,7 +3498,7 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\fcontribution\x18\x05 \x01(\x01R\fcontribution\"?\n" +
 	"\vFilterCount\x12\x16\n" +
 	"\x06filter\x18\x01 \x01(\tR\x06filter\x12\x18\n" +
-	"\aremoved\x18\x02 \x01(\x05R\aremoved\"\xa8\x03\n" +
+	"\aremoved\x18\x02 \x01(\x05R\aremoved\"\xd1\x04\n" +
 	"\vExplanation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -3469,7 +3512,11 @@ const file_lattice_v1_allocation_proto_rawDesc = "" +
 	"\x0fweights_profile\x18\n" +
 	" \x01(\tR\x0eweightsProfile\x12%\n" +
 	"\x0equeue_position\x18\v \x01(\x05R\rqueuePosition\x12\x14\n" +
-	"\x05nodes\x18\f \x03(\tR\x05nodes2\xe9\t\n" +
+	"\x05nodes\x18\f \x03(\tR\x05nodes\x12!\n" +
+	"\vreservation\x18\xa4\x03 \x01(\tR\vreservation\x12#\n" +
+	"\rstart_unix_ms\x18\xa5\x03 \x01(\x03R\vstartUnixMs\x12*\n" +
+	"\x10walltime_seconds\x18\xa6\x03 \x01(\x03R\x0fwalltimeSeconds\x123\n" +
+	"\x15walltime_left_seconds\x18\xa7\x03 \x01(\x03R\x13walltimeLeftSeconds2\xe9\t\n" +
 	"\x11AllocationService\x12?\n" +
 	"\x06Submit\x12\x19.lattice.v1.SubmitRequest\x1a\x1a.lattice.v1.SubmitResponse\x12?\n" +
 	"\x03Get\x12 .lattice.v1.GetAllocationRequest\x1a\x16.lattice.v1.Allocation\x12O\n" +

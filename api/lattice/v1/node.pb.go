@@ -67,8 +67,12 @@ type Node struct {
 	// USER and TIMESTAMP); empty and 0 for reasons the system set.
 	StateReasonBy     string `protobuf:"bytes,280,opt,name=state_reason_by,json=stateReasonBy,proto3" json:"state_reason_by,omitempty"`
 	StateReasonUnixMs int64  `protobuf:"varint,281,opt,name=state_reason_unix_ms,json=stateReasonUnixMs,proto3" json:"state_reason_unix_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The node reservation active on the node now (sinfo's resv and maint
+	// states), and whether it is a maintenance window; "" = none.
+	Reservation      string `protobuf:"bytes,420,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	ReservationMaint bool   `protobuf:"varint,421,opt,name=reservation_maint,json=reservationMaint,proto3" json:"reservation_maint,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -316,6 +320,20 @@ func (x *Node) GetStateReasonUnixMs() int64 {
 		return x.StateReasonUnixMs
 	}
 	return 0
+}
+
+func (x *Node) GetReservation() string {
+	if x != nil {
+		return x.Reservation
+	}
+	return ""
+}
+
+func (x *Node) GetReservationMaint() bool {
+	if x != nil {
+		return x.ReservationMaint
+	}
+	return false
 }
 
 type RegisterNodesRequest struct {
@@ -830,7 +848,7 @@ var File_lattice_v1_node_proto protoreflect.FileDescriptor
 const file_lattice_v1_node_proto_rawDesc = "" +
 	"\n" +
 	"\x15lattice/v1/node.proto\x12\n" +
-	"lattice.v1\"\xe0\b\n" +
+	"lattice.v1\"\xb1\t\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
@@ -868,7 +886,9 @@ const file_lattice_v1_node_proto_rawDesc = "" +
 	"\x0emeasured_watts\x18\x1b \x01(\x05R\rmeasuredWatts\x12-\n" +
 	"\x13measured_at_unix_ms\x18\x1c \x01(\x03R\x10measuredAtUnixMs\x12'\n" +
 	"\x0fstate_reason_by\x18\x98\x02 \x01(\tR\rstateReasonBy\x120\n" +
-	"\x14state_reason_unix_ms\x18\x99\x02 \x01(\x03R\x11stateReasonUnixMs\"v\n" +
+	"\x14state_reason_unix_ms\x18\x99\x02 \x01(\x03R\x11stateReasonUnixMs\x12!\n" +
+	"\vreservation\x18\xa4\x03 \x01(\tR\vreservation\x12,\n" +
+	"\x11reservation_maint\x18\xa5\x03 \x01(\bR\x10reservationMaint\"v\n" +
 	"\x14RegisterNodesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12&\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x10.lattice.v1.NodeR\x05nodes\x12\x1b\n" +
