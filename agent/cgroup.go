@@ -647,6 +647,19 @@ func (m *cgroupManager) stats(launchID, sub string) cgroupStats {
 			kv := readKV(filepath.Join(d, "cpuacct.stat")) // USER_HZ ticks
 			s.UserSec, s.SystemSec = float64(kv["user"])/100, float64(kv["system"])/100
 		}
+		// cpuacct.usage is the precise total (the scheduler's runtime);
+		// usage_user/usage_sys and cpuacct.stat split it by sampling ticks,
+		// whose sum strays by a few percent either way (measured on this
+		// gVisor host: 1.96–2.06 s for a 2.03 s workload, against 2.029–2.038
+		// s for cpuacct.usage). The total is cpuacct.usage, split as they say.
+		if t, err := strconv.ParseInt(readTrim("", filepath.Join(d, "cpuacct.usage")), 10, 64); err == nil && t > 0 {
+			if sum := s.UserSec + s.SystemSec; sum > 0 {
+				k := float64(t) / 1e9 / sum
+				s.UserSec, s.SystemSec = s.UserSec*k, s.SystemSec*k
+			} else {
+				s.UserSec = float64(t) / 1e9
+			}
+		}
 	}
 	if d := m.v1["memory"]; d != "" && !m.v2ctl["memory"] {
 		d = filepath.Join(d, rel)

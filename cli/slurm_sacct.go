@@ -47,6 +47,16 @@ func (r sacctRow) a() *latticev1.Allocation { return r.j.a }
 
 func (r sacctRow) isStep() bool { return r.batch || r.step != nil }
 
+// usage is what the row used: a step's own (its cgroups on its nodes), or
+// the job's (every run of it, its batch script with the steps on its first
+// node) for the job and its batch step; nil when not measured.
+func (r sacctRow) usage() *latticev1.JobUsage {
+	if r.step != nil {
+		return r.step.GetUsage()
+	}
+	return r.a().GetUsage()
+}
+
 // sacctFields are in Slurm's order (a name given on the command line is
 // the first whose name it is a prefix of, ignoring case).
 var sacctFields = []sacctField{
@@ -62,6 +72,7 @@ var sacctFields = []sacctField{
 	{"Cluster", 10, func(_ *slurmRun, r sacctRow) string { return "lattice" }},
 	{"Comment", 14, func(_ *slurmRun, r sacctRow) string { return "" }},
 	{"Constraints", 19, func(_ *slurmRun, r sacctRow) string { return strings.Join(r.a().GetRequest().GetConstraints(), "&") }},
+	{"ConsumedEnergy", 14, func(_ *slurmRun, r sacctRow) string { return energyText(r.usage()) }},
 	{"CPUTime", 10, func(s *slurmRun, r sacctRow) string { return slurmClock(int64(sacctCPUs(r)) * s.sacctElapsed(r)) }},
 	{"CPUTimeRAW", 10, func(s *slurmRun, r sacctRow) string {
 		return strconv.FormatInt(int64(sacctCPUs(r))*s.sacctElapsed(r), 10)
@@ -100,6 +111,7 @@ var sacctFields = []sacctField{
 		}
 		return r.a().GetRequest().GetName()
 	}},
+	{"MaxRSS", 10, func(_ *slurmRun, r sacctRow) string { return rssText(r.usage()) }},
 	{"NCPUS", 10, func(_ *slurmRun, r sacctRow) string { return strconv.Itoa(sacctCPUs(r)) }},
 	{"NNodes", 8, func(_ *slurmRun, r sacctRow) string {
 		if r.step != nil {
@@ -159,7 +171,16 @@ var sacctFields = []sacctField{
 	{"StdErr", 20, func(_ *slurmRun, r sacctRow) string { return r.a().GetRequest().GetStderr() }},
 	{"StdOut", 20, func(_ *slurmRun, r sacctRow) string { return r.a().GetRequest().GetStdout() }},
 	{"Submit", 19, func(s *slurmRun, r sacctRow) string { return s.slurmDate(r.a().GetSubmitTimeUnixMs(), "Unknown") }},
-	{"Suspended", 10, func(_ *slurmRun, r sacctRow) string { return "00:00:00" }},
+	{"Suspended", 10, func(_ *slurmRun, r sacctRow) string {
+		sec := r.a().GetSuspendedSeconds()
+		if ms := r.a().GetSuspendedUnixMs(); ms > 0 && !r.isStep() {
+			sec += max(0, (time.Now().UnixMilli()-ms)/1000)
+		}
+		return slurmClock(sec)
+	}},
+	{"SystemCPU", 10, func(_ *slurmRun, r sacctRow) string {
+		return cpuTime(r.usage().GetSystemCpuSeconds(), r.usage() != nil)
+	}},
 	{"Timelimit", 10, func(_ *slurmRun, r sacctRow) string {
 		if r.isStep() {
 			return ""
@@ -175,12 +196,17 @@ var sacctFields = []sacctField{
 		}
 		return strconv.FormatInt(r.a().GetRequest().GetWalltimeSeconds()/60, 10)
 	}},
+	{"TotalCPU", 10, func(_ *slurmRun, r sacctRow) string {
+		u := r.usage()
+		return cpuTime(u.GetUserCpuSeconds()+u.GetSystemCpuSeconds(), u != nil)
+	}},
 	{"User", 9, func(_ *slurmRun, r sacctRow) string {
 		if r.isStep() {
 			return ""
 		}
 		return slurmUser(r.a())
 	}},
+	{"UserCPU", 10, func(_ *slurmRun, r sacctRow) string { return cpuTime(r.usage().GetUserCpuSeconds(), r.usage() != nil) }},
 	{"WCKey", 10, func(_ *slurmRun, r sacctRow) string { return r.a().GetRequest().GetProject() }},
 	{"WorkDir", 20, func(_ *slurmRun, r sacctRow) string { return r.a().GetRequest().GetWorkDir() }},
 }

@@ -393,3 +393,23 @@ func TestSallocWithoutAlloc(t *testing.T) {
 		t.Errorf("salloc: %+v", r)
 	}
 }
+
+// sacct's usage fields, per job and per step row (12.0; a batch script's
+// 12.batch row shows the job's).
+func TestSacctUsageRows(t *testing.T) {
+	f := newFakeServer(t)
+	arrayFake(f)
+	a := f.allocs[0]
+	a.Usage = &latticev1.JobUsage{UserCpuSeconds: 61.5, SystemCpuSeconds: 2.25, MaxRssBytes: 200 << 20, ConsumedEnergyJoules: 12345, EnergySource: "model"}
+	a.Steps = []*latticev1.Step{{Id: 0, Nodes: []string{"n001"}, Tasks: 1, Command: []string{"burn"}, State: "COMPLETED",
+		StartTimeUnixMs: ms(-20 * time.Minute), EndTimeUnixMs: ms(-19 * time.Minute), HasExitCode: true,
+		Usage: &latticev1.JobUsage{UserCpuSeconds: 1.5, SystemCpuSeconds: 0.5, MaxRssBytes: 100 << 20}}}
+	r := runSlurm(t, "", servers(f.addr), "sacct", "-P", "-j", a.DisplayId, "-o", "JobID,TotalCPU,UserCPU,SystemCPU,MaxRSS,ConsumedEnergy")
+	mustCode(t, r, 0)
+	want := "JobID|TotalCPU|UserCPU|SystemCPU|MaxRSS|ConsumedEnergy\n" +
+		a.DisplayId + "|01:03.750|01:01.500|00:02.250|204800K|12.35K\n" +
+		a.DisplayId + ".0|00:02.000|00:01.500|00:00.500|102400K|\n"
+	if r.stdout != want {
+		t.Fatalf("got\n%s\nwant\n%s", r.stdout, want)
+	}
+}

@@ -504,10 +504,22 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 	// the checkpoint each report answers.
 	type ckpt struct{ vc, reason string }
 	outcomes := make([]ckpt, len(cmd.Updates))
+	var records []*quorum.RecordUsage
 	d.t.view(func(st *quorum.State) {
 		for i, u := range cmd.Updates {
-			if a := st.Allocation(u.AllocID); a != nil && a.State == model.StateCheckpointing {
+			a := st.Allocation(u.AllocID)
+			if a != nil && a.State == model.StateCheckpointing {
 				outcomes[i] = ckpt{a.VCluster, a.CheckpointReason}
+			}
+			// A requeued allocation's usage is that of all its runs: its
+			// Usage holds its earlier runs' sum until this run's end.
+			if a != nil && u.Usage != nil && a.RequeueCount > 0 && u.Run-1 == a.RequeueCount && a.State != u.State {
+				cmd.Updates[i].Usage = u.Usage.PlusEarlierRuns(a.Usage)
+			}
+			if a != nil && u.Usage != nil && a.RequeueRequested && a.State.Active() && a.State != u.State && u.Run-1 == a.RequeueCount {
+				// A user's requeue stops this run: the requeue keeps no
+				// usage, recorded after the reports (RecordUsage).
+				records = append(records, &quorum.RecordUsage{ID: a.ID, RequeueCount: a.RequeueCount + 1, Usage: cmd.Updates[i].Usage})
 			}
 		}
 	})
@@ -528,6 +540,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 		return
 	}
 	d.t.cfg.Mail.After(mail)
+	d.t.recordUsage(ctx, records)
 	for i, u := range cmd.Updates {
 		if o := outcomes[i]; o.reason != "" && i < len(r.Items) && r.Items[i].Committed {
 			d.t.cfg.Metrics.Checkpoints.WithLabelValues(o.vc, o.reason, checkpointResult(u)).Inc()

@@ -132,3 +132,20 @@ func (t *Term) resumeSuspended(ctx context.Context) {
 		}
 	}
 }
+
+// recordUsage commits the usage of runs a user's requeue stopped
+// (quorum.RecordUsage), after their reports; a cluster with members that
+// predate it refuses the command: the run's usage is then not kept.
+func (t *Term) recordUsage(ctx context.Context, records []*quorum.RecordUsage) {
+	for _, c := range records {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := t.propose(pctx, c)
+		cancel()
+		switch {
+		case err != nil:
+			t.log.Info("usage of a requeued run not recorded", "alloc", c.ID, "err", err)
+		case r.Rejection != nil:
+			t.log.Debug("usage of a requeued run not recorded", "alloc", c.ID, "msg", r.Rejection.Message)
+		}
+	}
+}

@@ -77,3 +77,21 @@ func TestPreemptModeParseAndValidate(t *testing.T) {
 		t.Errorf("sensitive mode %s, want off", m)
 	}
 }
+
+func TestUsagePlusEarlierRuns(t *testing.T) {
+	last := &Usage{UserCPUSeconds: 1, SystemCPUSeconds: 0.5, MaxRSSBytes: 100, EnergyJoules: 10, EnergySource: EnergyRAPL}
+	earlier := &Usage{UserCPUSeconds: 2, SystemCPUSeconds: 0.25, MaxRSSBytes: 300, EnergyJoules: 5, EnergySource: EnergyModel, OOMKills: 1}
+	s := last.PlusEarlierRuns(earlier)
+	if s.UserCPUSeconds != 3 || s.SystemCPUSeconds != 0.75 || s.MaxRSSBytes != 300 || s.EnergyJoules != 15 || s.OOMKills != 1 || s.EnergySource != EnergyModel {
+		t.Fatalf("sum %+v", s)
+	}
+	if last.UserCPUSeconds != 1 {
+		t.Fatal("the sum changed the last run's usage")
+	}
+	if s := last.PlusEarlierRuns(nil); s != last {
+		t.Fatalf("no earlier runs: %+v", s)
+	}
+	if s := (*Usage)(nil).PlusEarlierRuns(earlier); s == nil || s.UserCPUSeconds != 2 {
+		t.Fatalf("no usage of the last run: %+v", s)
+	}
+}

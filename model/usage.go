@@ -24,3 +24,31 @@ const (
 
 // TotalCPUSeconds is user + system time.
 func (u *Usage) TotalCPUSeconds() float64 { return u.UserCPUSeconds + u.SystemCPUSeconds }
+
+// PlusEarlierRuns is what a requeued allocation used over all its runs:
+// u, its latest run's usage, with earlier, the sum of its earlier runs'
+// (Allocation.Usage when the run ended): CPU times, energy and OOM kills
+// added, the largest peak. Either may be nil.
+func (u *Usage) PlusEarlierRuns(earlier *Usage) *Usage {
+	switch {
+	case earlier == nil:
+		return u
+	case u == nil:
+		c := *earlier
+		return &c
+	}
+	s := *u
+	s.UserCPUSeconds += earlier.UserCPUSeconds
+	s.SystemCPUSeconds += earlier.SystemCPUSeconds
+	s.EnergyJoules += earlier.EnergyJoules
+	s.OOMKills += earlier.OOMKills
+	if earlier.MaxRSSBytes > s.MaxRSSBytes {
+		s.MaxRSSBytes, s.MaxRSSSampled = earlier.MaxRSSBytes, earlier.MaxRSSSampled
+	}
+	if s.EnergySource == "" {
+		s.EnergySource = earlier.EnergySource
+	} else if earlier.EnergySource != "" && earlier.EnergySource != s.EnergySource {
+		s.EnergySource = EnergyModel // part of it estimated
+	}
+	return &s
+}

@@ -93,6 +93,8 @@ const (
 
 	// CmdResumeSuspended ends suspensions by preemption (gang.go).
 	CmdResumeSuspended CommandType = 110
+	// CmdRecordUsage records a stopped run's usage (usage_runs.go).
+	CmdRecordUsage CommandType = 111
 
 	CmdSetUser      CommandType = 70
 	CmdDeleteUser   CommandType = 71
@@ -243,6 +245,9 @@ var commandTable = map[CommandType]commandSpec{
 	CmdResumeSuspended: {name: "resume_suspended", since: Level1, new: func() Command { return &ResumeSuspended{} },
 		apply: func(s *State, c Command) *Result { return s.applyResumeSuspended(c.(*ResumeSuspended)) }},
 
+	CmdRecordUsage: {name: "record_usage", since: Level1, new: func() Command { return &RecordUsage{} },
+		apply: func(s *State, c Command) *Result { return s.applyRecordUsage(c.(*RecordUsage)) }},
+
 	CmdSetService: {name: "set_service", since: Level1, new: func() Command { return &SetService{} },
 		apply: func(s *State, c Command) *Result { return s.applySetService(c.(*SetService)) }},
 	CmdDeleteService: {name: "delete_service", since: Level1, new: func() Command { return &DeleteService{} },
@@ -281,6 +286,7 @@ func (*NodePower) Type() CommandType         { return CmdNodePower }
 func (*ArchiveEnded) Type() CommandType      { return CmdArchiveEnded }
 func (*SuspendJob) Type() CommandType        { return CmdSuspendJob }
 func (*ResumeSuspended) Type() CommandType   { return CmdResumeSuspended }
+func (*RecordUsage) Type() CommandType       { return CmdRecordUsage }
 func (*SetUser) Type() CommandType           { return CmdSetUser }
 func (*DeleteUser) Type() CommandType        { return CmdDeleteUser }
 func (*DeleteTenant) Type() CommandType      { return CmdDeleteTenant }
