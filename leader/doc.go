@@ -1,23 +1,35 @@
-// Package leader is the leader's lifecycle: what a quorum member does when
-// it wins and loses leadership.
+// Package leader is what a quorum member does while it leads: the
+// lifecycle of its leadership and every leader-only loop.
 //
 // A Lifecycle watches leadership. On winning it waits for a Raft barrier
 // (every entry committed before the election applied here), retrying a few
 // times; a member that cannot finish the barrier hands leadership on
 // (LeadershipTransfer) rather than keep it with no loops, answering
-// Unavailable. Once the barrier holds it begins a term: the member builds
-// the term's state and names every leader-only loop (schedulers,
-// dispatcher, liveness, walltime backstop, checkpoint broker, measured
-// power, retention and the archive, ...), and the Lifecycle starts each one
-// on its own goroutine and cancels them all, in one place, when leadership
-// is lost or the member stops.
+// Unavailable. Once the barrier holds it begins a term (Member.BeginTerm)
+// and starts each loop the term names on its own goroutine, and cancels
+// them all, in one place, when leadership is lost or the member stops.
 //
-// ServiceController is the services' loop (issue 31, docs/services.md):
-// it keeps each service's instances between its minimum and maximum,
-// restarts and moves them, and scales them on the metric the agents scrape,
-// one ScaleService command per step.
+// A Term is one term's leader state and the bodies of its loops, over a
+// Host (the member: propose, read committed state, wait for a change):
 //
-// Judge is the liveness rule those loops apply: which silent nodes are
-// failed, which are held NotResponding (mass silence, fencing), which come
-// back. It is pure; the server commits what it decides.
+//   - schedulers: one vcluster.Loop per vCluster; the Term is their
+//     StateReader (Snapshot, Settings, Completed) and Proposer
+//     (AssignBatch in slices, Reclaim, Preempt);
+//   - dispatcher and reports: assignments, cancellations and checkpoint
+//     requests streamed to the agents' connections (AgentConn; a node
+//     held by a connected agent cannot be claimed by another, claims.go),
+//     and the agents' reports committed in batches;
+//   - liveness: heartbeats kept in memory, node health committed by the
+//     rule Judge (node timeout, mass-silence guard, fencing hold);
+//   - walltime backstop, checkpoint broker, measured power, prune (ended
+//     allocations into the replicated history), idle interactive
+//     allocations; the site's mail hook runs for the agents' reports;
+//   - services: ServiceController (issue 31, docs/services.md) keeps each
+//     service's instances between its minimum and maximum, restarts and
+//     moves them, and scales them on the metric the agents scrape, one
+//     ScaleService command per step.
+//
+// The member's gRPC handlers reach the term through its exported methods
+// (ConnFor, Claim, Attach, Report, Heard, ReadLog, …); leader imports no
+// handler.
 package leader

@@ -240,7 +240,7 @@ func (a *adminService) vclusterInfo(st *quorum.State, v *model.VCluster) *lattic
 		PreemptMode: string(v.EffectivePreemptMode()),
 	}
 	if l := a.s.currentLeader(); l != nil {
-		info.Panics = l.panics(v.Name)
+		info.Panics = l.Panics(v.Name)
 	}
 	for name, vc := range st.Partitions() {
 		if vc == v.Name {
@@ -451,8 +451,8 @@ func (a *adminService) power() *latticev1.PowerStatus {
 	var fresh map[string]int
 	if l := a.s.currentLeader(); l != nil {
 		since := time.Now().Add(-a.s.cfg.DegradedAfter)
-		out.MeasuredWatts, out.MeasuredNodes = l.power.total(since)
-		fresh = l.power.fresh(since)
+		out.MeasuredWatts, out.MeasuredNodes = l.MeasuredPower(since)
+		fresh = l.FreshPower(since)
 	}
 	a.s.view(func(st *quorum.State) {
 		out.BudgetWatts, out.CountedWatts = st.PowerBudgetWatts, st.DrawWatts()

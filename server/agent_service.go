@@ -9,6 +9,7 @@ import (
 
 	"github.com/latticehpc/lattice/agent"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -49,19 +50,14 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 		nodes[i].FenceAfter = time.Duration(max(hello.FenceAfterMs, 0)) * time.Millisecond
 		names[i] = n.Name
 	}
-	conn := &agentConn{
-		id: hello.AgentId, out: make(chan *latticev1.ServerMessage, 4096), done: make(chan struct{}), nodes: names,
-		holder: holderOf(stream.Context(), hello.AgentId, hello.Instance),
-		sent:   map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{}, unsettled: map[uint64]bool{},
-		logWaiters: map[uint64]chan *latticev1.LogData{},
-	}
+	conn := leader.NewAgentConn(hello.AgentId, names, holderOf(stream.Context(), hello.AgentId, hello.Instance))
 	// Nodes a different connected agent holds are refused before anything
 	// is proposed (agent_claim.go): no job of theirs fails, nothing reaches
 	// this stream.
-	if err := l.disp.claims.claim(conn); err != nil {
-		return s.refuseClaim(conn.holder, "connect", err)
+	if err := l.Claim(conn); err != nil {
+		return s.refuseClaim(conn.Holder(), "connect", err)
 	}
-	defer l.disp.detach(conn)
+	defer l.Detach(conn)
 	ctx, cancel := context.WithTimeout(stream.Context(), 10*time.Second)
 	r, err := s.propose(ctx, &quorum.RegisterNodes{Agent: hello.AgentId, Nodes: nodes})
 	cancel()
@@ -83,22 +79,21 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 			if run.Run > 0 {
 				rc = int(run.Run) - 1
 			}
-			conn.sent[run.AllocationId] = rc
-			conn.unsettled[run.AllocationId] = true
+			conn.Adopt(run.AllocationId, rc)
 		}
 	})
 	// Accept: the agent waits for this first message.
 	if err := stream.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{}}}); err != nil {
 		return err
 	}
-	l.live.heard(names)
+	l.Heard(names)
 	a.failLost(stream.Context(), names, hello.Running)
 	running := make([]uint64, len(hello.Running))
 	for i, r := range hello.Running {
 		running[i] = r.AllocationId
 	}
 	s.confirmCleanup(stream.Context(), names, running)
-	l.disp.attach(conn)
+	l.Attach(conn)
 	s.metrics.agents.Inc()
 	defer s.metrics.agents.Dec()
 	s.log.Info("agent attached", "agent", hello.AgentId, "nodes", len(names))
@@ -119,28 +114,26 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				// reports a second from an agent of thousands of nodes, once
 				// a second is enough (heartbeats carry the rest).
 				if now := time.Now(); now.Sub(reportHeard) >= time.Second {
-					l.live.heard(names)
+					l.Heard(names)
 					reportHeard = now
 				}
 				if !s.reportIsFor(conn, owned, msg.Report) {
-					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: msg.Report.Seq}}})
+					conn.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: msg.Report.Seq}}})
 					continue
 				}
-				select {
-				case l.disp.reports <- reportIn{conn: conn, report: msg.Report}:
-				case <-conn.done:
+				if !l.Report(conn, msg.Report) {
 					return
 				}
 			case *latticev1.AgentMessage_Heartbeat:
 				heard := s.ownedOnly(owned, msg.Heartbeat.Nodes)
-				l.live.heard(heard)
+				l.Heard(heard)
 				// The agent's proof that a leader heard it (its fencing
 				// clock, agent/fence.go): only while this member leads.
 				if msg.Heartbeat.Seq != 0 && len(heard) > 0 && s.q.IsLeader() {
-					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{HeartbeatSeq: msg.Heartbeat.Seq}}})
+					conn.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{HeartbeatSeq: msg.Heartbeat.Seq}}})
 				}
 				if len(heard) == len(msg.Heartbeat.Nodes) { // measured draw only from an agent of those nodes
-					l.power.record(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
+					l.RecordPower(msg.Heartbeat.Nodes, msg.Heartbeat.Watts, time.Now())
 				}
 				if len(heard) == len(msg.Heartbeat.Nodes) {
 					s.recordServiceSamples(msg.Heartbeat.ServiceSamples)
@@ -157,9 +150,9 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 				}
 				s.nodeFacts(stream.Context(), hello.AgentId, &latticev1.NodeFacts{Nodes: mine})
 			case *latticev1.AgentMessage_LogData:
-				conn.deliverLog(msg.LogData)
+				conn.DeliverLog(msg.LogData)
 			case *latticev1.AgentMessage_UsageAnswer:
-				l.disp.usage.deliver(msg.UsageAnswer)
+				l.usage.deliver(msg.UsageAnswer)
 			case *latticev1.AgentMessage_StepEvent:
 				l.steps.deliver(msg.StepEvent)
 				l.terms.publish(msg.StepEvent)
@@ -168,13 +161,13 @@ func (a *agentService) Connect(stream latticev1.AgentService_ConnectServer) erro
 	}()
 	for {
 		select {
-		case m := <-conn.out:
+		case m := <-conn.Out():
 			if err := stream.Send(m); err != nil {
 				return err
 			}
 		case err := <-recvErr:
 			return err
-		case <-conn.done:
+		case <-conn.Done():
 			return status.Error(codes.Unavailable, "leadership moved or the agent reconnected; reconnect")
 		case <-stream.Context().Done():
 			return stream.Context().Err()

@@ -15,9 +15,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 	"github.com/latticehpc/lattice/vcluster"
 )
 
@@ -47,51 +49,21 @@ func (a *allocService) Submit(ctx context.Context, req *latticev1.SubmitRequest)
 }
 
 // checkSubmission runs every check a submission passes before it is
-// proposed (wire bounds, site QOS and partition names, limits, validation,
-// array size, tenant and ownership, never-fits) and returns the request to
-// propose — prepared (prepareRequest: its vCluster resolved, defaults
-// applied), stamped with its user — and, for the caller's replies, the same.
+// proposed (package admission: wire bounds, site QOS and partition names,
+// limits, validation, array size, tenant and ownership, never-fits) and
+// returns the request to propose — prepared (its vCluster resolved,
+// defaults applied), stamped with its user — and, for the caller's
+// replies, the same.
 func (a *allocService) checkSubmission(ctx context.Context, req *latticev1.SubmitRequest) (model.Request, model.Request, error) {
-	if err := checkWireRequest(req.Request); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	r := requestFromProto(req.Request)
+	r := convert.RequestFromProto(req.Request)
 	r.Env = a.s.dropSecretEnv(r.Env)
-	if err := a.s.resolveSite(&r); err != nil {
-		return model.Request{}, model.Request{}, err
+	propose, check, err := a.s.admit.Submit(caller(ctx), admission.Submission{
+		Request: r, Wire: wireOf(req.Request), KeepIfNeverFits: req.Request.GetKeepIfNeverFits(),
+		Reservation: func(r *model.Request) error { return a.s.admitReservation(ctx, r) }}) // reservation_service.go
+	if err != nil {
+		return model.Request{}, model.Request{}, admissionError(err)
 	}
-	a.s.fillTenant(ctx, &r)
-	a.s.interactiveVCluster(&r) // interactive.go
-	if err := a.s.fitTasks(&r, req.Request.GetKeepIfNeverFits()); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	check := r
-	a.s.prepareRequest(&check)
-	if err := checkLimits(&check); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	if err := check.Validate(); err != nil {
-		return model.Request{}, model.Request{}, rpcError(err)
-	}
-	if err := model.CheckArraySize(check.Array, a.s.maxArraySize()); err != nil {
-		return model.Request{}, model.Request{}, rpcError(err)
-	}
-	if err := a.s.admitSubmission(ctx, &check); err != nil {
-		return model.Request{}, model.Request{}, err
-	}
-	if err := a.s.admitReservation(ctx, &check); err != nil { // reservation_service.go
-		return model.Request{}, model.Request{}, err
-	}
-	keep := req.Request.GetKeepIfNeverFits()
-	if keep && !a.s.isAdmin(ctx) {
-		return model.Request{}, model.Request{}, status.Errorf(codes.PermissionDenied, "permission denied: %s may not keep a request that never fits: only an admin may (or submit with --hold)", caller(ctx))
-	}
-	if !keep && !check.Hold {
-		if err := a.s.checkEverFits(&check); err != nil {
-			return model.Request{}, model.Request{}, err
-		}
-	}
-	return check, check, nil
+	return propose, check, nil
 }
 
 // SubmitBatch checks each request as Submit does and proposes those that
@@ -203,7 +175,7 @@ func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
 	if l == nil {
 		return nil
 	}
-	loop := l.loop(al.VCluster)
+	loop := l.Scheduler(al.VCluster)
 	if loop == nil {
 		return nil
 	}
@@ -212,7 +184,7 @@ func (a *allocService) explanation(al *model.Allocation) *vcluster.Explanation {
 }
 
 func (a *allocService) withExplanation(al *model.Allocation) *latticev1.Allocation {
-	p := allocToProto(al)
+	p := convert.AllocToProto(al)
 	if al.State == model.StatePending {
 		defer func() {
 			// A hold or a begin time outranks what the scheduler last said.
@@ -262,7 +234,7 @@ func (a *allocService) Get(ctx context.Context, req *latticev1.GetAllocationRequ
 
 func (a *allocService) List(ctx context.Context, req *latticev1.ListAllocationsRequest) (*latticev1.ListAllocationsResponse, error) {
 	if req.Mine && req.Tenant == "" {
-		req.Tenant = a.s.defaultTenantOf(caller(ctx))
+		req.Tenant = a.s.admit.DefaultTenantOf(caller(ctx))
 	}
 	if req.Tenant != "" {
 		if err := a.s.canListTenant(ctx, req.Tenant); err != nil {
@@ -375,12 +347,12 @@ func (a *allocService) Cancel(ctx context.Context, req *latticev1.CancelRequest)
 		}
 		return resp, nil
 	}
-	mail := a.s.mailSnapshot(ids)
+	mail := a.s.mail.Snapshot(ids)
 	r, err := a.s.propose(ctx, &quorum.Cancel{Header: quorum.Header{RequestID: req.ClientRequestId}, IDs: ids})
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	a.s.mailAfter(mail)
+	a.s.mail.After(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}
@@ -478,7 +450,7 @@ func (a *allocService) Logs(req *latticev1.LogsRequest, stream latticev1.Allocat
 			}
 			continue
 		}
-		data, err := l.disp.readLog(ctx, al.Nodes[0], &latticev1.LogRequest{
+		data, err := l.ReadLog(ctx, al.Nodes[0], &latticev1.LogRequest{
 			AllocationId: al.ID, Stderr: req.Stderr, Offset: offset, MaxBytes: 256 << 10})
 		if err != nil {
 			return err

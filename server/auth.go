@@ -45,8 +45,6 @@ import (
 // on a member as soon as it applies the command. A member's own calls to
 // other members (join, health, quorum status) carry its Config.Token.
 
-type identityKey struct{}
-
 // authenticator holds the tokens file (reloaded when it changes), the
 // MUNGE verifier and the view of the replicated users and tokens.
 type authenticator struct {
@@ -255,7 +253,7 @@ func (a *authenticator) check(ctx context.Context, method string) (context.Conte
 		a.refused(ctx, "refused a call", "user", id.User, "role", id.Role, "method", method)
 		return nil, id.User, status.Error(codes.PermissionDenied, err.Error())
 	}
-	ctx = context.WithValue(ctx, identityKey{}, id)
+	ctx = auth.NewContext(ctx, id)
 	if certCN != "" {
 		ctx = context.WithValue(ctx, certCNKey{}, certCN)
 	}
@@ -497,18 +495,7 @@ func (a *authenticator) stream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 func (s *Server) authOn() bool { return s.auth != nil }
 
 // caller is the identity of a call; nil with auth off.
-func caller(ctx context.Context) *auth.Identity {
-	id, _ := ctx.Value(identityKey{}).(*auth.Identity)
-	return id
-}
-
-// deny maps an object rule's refusal to PermissionDenied (nil stays nil).
-func deny(err error) error {
-	if err == nil {
-		return nil
-	}
-	return status.Error(codes.PermissionDenied, err.Error())
-}
+func caller(ctx context.Context) *auth.Identity { return auth.FromContext(ctx) }
 
 // canRead applies auth.CanRead when auth is on.
 func (s *Server) canRead(ctx context.Context, verb string, o auth.Object) error {

@@ -2,14 +2,10 @@ package server
 
 import (
 	"context"
-	"sort"
-	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -40,39 +36,6 @@ func (s *Server) mayRead(ctx context.Context, o auth.Object) bool {
 	return s.canRead(ctx, "see", o) == nil
 }
 
-// admitSubmission checks a request against the caller before it is
-// proposed and stamps its owner: the tenant must exist and the caller
-// belong to it, and its priority class must be within the caller's QOS
-// ceiling. Unknown tenants are rejected, never created.
-func (s *Server) admitSubmission(ctx context.Context, r *model.Request) error {
-	if !s.authOn() {
-		return nil
-	}
-	s.fillTenant(ctx, r)
-	id := caller(ctx)
-	tenant := r.Tenant
-	if err := auth.CanSubmit(id, tenant, r.PriorityClass); err != nil {
-		return deny(err)
-	}
-	var known []string
-	exists := false
-	s.view(func(st *quorum.State) {
-		exists = st.Tenant(tenant) != nil
-		if !exists {
-			for _, t := range st.Tenants() {
-				known = append(known, t.Name)
-			}
-		}
-	})
-	if !exists {
-		sort.Strings(known)
-		return status.Errorf(codes.InvalidArgument, "unknown tenant %q: allowed one of [%s] (an admin creates tenants with `latticectl tenant set`)",
-			tenant, strings.Join(known, ", "))
-	}
-	r.User = id.User
-	return nil
-}
-
 // agentOwns refuses (and logs) an agent acting for a node its credential
 // does not name.
 func (s *Server) agentOwns(ctx context.Context, verb string, nodes []string) error {
@@ -92,7 +55,7 @@ func (s *Server) agentOwns(ctx context.Context, verb string, nodes []string) err
 // reportIsFor reports whether an agent's report is about an allocation
 // that runs on one of its nodes; a report for anything else is refused
 // and logged (and acknowledged, so the agent stops resending it).
-func (s *Server) reportIsFor(conn *agentConn, owned map[string]bool, r *latticev1.AllocationReport) bool {
+func (s *Server) reportIsFor(conn *leader.AgentConn, owned map[string]bool, r *latticev1.AllocationReport) bool {
 	if !s.authOn() {
 		return true
 	}
@@ -107,7 +70,7 @@ func (s *Server) reportIsFor(conn *agentConn, owned map[string]bool, r *latticev
 			return true
 		}
 	}
-	s.log.Warn("refused an agent report for an allocation not on its nodes", "agent", conn.id,
+	s.log.Warn("refused an agent report for an allocation not on its nodes", "agent", conn.ID(),
 		"alloc", r.AllocationId, "state", r.State, "alloc_nodes", model.CompressHostlist(nodes))
 	return false
 }

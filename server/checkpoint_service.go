@@ -7,6 +7,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // Checkpoint asks a running allocation to checkpoint now and keep running
@@ -34,7 +35,7 @@ func (a *allocService) Checkpoint(ctx context.Context, req *latticev1.Checkpoint
 	resp := &latticev1.CheckpointAllocationResponse{Id: al.DisplayID()}
 	a.s.view(func(st *quorum.State) {
 		if cur := st.Allocation(al.ID); cur != nil {
-			resp.State, resp.DeadlineUnixMs = string(cur.State), unixMS(cur.CheckpointDeadline)
+			resp.State, resp.DeadlineUnixMs = string(cur.State), convert.UnixMS(cur.CheckpointDeadline)
 		}
 	})
 	return resp, nil
@@ -57,7 +58,7 @@ func (a *allocService) CheckpointDone(ctx context.Context, req *latticev1.Checkp
 	if l == nil {
 		return nil, unavailable("no leader; retry")
 	}
-	if err := l.disp.checkpointAck(al, req.Failed); err != nil {
+	if err := l.CheckpointAck(al, req.Failed); err != nil {
 		return nil, err
 	}
 	return &latticev1.CheckpointDoneResponse{}, nil

@@ -30,8 +30,7 @@ var clusterIDRetry = 10 * time.Second
 // nameCluster is a leader loop: it mints and commits the cluster id when
 // the cluster has none, then ends. While a member of an older release
 // remains, the proposal is refused (the command's level): it retries.
-func (l *leaderState) nameCluster(ctx context.Context) {
-	s := l.s
+func (s *Server) nameCluster(ctx context.Context) {
 	waiting := ""
 	for s.clusterID() == "" {
 		if err := s.mintClusterID(ctx); err == nil {

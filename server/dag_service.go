@@ -9,10 +9,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/dag"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // dagService is DAGService: the leader-side half of the DAG controller. The
@@ -24,29 +26,21 @@ type dagService struct {
 	s *Server
 }
 
-// maxArraySize is the cluster's max_array_size (Config.MaxArraySize).
-func (s *Server) maxArraySize() int {
-	if s.cfg.MaxArraySize > 0 {
-		return s.cfg.MaxArraySize
-	}
-	return model.DefaultMaxArraySize
-}
-
 // dagLimits are the cluster's limits on workflows.
 func (s *Server) dagLimits() dag.Limits {
-	return dag.Limits{MaxStages: s.cfg.MaxDAGStages, MaxArraySize: s.maxArraySize()}
+	return dag.Limits{MaxStages: s.cfg.MaxDAGStages, MaxArraySize: s.admit.ArraySize()}
 }
 
 func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequest) (*latticev1.SubmitDAGResponse, error) {
 	spec := &dag.Spec{Name: req.Name}
 	for _, st := range req.Stages {
-		if err := checkWireRequest(st.Request); err != nil {
-			return nil, err
+		if err := wireOf(st.Request).Check(); err != nil {
+			return nil, admissionError(err)
 		}
-		ss := dag.SpecStage{Name: st.Name, Request: requestFromProto(st.Request)}
+		ss := dag.SpecStage{Name: st.Name, Request: convert.RequestFromProto(st.Request)}
 		ss.Request.Env = d.s.dropSecretEnv(ss.Request.Env)
-		if err := checkLimits(&ss.Request); err != nil {
-			return nil, err
+		if err := admission.Limits(&ss.Request); err != nil {
+			return nil, admissionError(err)
 		}
 		for _, dep := range st.DependsOn {
 			ss.DependsOn = append(ss.DependsOn, model.DAGDependency{Name: dep.Name, Condition: model.DependencyCondition(dep.Condition)})
@@ -60,8 +54,8 @@ func (d *dagService) SubmitDAG(ctx context.Context, req *latticev1.SubmitDAGRequ
 	cmd := &quorum.Submit{Header: quorum.Header{RequestID: req.ClientRequestId}, DAG: true, Name: plan.Name,
 		Items: make([]quorum.SubmitItem, len(plan.Stages))}
 	for i := range plan.Stages {
-		if err := d.s.admitSubmission(ctx, &plan.Stages[i].Request); err != nil {
-			return nil, err
+		if err := d.s.admit.Authorize(caller(ctx), &plan.Stages[i].Request); err != nil {
+			return nil, admissionError(err)
 		}
 	}
 	for i, st := range plan.Stages {
@@ -183,7 +177,7 @@ func (d *dagService) stageStatus(st *quorum.State, g *model.DAG, stage model.DAG
 const reasonPruned = "Pruned"
 
 func (d *dagService) dagStatus(st *quorum.State, g *model.DAG, withStages bool) *latticev1.DAGStatus {
-	p := &latticev1.DAGStatus{DagId: g.ID, Name: g.Name, SubmitTimeUnixMs: unixMS(g.SubmitTime), Stages: int32(len(g.Stages))}
+	p := &latticev1.DAGStatus{DagId: g.ID, Name: g.Name, SubmitTimeUnixMs: convert.UnixMS(g.SubmitTime), Stages: int32(len(g.Stages))}
 	if a := st.Allocation(g.ID); a != nil {
 		p.Tenant = a.Tenant
 	}
@@ -220,7 +214,7 @@ func (d *dagService) dagStatus(st *quorum.State, g *model.DAG, withStages bool) 
 	state := dag.State(stages)
 	p.State = string(state)
 	if state != model.DAGRunning {
-		p.EndTimeUnixMs = unixMS(end)
+		p.EndTimeUnixMs = convert.UnixMS(end)
 	}
 	return p
 }
@@ -255,7 +249,7 @@ func (d *dagService) GetDAG(ctx context.Context, req *latticev1.GetDAGRequest) (
 func (d *dagService) ListDAGs(ctx context.Context, req *latticev1.ListDAGsRequest) (*latticev1.ListDAGsResponse, error) {
 	resp := &latticev1.ListDAGsResponse{}
 	if req.Mine && req.Tenant == "" {
-		req.Tenant = d.s.defaultTenantOf(caller(ctx))
+		req.Tenant = d.s.admit.DefaultTenantOf(caller(ctx))
 	}
 	d.s.view(func(st *quorum.State) {
 		for _, g := range st.DAGs() {

@@ -1,75 +1,20 @@
 package server
 
 import (
-	"context"
-	"errors"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc"
 )
 
-// rpcError maps an internal error to a gRPC status. Raw Raft errors never
-// reach users: they become Unavailable with a retry hint.
-func rpcError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	var fe *model.FieldError
-	var rej *quorum.Rejection
-	var le *quorum.LevelError
-	switch {
-	case errors.As(err, &le):
-		return status.Error(codes.FailedPrecondition, le.Error())
-	case errors.As(err, &fe):
-		return status.Error(codes.InvalidArgument, fe.Error())
-	case errors.As(err, &rej):
-		return rejectionError(rej)
-	case errors.Is(err, quorum.ErrNotLeader):
-		return status.Error(codes.Unavailable, "this member is not the quorum leader and no leader is known; retry")
-	case errors.Is(err, quorum.ErrUnknownOutcome):
-		return status.Error(codes.Unavailable, "leadership changed while the request was applied; retry (the request id makes it safe)")
-	case errors.Is(err, quorum.ErrShutdown):
-		return status.Error(codes.Unavailable, "quorum member is shutting down; retry another")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "cancelled")
-	}
-	return status.Error(codes.Internal, err.Error())
-}
+// The handlers' error mapping is package rpc's (rpc/errors.go); these are
+// its short names for the handlers still in server.
 
-// rejectionError maps a quorum rejection to a gRPC status.
-func rejectionError(r *quorum.Rejection) error {
-	code := codes.FailedPrecondition
-	switch r.Code {
-	case quorum.CodeInvalid:
-		code = codes.InvalidArgument
-	case quorum.CodeNotFound:
-		code = codes.NotFound
-	case quorum.CodeQuota, quorum.CodePower:
-		code = codes.ResourceExhausted
-	}
-	return status.Error(code, r.Message)
-}
+func rpcError(err error) error                 { return rpc.Error(err) }
+func rejectionError(r *quorum.Rejection) error { return rpc.Rejection(r) }
+func deny(err error) error                     { return rpc.Deny(err) }
 
-func notFound(format string, args ...any) error {
-	return status.Errorf(codes.NotFound, format, args...)
-}
-
-func invalid(format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, format, args...)
-}
-
+func notFound(format string, args ...any) error { return rpc.NotFound(format, args...) }
+func invalid(format string, args ...any) error  { return rpc.Invalid(format, args...) }
 func failedPrecondition(format string, args ...any) error {
-	return status.Errorf(codes.FailedPrecondition, format, args...)
+	return rpc.FailedPrecondition(format, args...)
 }
-
-func unavailable(format string, args ...any) error {
-	return status.Errorf(codes.Unavailable, format, args...)
-}
+func unavailable(format string, args ...any) error { return rpc.Unavailable(format, args...) }

@@ -47,7 +47,7 @@ func BenchmarkCheckEverFits10kNodes(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				if err := s.checkEverFits(&c.r); err != nil {
+				if err := s.admit.EverFits(&c.r); err != nil {
 					b.Fatal(err)
 				}
 			}

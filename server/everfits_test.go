@@ -13,7 +13,7 @@ import (
 	"github.com/latticehpc/lattice/quorum"
 )
 
-// everFitsByScan is checkEverFits as it was before it read the quorum's
+// everFitsByScan is admission.Chain.EverFits as it was before it read the quorum's
 // indexes: a walk over every node under the read lock. The test keeps it
 // as the reference the fast path must agree with.
 func everFitsByScan(st *quorum.State, r *model.Request) string {
@@ -32,7 +32,7 @@ func everFitsByScan(st *quorum.State, r *model.Request) string {
 	own, fps := 0, map[string]int{}
 	lendable := map[string]int{}
 	for _, n := range st.Nodes() {
-		if !nodeMeets(n, r) {
+		if !nodeMeetsRef(n, r) {
 			continue
 		}
 		if n.HomeVCluster == name {
@@ -72,7 +72,7 @@ func everFitsByScan(st *quorum.State, r *model.Request) string {
 	return fmt.Sprintf("nodes: %d requested, vCluster %s can have at most %d%s (its own and what it may borrow)", r.NodesMin, name, most, what)
 }
 
-// checkEverFits answers from the quorum's node counts for a request without
+// EverFits answers from the quorum's node counts for a request without
 // constraints, and scans the shared node list after the read lock for one
 // with constraints or in a sensitive vCluster: either way exactly what a
 // scan of every node under the lock answered.
@@ -166,18 +166,27 @@ func TestCheckEverFitsAgreesWithAScan(t *testing.T) {
 			var want string
 			s.view(func(st *quorum.State) { want = everFitsByScan(st, &r) })
 			got := ""
-			if err := s.checkEverFits(&r); err != nil {
+			if err := s.admit.EverFits(&r); err != nil {
 				got = err.Error()
 			}
 			if want != "" {
 				refused++
 			}
 			if want == "" && got != "" || want != "" && (got == "" || !strings.Contains(got, want)) {
-				t.Fatalf("checkEverFits = %q, the scan says %q", got, want)
+				t.Fatalf("EverFits = %q, the scan says %q", got, want)
 			}
 		})
 	}
 	if refused < 10 {
 		t.Fatalf("only %d of the requests never fit: the table no longer tests the boundaries", refused)
 	}
+}
+
+// nodeMeetsRef is whether n meets r's node constraints, as the reference
+// scan judges it.
+func nodeMeetsRef(n *model.Node, r *model.Request) bool {
+	if r.GPUType != "" && !strings.EqualFold(n.GPUType, r.GPUType) {
+		return false
+	}
+	return n.GPUs >= r.GPUsPerNode && n.HasFeatures(r.Constraints) && r.NodeAllowed(n.Name)
 }

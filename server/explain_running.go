@@ -6,6 +6,7 @@ import (
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // explainRunning fills the explanation of an active allocation: when it
@@ -16,7 +17,7 @@ func (a *allocService) explainRunning(al *model.Allocation, out *latticev1.Expla
 	now := a.s.cfg.Clock()
 	msg := fmt.Sprintf("%s on %d node(s) %s", statePhrase(al.State), len(al.Nodes), model.CompressHostlist(al.Nodes))
 	if !al.StartTime.IsZero() {
-		out.StartUnixMs = unixMS(al.StartTime)
+		out.StartUnixMs = convert.UnixMS(al.StartTime)
 		run := now.Sub(al.StartTime) - al.SuspendedFor
 		if !al.SuspendedAt.IsZero() {
 			run -= now.Sub(al.SuspendedAt)
@@ -35,7 +36,7 @@ func (a *allocService) explainRunning(al *model.Allocation, out *latticev1.Expla
 	}
 	var started bool
 	if l := a.s.currentLeader(); l != nil {
-		if loop := l.loop(al.VCluster); loop != nil {
+		if loop := l.Scheduler(al.VCluster); loop != nil {
 			if e, ok := loop.Explanations.Started(al.ID); ok {
 				started = true
 				p := explanationToProto(al.DisplayID(), al.State, e)

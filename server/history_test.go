@@ -14,6 +14,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 func ids(as []*model.Allocation) []uint64 {
@@ -112,7 +113,7 @@ func TestEndedToProtoIsAllocToProto(t *testing.T) {
 		QOS: "normal", PriorityClass: 4, NodesMin: 2, NodesMax: 3, WalltimeSeconds: 600, GPUType: "a100", GPUsPerNode: 2, WorkDir: "/w",
 		State: model.StateFailed, Reason: "NonZeroExit", ExitCode: &code, Nodes: "n[001-002]",
 		SubmitMs: 1000, EligibleMs: 1500, StartMs: 2000, EndMs: 3000, RequeueCount: 1, CheckpointCount: 2}
-	want := listed(allocToProto(r.Allocation()))
+	want := listed(convert.AllocToProto(r.Allocation()))
 	if got := endedToProto(r); !proto.Equal(got, want) {
 		t.Fatalf("endedToProto:\n%v\nallocToProto:\n%v", got, want)
 	}

@@ -66,7 +66,7 @@ func (a *authenticator) checkSession(ctx context.Context, method, session string
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	ctx = context.WithValue(ctx, identityKey{}, id)
+	ctx = auth.NewContext(ctx, id)
 	return context.WithValue(ctx, sessionCallKey{}, sessionCall{identity: b, memberToken: a.memberToken}), nil
 }
 

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
-	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -25,13 +24,7 @@ import (
 
 // isAdmin reports whether the caller is an admin (everyone is, with auth off:
 // such a server listens on loopback only).
-func (s *Server) isAdmin(ctx context.Context) bool {
-	if !s.authOn() {
-		return true
-	}
-	id := caller(ctx)
-	return id != nil && id.Role == auth.RoleAdmin
-}
+func (s *Server) isAdmin(ctx context.Context) bool { return s.admit.IsAdmin(caller(ctx)) }
 
 // resolveChangeable resolves user ids to allocations the caller may change
 // (verb names the action in refusals): results carries one entry per id,
@@ -78,12 +71,12 @@ func (a *allocService) jobControl(ctx context.Context, verb string, req *lattice
 	}
 	c := cmd(ids)
 	c.CommandHeader().RequestID = req.ClientRequestId
-	mail := a.s.mailSnapshot(ids)
+	mail := a.s.mail.Snapshot(ids)
 	r, err := a.s.propose(ctx, c)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	a.s.mailAfter(mail)
+	a.s.mail.After(mail)
 	if r.Rejection != nil {
 		return nil, rejectionError(r.Rejection)
 	}
@@ -150,11 +143,10 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 	}
 	changed := false
 	if req.WalltimeSeconds != nil {
-		w := *req.WalltimeSeconds
-		if w <= 0 || w > model.MaxWalltimeSecond {
-			return nil, rpcError(&model.FieldError{Field: "time", Value: fmt.Sprintf("%d seconds", w), Allowed: "a duration > 0 and at most 365 days"})
+		d, err := admission.Walltime(*req.WalltimeSeconds)
+		if err != nil {
+			return nil, admissionError(err)
 		}
-		d := time.Duration(w) * time.Second
 		c.Walltime, changed = &d, true
 	}
 	if req.NodesMin != nil {
@@ -180,9 +172,9 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 	}
 	class := -1
 	if req.Qos != nil {
-		q, err := a.s.lookupQOS(*req.Qos)
+		q, err := a.s.admit.QOS(*req.Qos)
 		if err != nil {
-			return nil, err
+			return nil, admissionError(err)
 		}
 		c.QOS, changed = &q.Name, true
 		class = q.PriorityClass
@@ -191,14 +183,13 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 		class, changed = int(*req.PriorityClass), true
 	}
 	if class >= 0 {
-		if a.s.authOn() && class > caller(ctx).PriorityCeiling() && slices.ContainsFunc(found, func(f *model.Allocation) bool { return class > f.PriorityClass }) {
-			return nil, status.Errorf(codes.PermissionDenied, "permission denied: %s may not raise priority class to %d: their QOS ceiling is %d",
-				caller(ctx), class, caller(ctx).PriorityCeiling())
+		if err := a.s.admit.RaisePriority(caller(ctx), class, found); err != nil {
+			return nil, admissionError(err)
 		}
 		c.PriorityClass = &class
 	}
 	if !changed {
-		return nil, invalid("nothing to update: give --time, --nodes, --priority-class, --qos, --vcluster, --name or --begin")
+		return nil, admissionError(admission.NothingToUpdate())
 	}
 	r, err := a.s.propose(ctx, c)
 	if err != nil {
@@ -225,8 +216,8 @@ func (a *allocService) Update(ctx context.Context, req *latticev1.UpdateAllocati
 		// connected, the walltime backstop still ends it at its new limit.
 		if l := a.s.currentLeader(); l != nil {
 			for _, cur := range active {
-				if conn := l.disp.connFor(cur.Nodes[0]); conn != nil {
-					conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_SetWalltime{SetWalltime: &latticev1.SetWalltime{
+				if conn := l.ConnFor(cur.Nodes[0]); conn != nil {
+					conn.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_SetWalltime{SetWalltime: &latticev1.SetWalltime{
 						AllocationId: cur.ID, WalltimeSeconds: int64(cur.Walltime / time.Second)}}})
 				}
 			}
@@ -268,8 +259,8 @@ func (a *allocService) Signal(ctx context.Context, req *latticev1.SignalRequest)
 		case al.State != model.StateRunning && al.State != model.StateCheckpointing:
 			why = fmt.Sprintf("allocation %s is %s; only running allocations can be signalled", al.DisplayID(), al.State)
 		default:
-			c := l.disp.connFor(al.Nodes[0])
-			if c == nil || !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Signal{
+			c := l.ConnFor(al.Nodes[0])
+			if c == nil || !c.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Signal{
 				Signal: &latticev1.SignalAllocation{AllocationId: al.ID, Signal: int32(sig)}}}) {
 				why = fmt.Sprintf("the agent of node %s is not connected; retry", al.Nodes[0])
 			}
@@ -284,24 +275,6 @@ func (a *allocService) Signal(ctx context.Context, req *latticev1.SignalRequest)
 		}
 	}
 	return &latticev1.JobControlResponse{Results: results}, nil
-}
-
-// lookupQOS finds a QOS by name in the committed table.
-func (s *Server) lookupQOS(name string) (model.QOS, error) {
-	var q model.QOS
-	var ok bool
-	var names []string
-	s.view(func(st *quorum.State) {
-		if q, ok = st.QOS(name); !ok {
-			for _, e := range st.QOSTable() {
-				names = append(names, fmt.Sprintf("%s (%d)", e.Name, e.PriorityClass))
-			}
-		}
-	})
-	if !ok {
-		return q, status.Errorf(codes.InvalidArgument, "invalid qos %q: allowed %s (an admin adds more with `latticectl qos set`)", name, strings.Join(names, ", "))
-	}
-	return q, nil
 }
 
 func qosToProto(q model.QOS) *latticev1.QOS {
@@ -359,134 +332,4 @@ func (a *allocService) SetPartition(ctx context.Context, req *latticev1.SetParti
 		return nil, rejectionError(r.Rejection)
 	}
 	return &latticev1.SetPartitionResponse{}, nil
-}
-
-// resolveSite applies the site configuration to a submission: its QOS
-// (class, limits, default vCluster) and its partition name.
-func (s *Server) resolveSite(r *model.Request) error {
-	if r.QOS != "" {
-		q, err := s.lookupQOS(r.QOS)
-		if err != nil {
-			return err
-		}
-		r.QOS, r.PriorityClass = q.Name, q.PriorityClass
-		if r.VCluster == "" {
-			r.VCluster = q.VCluster
-		}
-		if err := q.CheckRequest(r); err != nil {
-			return rpcError(err)
-		}
-	}
-	return nil
-}
-
-// checkEverFits refuses a request no set of nodes its vCluster can own or
-// borrow could ever satisfy: more nodes than it has, counting only those
-// that meet its constraints (features, GPUs, node list) and, for borrowed
-// ones, what their homes may lend; or more than its tenant's node quota. A cluster with no nodes yet (agents not
-// registered) is not judged.
-func (s *Server) checkEverFits(r *model.Request) error {
-	constrained := r.GPUType != "" || r.GPUsPerNode > 0 || len(r.Constraints) > 0 || len(r.NodeList) > 0 || len(r.ExcludeNodes) > 0
-	// What is read under the lock: counts from the quorum's indexes, and
-	// for a request that looks at the nodes themselves, the node list as
-	// the state shares it, scanned after the lock. Every submission asks,
-	// so nothing here walks 10,000 nodes while Apply waits.
-	type home struct {
-		vc    *model.VCluster
-		nodes int
-	}
-	var (
-		vc     *model.VCluster
-		name   string
-		homes  []home // every vCluster, with the nodes whose home it is
-		nodes  []*model.Node
-		tenant *model.Tenant
-		judged bool
-	)
-	tname := r.Tenant
-	if tname == "" {
-		tname = model.DefaultTenant
-	}
-	s.view(func(st *quorum.State) {
-		if st.NodeCount() == 0 {
-			return
-		}
-		name = st.ResolveVCluster(r.VCluster)
-		if name == "" {
-			name = st.DefaultVCluster
-		}
-		if vc = st.VCluster(name); vc == nil {
-			return // the quorum names the known ones
-		}
-		judged = true
-		for _, v := range st.VClusters() {
-			homes = append(homes, home{v, st.HomeNodes(v.Name)})
-		}
-		if constrained || vc.Sensitive() {
-			nodes = st.NodesShared()
-		}
-		tenant = st.Tenant(tname)
-	})
-	if !judged {
-		return nil
-	}
-	most := 0
-	lendable := map[string]int{} // by home: the nodes that pass
-	if nodes == nil {
-		for _, h := range homes {
-			if h.vc.Name == name {
-				most = h.nodes
-			} else {
-				lendable[h.vc.Name] = h.nodes
-			}
-		}
-	} else {
-		fps := map[string]int{}
-		for _, n := range nodes {
-			if !nodeMeets(n, r) {
-				continue
-			}
-			if n.HomeVCluster == name {
-				most++
-				fps[n.Fingerprint]++
-				continue
-			}
-			lendable[n.HomeVCluster]++
-		}
-		if vc.Sensitive() {
-			most = 0
-			for _, c := range fps {
-				most = max(most, c)
-			}
-		}
-	}
-	if !vc.Sensitive() && vc.Borrows() && !(vc.CheckpointableOnlyOnBorrowed && !r.Checkpoint.Checkpointable()) {
-		for _, h := range homes {
-			if c := lendable[h.vc.Name]; c > 0 && h.vc.Name != name && h.vc.Lends() {
-				most += min(c, h.vc.MaxLendable(h.nodes))
-			}
-		}
-	}
-	var msg string
-	switch {
-	case tenant != nil && tenant.MaxNodes > 0 && r.NodesMin > tenant.MaxNodes:
-		msg = fmt.Sprintf("nodes: %d requested, tenant %s may use at most %d at once (its quota)", r.NodesMin, tname, tenant.MaxNodes)
-	case r.NodesMin > most:
-		what := ""
-		if constrained {
-			what = " nodes that meet its constraints"
-		}
-		msg = fmt.Sprintf("nodes: %d requested, vCluster %s can have at most %d%s (its own and what it may borrow)", r.NodesMin, name, most, what)
-	}
-	if msg != "" {
-		return status.Error(codes.InvalidArgument, msg+"; submit with --hold to keep it anyway")
-	}
-	return nil
-}
-
-func nodeMeets(n *model.Node, r *model.Request) bool {
-	if r.GPUType != "" && !strings.EqualFold(n.GPUType, r.GPUType) {
-		return false
-	}
-	return n.GPUs >= r.GPUsPerNode && n.HasFeatures(r.Constraints) && r.NodeAllowed(n.Name)
 }

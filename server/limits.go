@@ -1,41 +1,43 @@
 package server
 
 import (
-	"fmt"
+	"errors"
 	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 )
 
-// checkWireRequest checks what must be checked on the wire form, before any
-// conversion: a walltime in seconds beyond the limit would wrap around when
-// multiplied into a time.Duration (584 years became one hour).
-func checkWireRequest(p *latticev1.AllocationRequest) error {
+// wireOf is what admission checks of a request's wire form.
+func wireOf(p *latticev1.AllocationRequest) admission.Wire {
 	if p == nil {
-		return nil
+		return admission.Wire{}
 	}
-	if p.WalltimeSeconds < 0 || p.WalltimeSeconds > model.MaxWalltimeSecond {
-		return status.Error(codes.InvalidArgument, (&model.FieldError{Field: "walltime",
-			Value: fmt.Sprintf("%d seconds", p.WalltimeSeconds), Allowed: "a duration > 0 and at most 365 days"}).Error())
-	}
-	if n := len(p.NodeList) + len(p.ExcludeNodes); n > model.MaxHostlistNodes {
-		return status.Error(codes.InvalidArgument, (&model.FieldError{Field: "nodelist",
-			Value: fmt.Sprintf("%d names", n), Allowed: fmt.Sprintf("at most %d node names", model.MaxHostlistNodes)}).Error())
-	}
-	return nil
+	return admission.Wire{WalltimeSeconds: p.WalltimeSeconds, NodeNames: len(p.NodeList) + len(p.ExcludeNodes)}
 }
 
-// checkLimits applies model.CheckLimits to a converted request.
-func checkLimits(r *model.Request) error {
-	if err := r.CheckLimits(); err != nil {
+// admissionError maps an admission refusal to a gRPC status: denials are
+// PermissionDenied, field rules and the other refusals InvalidArgument.
+func admissionError(err error) error {
+	var r *admission.Refusal
+	if !errors.As(err, &r) {
 		return rpcError(err)
 	}
-	return nil
+	var fe *model.FieldError
+	switch {
+	case r.Code == admission.CodeDenied:
+		return status.Error(codes.PermissionDenied, r.Err.Error())
+	case errors.As(r.Err, &fe):
+		return status.Error(codes.InvalidArgument, fe.Error())
+	case r.Code == admission.CodeLimits || r.Code == admission.CodeInvalid || r.Code == admission.CodeArraySize:
+		return rpcError(r.Err)
+	}
+	return status.Error(codes.InvalidArgument, r.Err.Error())
 }
 
 // listPageBytes bounds one page of a listing, well under the 4 MiB a gRPC

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestLoopProcsFollowLeadership(t *testing.T) {
 	base := runtime.GOMAXPROCS(0)
 	want := func(loops int) int {
-		if loopProcs.fixed { // GOMAXPROCS set in the environment: never changed
+		if _, fixed := leader.AddedProcs(); fixed { // GOMAXPROCS set in the environment: never changed
 			return base
 		}
 		return base + loops
@@ -38,11 +39,13 @@ func TestLoopProcsFollowLeadership(t *testing.T) {
 		return next != nil && next != old && old.currentLeader() == nil
 	})
 	waitFor(t, 5*time.Second, "the Ps of the new leader's loops alone", func() bool { return runtime.GOMAXPROCS(0) == want(2) })
-	if got := loopProcs.added(); !loopProcs.fixed && got != 2 {
+	if got, fixed := leader.AddedProcs(); !fixed && got != 2 {
 		t.Fatalf("loops added %d Ps after the leadership change, want 2", got)
 	}
 	for _, s := range servers {
 		s.Stop()
 	}
-	waitFor(t, 5*time.Second, "GOMAXPROCS restored", func() bool { return runtime.GOMAXPROCS(0) == base && loopProcs.added() == 0 })
+	waitFor(t, 5*time.Second, "GOMAXPROCS restored", func() bool {
+		return runtime.GOMAXPROCS(0) == base && func() bool { n, _ := leader.AddedProcs(); return n == 0 }()
+	})
 }

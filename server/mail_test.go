@@ -12,40 +12,6 @@ import (
 	"github.com/latticehpc/lattice/model"
 )
 
-func TestMailEvents(t *testing.T) {
-	tests := []struct {
-		name   string
-		before mailBefore
-		after  model.Allocation
-		types  string
-		want   []string
-	}{
-		{"begin", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateRunning}, "BEGIN", []string{MailBegin}},
-		{"begin not asked", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateRunning}, "END", nil},
-		{"end", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateCompleted}, "END,FAIL", []string{MailEnd}},
-		{"begin and end in one commit", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateCompleted, StartTime: time.Unix(1, 0)}, "BEGIN,END", []string{MailBegin, MailEnd}},
-		{"launch failed: no begin", mailBefore{state: model.StateStaging}, model.Allocation{State: model.StateFailed}, "ALL", []string{MailEnd, MailFail}},
-		{"fail", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateFailed}, "FAIL", []string{MailFail}},
-		{"all of a failure", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateFailed}, "ALL", []string{MailEnd, MailFail}},
-		{"time limit", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateFailed, Reason: model.ReasonWalltimeExceeded}, "TIME_LIMIT", []string{MailTimeLimit}},
-		{"requeue", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StatePending, RequeueCount: 1}, "REQUEUE", []string{MailRequeue}},
-		{"no change", mailBefore{state: model.StateRunning}, model.Allocation{State: model.StateRunning}, "ALL", nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, ev := range mailEvents(tc.before, &tc.after) {
-				if mailWants(tc.types, ev) {
-					got = append(got, ev)
-				}
-			}
-			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestMailHook: with --mail-hook, the leader runs it for the events a job
 // asked for; without one, a submission asking for mail is warned.
 func TestMailHook(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 type nodeService struct {
@@ -30,7 +31,7 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 	}
 	if l := n.s.currentLeader(); l != nil {
 		who := holderOf(ctx, req.AgentId, req.Instance)
-		if err := l.disp.claims.check(who, names); err != nil {
+		if err := l.CheckClaim(who, names); err != nil {
 			return nil, n.s.refuseClaim(who, "register", err)
 		}
 	}
@@ -48,7 +49,7 @@ func (n *nodeService) Register(ctx context.Context, req *latticev1.RegisterNodes
 		return nil, rejectionError(r.Rejection)
 	}
 	if l := n.s.currentLeader(); l != nil {
-		l.live.heard(resp.Registered)
+		l.Heard(resp.Registered)
 	}
 	return resp, nil
 }
@@ -58,7 +59,7 @@ func (n *nodeService) Heartbeat(ctx context.Context, req *latticev1.HeartbeatReq
 		return nil, err
 	}
 	if l := n.s.currentLeader(); l != nil {
-		l.live.heard(req.Nodes)
+		l.Heard(req.Nodes)
 	}
 	return &latticev1.HeartbeatResponse{}, nil
 }
@@ -104,9 +105,9 @@ func (n *nodeService) List(_ context.Context, req *latticev1.ListNodesRequest) (
 			}
 			var seen time.Time
 			if l != nil {
-				seen = l.live.lastSeen(node.Name)
+				seen = l.LastSeen(node.Name)
 			}
-			resp.Nodes = append(resp.Nodes, nodeToProto(node, display, seen))
+			resp.Nodes = append(resp.Nodes, convert.NodeToProto(node, display, seen))
 		}
 		markReserved(resp.Nodes, st.Reservations(now), now) // reservation_service.go
 	})
@@ -137,7 +138,7 @@ func (n *nodeService) setState(ctx context.Context, name string, action quorum.N
 	var out *latticev1.Node
 	n.s.view(func(st *quorum.State) {
 		if node := st.Node(name); node != nil {
-			out = nodeToProto(node, "", time.Time{})
+			out = convert.NodeToProto(node, "", time.Time{})
 		}
 	})
 	return &latticev1.NodeResponse{Node: out}, nil

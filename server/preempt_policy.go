@@ -2,7 +2,6 @@ package server
 
 import (
 	"github.com/latticehpc/lattice/model"
-	"github.com/latticehpc/lattice/quorum"
 )
 
 // setPreemptMode applies `vcluster set --preempt-mode` to vc: off turns
@@ -22,21 +21,4 @@ func setPreemptMode(vc *model.VCluster, mode string) error {
 	}
 	vc.Preemption, vc.PreemptMode = true, m
 	return nil
-}
-
-// preemptQOS is the QOS entries that set a preemption mode, by name, for a
-// scheduling snapshot; nil when none does.
-func preemptQOS(st *quorum.State) map[string]*model.QOS {
-	var out map[string]*model.QOS
-	for _, q := range st.QOSTable() {
-		if q.PreemptMode == "" {
-			continue
-		}
-		if out == nil {
-			out = map[string]*model.QOS{}
-		}
-		q := q
-		out[q.Name] = &q
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // reservationService implements ReservationService: node reservations and
@@ -252,7 +253,7 @@ func reservationToProto(o *model.Reservation, now time.Time) *latticev1.NodeRese
 	return &latticev1.NodeReservation{
 		Name: o.Name, Nodes: o.Nodes, StartUnixMs: o.Start.UnixMilli(), EndUnixMs: o.End.UnixMilli(),
 		Users: o.Users, Tenants: o.Tenants, Maint: o.Maint, CreatedBy: o.CreatedBy,
-		CreatedUnixMs: unixMS(o.CreatedAt), Active: o.ActiveAt(now),
+		CreatedUnixMs: convert.UnixMS(o.CreatedAt), Active: o.ActiveAt(now),
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/latticehpc/lattice/admission"
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/checkpoint"
@@ -29,6 +30,7 @@ import (
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/pki"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc"
 	"github.com/latticehpc/lattice/rpc/rest"
 	"github.com/latticehpc/lattice/solver"
 )
@@ -268,23 +270,28 @@ func (c *Config) defaults() error {
 type Server struct {
 	levels levelCache // members' feature levels (feature_levels.go)
 	// completed is the recent completions the loops' predictor learns from.
-	completed completedCache
-	cfg       Config
-	log       *slog.Logger
-	fsm       *quorum.FSM
-	q         *quorum.Quorum
-	grpc      *grpc.Server
-	apiLis    net.Listener
-	metrics   *metrics
+	completed *leader.Completed
+	// mail runs the site's mail hook on the leader (nil: none).
+	mail    *leader.Mail
+	cfg     Config
+	log     *slog.Logger
+	fsm     *quorum.FSM
+	q       *quorum.Quorum
+	grpc    *grpc.Server
+	apiLis  net.Listener
+	metrics *metrics
 	// contract and health: docs/metrics.md's series (metrics_contract.go)
 	// and readiness (health.go).
 	contract    *contract
-	liveMetrics *livenessMetrics
+	liveMetrics *leader.LivenessMetrics
 	lc          *leader.Lifecycle // leadership: barrier, leader-only loops (package leader)
 	health      *healthState
 	httpSrv     *http.Server
 	fwd         *forwarder
 	auth        *authenticator // nil = auth off
+	// admit is the admission chain every submission and update passes
+	// before it is proposed (package admission).
+	admit *admission.Chain
 	// The REST API and dashboard (http_api.go).
 	sessions   *rest.Sessions
 	httpLis    net.Listener
@@ -317,7 +324,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ID)}
 	s.metrics = newMetrics(prometheus.NewRegistry())
 	s.contract = newContract(s.metrics.reg)
-	s.liveMetrics = newLivenessMetrics(s.metrics.reg)
+	s.liveMetrics = leader.NewLivenessMetrics(s.metrics.reg)
 	s.serviceSamples, s.serviceMetrics = leader.NewServiceSamples(), leader.NewServiceMetrics(s.metrics.reg)
 	installRaftMetrics(s.log.Warn)
 	s.fsm = quorum.NewFSM()
@@ -360,6 +367,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.q = q
+	s.completed = leader.NewCompleted(s.view)
+	s.mail = leader.NewMail(cfg.MailHook, s.log, s.view)
 	q.SetMemberLevels(s.memberLevels)
 	s.lc = leader.New(q, s, leader.Config{Logger: s.log})
 	s.metrics.registerQuorum(s)
@@ -379,6 +388,7 @@ func New(cfg Config) (*Server, error) {
 		unary = append(unary, s.auth.unary)
 		stream = append(stream, s.auth.stream)
 	}
+	s.admit = &admission.Chain{View: s.view, Settings: admission.Settings{AuthOn: s.auth != nil, MaxArraySize: cfg.MaxArraySize}}
 	unary = append(unary, s.audit, s.fwd.unary)
 	stream = append(stream, s.auditStream)
 	opts := keepaliveServerOptions()
@@ -400,7 +410,7 @@ func New(cfg Config) (*Server, error) {
 	latticev1.RegisterDAGServiceServer(s.grpc, &dagService{s: s})
 	latticev1.RegisterStepServiceServer(s.grpc, &stepService{s: s})
 	latticev1.RegisterUsageServiceServer(s.grpc, &usageService{s: s})
-	latticev1.RegisterAccountServiceServer(s.grpc, &accountService{s: s})
+	latticev1.RegisterAccountServiceServer(s.grpc, &rpc.AccountService{M: rpcMember{s}})
 	latticev1.RegisterReservationServiceServer(s.grpc, &reservationService{s: s})
 	latticev1.RegisterTerminalServiceServer(s.grpc, &terminalService{s: s})
 	latticev1.RegisterDashboardServiceServer(s.grpc, &dashboardService{s: s})
@@ -558,7 +568,7 @@ func (s *Server) onApply(c quorum.Command, r *quorum.Result) {
 	s.metrics.applied.WithLabelValues(c.Type().String()).Inc()
 	s.observeApplied(c, r)
 	if l := s.currentLeader(); l != nil {
-		l.onApply(c, r)
+		l.OnApply(c, r)
 	}
 }
 

@@ -16,32 +16,12 @@ import (
 	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // Services (issue 31, docs/services.md): the ScalingService handlers, the
 // heartbeat samples' store, and the dispatcher's service fields. The
 // controller is leader.ServiceController.
-
-// serviceAssignment adds what an agent needs to run a service instance.
-func serviceAssignment(st *quorum.State, a *model.Allocation, as *latticev1.Assignment) *latticev1.Assignment {
-	if a.Service == "" {
-		return as
-	}
-	as.Service = a.Service
-	if v := st.Service(a.Service); v != nil {
-		as.ServiceMetric = v.Metric
-	}
-	return as
-}
-
-// graceOf is the SIGTERM→SIGKILL time of an allocation: its own (a service
-// instance's drain time) or the site's.
-func graceOf(a *model.Allocation, site int64) int64 {
-	if a.StopGrace > 0 {
-		return max(int64((a.StopGrace+time.Second-1)/time.Second), 1)
-	}
-	return site
-}
 
 // recordServiceSamples stores what a heartbeat scraped.
 func (s *Server) recordServiceSamples(xs []*latticev1.ServiceSample) {
@@ -54,21 +34,6 @@ func (s *Server) recordServiceSamples(xs []*latticev1.ServiceSample) {
 		out[i] = leader.ServiceSample{Alloc: x.AllocationId, Endpoint: x.Endpoint, Has: x.HasValue, Value: x.Value, Err: x.Error, At: now}
 	}
 	s.serviceSamples.Record(out)
-}
-
-// serviceLoop is this term's services controller.
-func (l *leaderState) serviceLoop(ctx context.Context) {
-	s := l.s
-	c := &leader.ServiceController{Host: serviceHost{s}, Samples: s.serviceSamples, Metrics: s.serviceMetrics,
-		Clock: s.cfg.Clock, Log: s.log, Interval: s.cfg.ServiceInterval, BackoffReset: s.cfg.ServiceBackoffReset}
-	c.Run(ctx)
-}
-
-type serviceHost struct{ s *Server }
-
-func (h serviceHost) View(fn func(*quorum.State)) { h.s.view(fn) }
-func (h serviceHost) Propose(ctx context.Context, c quorum.Command) (*quorum.Result, error) {
-	return h.s.propose(ctx, c)
 }
 
 type scalingService struct {
@@ -119,8 +84,8 @@ func (h *scalingService) admitService(ctx context.Context, spec *model.ServiceSp
 	}
 	spec.Env = h.s.dropSecretEnv(spec.Env)
 	r := spec.InstanceRequest()
-	if err := h.s.admitSubmission(ctx, &r); err != nil {
-		return err
+	if err := h.s.admit.Authorize(caller(ctx), &r); err != nil {
+		return admissionError(err)
 	}
 	spec.Tenant, spec.User = r.Tenant, r.User
 	var qosErr error
@@ -258,10 +223,10 @@ func (h *scalingService) ListServices(ctx context.Context, req *latticev1.ListSc
 
 // status is a service as clients see it, and its pending instances.
 func (h *scalingService) status(st *quorum.State, v *model.Service) (*latticev1.ScaledServiceStatus, []uint64) {
-	p := &latticev1.ScaledServiceStatus{Spec: specToProto(v.ServiceSpec), User: v.User, CreateTimeUnixMs: unixMS(v.CreateTime),
+	p := &latticev1.ScaledServiceStatus{Spec: specToProto(v.ServiceSpec), User: v.User, CreateTimeUnixMs: convert.UnixMS(v.CreateTime),
 		Desired: int32(v.Desired), Reason: v.Reason, ReasonDetail: v.ReasonDetail, Restarts: int32(v.Restarts)}
 	if d := v.LastDecision; d != nil {
-		p.LastDecision = &latticev1.ScaledServiceDecision{TimeUnixMs: unixMS(d.Time), From: int32(d.From), To: int32(d.To), Direction: d.Direction, Reason: d.Reason}
+		p.LastDecision = &latticev1.ScaledServiceDecision{TimeUnixMs: convert.UnixMS(d.Time), From: int32(d.From), To: int32(d.To), Direction: d.Direction, Reason: d.Reason}
 	}
 	now := time.Now()
 	if avg, n := leader.Average(st, v, h.s.serviceSamples, now, time.Minute); n > 0 {

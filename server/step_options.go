@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/leader"
 )
 
 // stepCandidates are the nodes a step may use: the allocation's, or those
@@ -54,7 +55,7 @@ type pmiFence struct {
 	keys, values []string
 }
 
-func (f pmiFences) add(part *latticev1.StepPMIFence, conns []*agentConn, plan []nodeTasks, alloc uint64, step int32) {
+func (f pmiFences) add(part *latticev1.StepPMIFence, conns []*leader.AgentConn, plan []nodeTasks, alloc uint64, step int32) {
 	in := false
 	for _, p := range plan {
 		in = in || p.node == part.Node
@@ -79,11 +80,11 @@ func (f pmiFences) add(part *latticev1.StepPMIFence, conns []*agentConn, plan []
 	delete(f, part.Seq)
 	done := &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepPmiFenceDone{StepPmiFenceDone: &latticev1.StepPMIFenceDone{
 		AllocationId: alloc, StepId: step, Seq: part.Seq, Keys: cur.keys, Values: cur.values}}}
-	seen := map[*agentConn]bool{}
+	seen := map[*leader.AgentConn]bool{}
 	for _, c := range conns {
 		if !seen[c] {
 			seen[c] = true
-			c.send(done)
+			c.Send(done)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -237,12 +238,12 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	conns := make([]*agentConn, len(plan))
+	conns := make([]*leader.AgentConn, len(plan))
 	stepNodes := make([]string, len(plan))
 	perNode := make([]int32, len(plan))
 	for i, p := range plan {
 		stepNodes[i], perNode[i] = p.node, int32(len(p.tasks))
-		if conns[i] = l.disp.connFor(p.node); conns[i] == nil {
+		if conns[i] = l.ConnFor(p.node); conns[i] == nil {
 			return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", p.node)
 		}
 	}
@@ -257,11 +258,11 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 
 	grace := s.cfg.KillGrace
 	kill := func() {
-		seen := map[*agentConn]bool{}
+		seen := map[*leader.AgentConn]bool{}
 		for _, c := range conns {
 			if !seen[c] {
 				seen[c] = true
-				c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepKill{StepKill: &latticev1.StepKill{
+				c.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepKill{StepKill: &latticev1.StepKill{
 					AllocationId: al.ID, StepId: stepID, GraceSeconds: int64(grace / time.Second)}}})
 			}
 		}
@@ -279,7 +280,7 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 		m := &latticev1.StepLaunch{AllocationId: al.ID, StepId: stepID, Node: p.node, NodeIndex: int32(p.index), Tasks: p.tasks,
 			Ntasks: int32(ntasks), Command: req.Command, Env: s.dropSecretEnv(req.Env), WorkDir: req.WorkDir, StepNodes: stepNodes, User: al.User,
 			Mpi: req.Mpi, CpusPerTask: req.CpusPerTask, StepTasksPerNode: perNode, MultiProg: req.MultiProg}
-		if !conns[i].send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
+		if !conns[i].Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
 			killedFor, message = "agent", fmt.Sprintf("could not reach the agent of node %s", p.node)
 			for _, t := range p.tasks {
 				exited[t.Rank] = 255
@@ -354,12 +355,12 @@ func (ss *stepService) Launch(req *latticev1.LaunchStepRequest, stream latticev1
 		case <-tick.C:
 			for i, c := range conns {
 				select {
-				case <-c.done:
+				case <-c.Done():
 					stop("agent", fmt.Sprintf("the agent of node %s disconnected", plan[i].node))
 				default:
 				}
 			}
-		case <-l.ctx.Done():
+		case <-l.Context().Done():
 			stop("agent", "the leader lost its leadership")
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/latticehpc/lattice/quorum"
 )
 
-// fitTasks sizes -n without -N from the nodes' reported CPUs and refuses
+// admission's FitTasks sizes -n without -N from the nodes' reported CPUs and refuses
 // tasks no node can hold, as sbatch does.
 func TestFitTasks(t *testing.T) {
 	s, err := New(Config{ID: "s1", DataDir: t.TempDir(), APIAddr: "127.0.0.1:0", InMemRaft: true, RaftLogLevel: "off",
@@ -25,11 +25,13 @@ func TestFitTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stop)
-	for deadline := time.Now().Add(20 * time.Second); s.currentLeader() == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-	}
+	// Leading comes before the leader's first proposals: wait for its
+	// vCluster too (the nodes' home).
+	waitFor(t, 20*time.Second, "leadership and the vCluster", func() bool {
+		var vc bool
+		s.view(func(st *quorum.State) { vc = st.VCluster("hpc-batch") != nil })
+		return s.currentLeader() != nil && vc
+	})
 	var nodes []model.Node
 	for i := range 8 {
 		nodes = append(nodes, model.Node{Name: fmt.Sprintf("n%d", i), HomeVCluster: "hpc-batch", IdleWatts: 100, BusyWatts: 300,
@@ -59,7 +61,7 @@ func TestFitTasks(t *testing.T) {
 		{req: model.Request{NodesMin: 2, NodesMax: 2, NtasksPerNode: 5, Hold: true}, min: 2, max: 2},
 	} {
 		r := tt.req
-		err := s.fitTasks(&r, false)
+		err := s.admit.FitTasks(&r, false)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%+v: %v, want an error with %q", tt.req, err, tt.err)

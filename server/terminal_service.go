@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
+	"github.com/latticehpc/lattice/leader"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
@@ -34,7 +35,7 @@ type terminalService struct {
 type terminalRegistry struct {
 	mu       sync.Mutex
 	watchers map[stepKey]map[chan *latticev1.StepEvent]struct{}
-	inputs   map[stepKey]*agentConn
+	inputs   map[stepKey]*leader.AgentConn
 }
 
 // publish copies an agent's step event to the step's watchers; a watcher
@@ -73,7 +74,7 @@ func (r *terminalRegistry) unwatch(k stepKey, ch chan *latticev1.StepEvent) {
 	}
 }
 
-func (r *terminalRegistry) setInput(k stepKey, c *agentConn) {
+func (r *terminalRegistry) setInput(k stepKey, c *leader.AgentConn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c == nil {
@@ -81,7 +82,7 @@ func (r *terminalRegistry) setInput(k stepKey, c *agentConn) {
 		return
 	}
 	if r.inputs == nil {
-		r.inputs = map[stepKey]*agentConn{}
+		r.inputs = map[stepKey]*leader.AgentConn{}
 	}
 	r.inputs[k] = c
 }
@@ -101,11 +102,11 @@ func (r *terminalRegistry) input(k stepKey, in *latticev1.TerminalInput) bool {
 	// The agent's queue is short and shared: wait a little for room rather
 	// than lose a keystroke.
 	for range 200 {
-		if c.send(msg) {
+		if c.Send(msg) {
 			return true
 		}
 		select {
-		case <-c.done:
+		case <-c.Done():
 			return false
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -205,7 +206,7 @@ func (ts *terminalService) launch(l *leaderState, open *latticev1.TerminalOpen, 
 		return err
 	}
 	node := al.Nodes[0]
-	conn := l.disp.connFor(node)
+	conn := l.ConnFor(node)
 	if conn == nil {
 		return status.Errorf(codes.Unavailable, "the agent of node %s is not connected; retry", node)
 	}
@@ -239,10 +240,10 @@ func (ts *terminalService) launch(l *leaderState, open *latticev1.TerminalOpen, 
 			return
 		}
 		killedFor, message, killedAt = why, msg, time.Now()
-		conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepKill{StepKill: &latticev1.StepKill{
+		conn.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepKill{StepKill: &latticev1.StepKill{
 			AllocationId: al.ID, StepId: stepID, GraceSeconds: int64(grace / time.Second)}}})
 	}
-	if !conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
+	if !conn.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_StepLaunch{StepLaunch: m}}) {
 		stop("agent", fmt.Sprintf("could not reach the agent of node %s", node))
 		exit, exited = 255, true
 	}
@@ -290,12 +291,12 @@ func (ts *terminalService) launch(l *leaderState, open *latticev1.TerminalOpen, 
 			}
 		case <-tick.C:
 			select {
-			case <-conn.done:
+			case <-conn.Done():
 				stop("agent", fmt.Sprintf("the agent of node %s disconnected", node))
 				exit, exited = max(exit, 255), true
 			default:
 			}
-		case <-l.ctx.Done():
+		case <-l.Context().Done():
 			stop("agent", "the leader lost its leadership")
 			exit, exited = max(exit, 255), true
 		}
@@ -375,7 +376,7 @@ func (ts *terminalService) attach(l *leaderState, open *latticev1.TerminalOpen, 
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-l.ctx.Done():
+		case <-l.Context().Done():
 			return status.Error(codes.Unavailable, "the leader lost its leadership; attach again")
 		case <-changed:
 			var cur *model.Allocation

@@ -13,6 +13,7 @@ import (
 	"github.com/latticehpc/lattice/auth"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
 // usageService answers latticectl stat (live usage, from the agent's
@@ -78,19 +79,19 @@ func (u *usageService) Stat(ctx context.Context, req *latticev1.StatRequest) (*l
 		return nil, status.Errorf(codes.FailedPrecondition, "allocation %s is %s: stat reads running allocations (latticectl history shows the usage of ended ones)", req.Id, al.State)
 	}
 	node := al.Nodes[0]
-	c := l.disp.connFor(node)
+	c := l.ConnFor(node)
 	if c == nil {
 		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is not connected; its usage cannot be read now", node)
 	}
-	id, ch := l.disp.usage.add()
-	defer l.disp.usage.remove(id)
-	if !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_UsageQuery{UsageQuery: &latticev1.UsageQuery{RequestId: id, AllocationId: al.ID}}}) {
+	id, ch := l.usage.add()
+	defer l.usage.remove(id)
+	if !c.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_UsageQuery{UsageQuery: &latticev1.UsageQuery{RequestId: id, AllocationId: al.ID}}}) {
 		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is busy; retry", node)
 	}
 	var ans *latticev1.UsageAnswer
 	select {
 	case ans = <-ch:
-	case <-c.done:
+	case <-c.Done():
 		return nil, status.Errorf(codes.Unavailable, "the agent of node %s disconnected", node)
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -150,22 +151,12 @@ func (u *usageService) Report(ctx context.Context, req *latticev1.UsageReportReq
 			t.EnergyJoules += us.EnergyJoules
 		}
 	}
-	out := &latticev1.UsageReportReply{StartUnixMs: unixMS(start), EndUnixMs: end.UnixMilli()}
+	out := &latticev1.UsageReportReply{StartUnixMs: convert.UnixMS(start), EndUnixMs: end.UnixMilli()}
 	for _, t := range sums {
 		out.Tenants = append(out.Tenants, t)
 	}
 	sort.Slice(out.Tenants, func(i, j int) bool { return out.Tenants[i].Tenant < out.Tenants[j].Tenant })
 	return out, nil
-}
-
-// suspendedFor is how long a's run has been suspended (latticectl
-// suspend) so far: its walltime does not count that time.
-func suspendedFor(a *model.Allocation, now time.Time) time.Duration {
-	d := a.SuspendedFor
-	if !a.SuspendedAt.IsZero() && now.After(a.SuspendedAt) {
-		d += now.Sub(a.SuspendedAt)
-	}
-	return d
 }
 
 // Suspend freezes every process of a running allocation (Resume: thaws
@@ -182,7 +173,7 @@ func (u *usageService) Suspend(ctx context.Context, req *latticev1.SuspendJobReq
 	if al.State != model.StateRunning || len(al.Nodes) == 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "allocation %s is %s: only RUNNING allocations can be suspended or resumed", req.Id, al.State)
 	}
-	c := l.disp.connFor(al.Nodes[0])
+	c := l.ConnFor(al.Nodes[0])
 	if c == nil {
 		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is not connected; the allocation cannot be frozen now", al.Nodes[0])
 	}
@@ -193,7 +184,7 @@ func (u *usageService) Suspend(ctx context.Context, req *latticev1.SuspendJobReq
 	if res.Rejection != nil {
 		return nil, rejectionError(res.Rejection)
 	}
-	if !c.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Freeze{Freeze: &latticev1.FreezeAllocation{AllocationId: al.ID, Freeze: !req.Resume}}}) {
+	if !c.Send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Freeze{Freeze: &latticev1.FreezeAllocation{AllocationId: al.ID, Freeze: !req.Resume}}}) {
 		return nil, status.Errorf(codes.Unavailable, "the agent of node %s is busy; retry", al.Nodes[0])
 	}
 	state := "SUSPENDED"
@@ -212,7 +203,7 @@ type stepUsage struct {
 
 func (s *stepUsage) add(ev *latticev1.StepEvent) {
 	s.nodes++
-	u := usageFromProto(ev.Usage)
+	u := convert.UsageFromProto(ev.Usage)
 	if u == nil {
 		return
 	}

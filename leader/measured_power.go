@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"context"
@@ -109,8 +109,8 @@ func differs(committed, now int) bool {
 // negative max age: never). A measurement is taken by the agent over one
 // heartbeat interval; the node's allocation when the leader commits it is
 // the one it stands for.
-func (l *leaderState) commitMeasuredPower(ctx context.Context) {
-	cfg := l.s.cfg
+func (t *Term) commitMeasuredPower(ctx context.Context) {
+	cfg := t.cfg
 	if cfg.MeasuredPowerMaxAge < 0 {
 		return
 	}
@@ -122,15 +122,15 @@ func (l *leaderState) commitMeasuredPower(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		fresh := l.power.fresh(time.Now().Add(-cfg.MeasuredPowerMaxAge))
+		fresh := t.power.fresh(time.Now().Add(-cfg.MeasuredPowerMaxAge))
 		var changes []quorum.NodeMeasurement
-		l.s.view(func(st *quorum.State) { changes = measuredChanges(st, fresh) })
+		t.view(func(st *quorum.State) { changes = measuredChanges(st, fresh) })
 		if len(changes) == 0 {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if _, err := l.s.propose(pctx, &quorum.NodePower{Nodes: changes}); err != nil {
-			l.s.log.Warn("commit measured power", "nodes", len(changes), "err", err)
+		if _, err := t.propose(pctx, &quorum.NodePower{Nodes: changes}); err != nil {
+			t.log.Warn("commit measured power", "nodes", len(changes), "err", err)
 		}
 		cancel()
 	}

@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"cmp"
@@ -25,30 +25,35 @@ const (
 	completedRefresh = 30 * time.Second
 )
 
-type completedCache struct {
+// Completed is the cache of recent completions by vCluster; the member
+// keeps one across terms (NewCompleted) and hands it to each term.
+type Completed struct {
+	view func(func(*quorum.State))
 	mu   sync.Mutex
 	at   time.Time
 	byVC map[string][]*model.Allocation
 }
 
+// NewCompleted reads completions through view.
+func NewCompleted(view func(func(*quorum.State))) *Completed { return &Completed{view: view} }
+
 // Completed implements vcluster.CompletedReader.
-func (s *Server) Completed(vc string) []*model.Allocation {
-	c := &s.completed
+func (c *Completed) Completed(vc string) []*model.Allocation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := time.Now(); c.byVC == nil || now.Sub(c.at) >= completedRefresh {
-		c.byVC = s.recentCompleted()
+		c.byVC = c.recent()
 		c.at = now
 	}
 	return c.byVC[vc]
 }
 
-// recentCompleted scans the ended allocations of the committed state for the last completedWindow
+// recent scans the ended allocations of the committed state for the last completedWindow
 // completions of each vCluster, oldest first.
-func (s *Server) recentCompleted() map[string][]*model.Allocation {
+func (c *Completed) recent() map[string][]*model.Allocation {
 	out := map[string][]*model.Allocation{}
 	var ended quorum.AllocView
-	s.view(func(st *quorum.State) { ended = st.EndedShared() })
+	c.view(func(st *quorum.State) { ended = st.EndedShared() })
 	for a := range ended.All { // after the lock
 		if a.State == model.StateCompleted && !a.StartTime.IsZero() && !a.EndTime.Before(a.StartTime) {
 			out[a.VCluster] = append(out[a.VCluster], a)

@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // out: a freeze for each allocation a preemption suspended that its agent
 // was not told to freeze; a thaw for each one it froze that runs again.
 // Called under the state's read lock.
-func (d *dispatcher) preemptFreezes(st *quorum.State, conns []*agentConn, out []delivery) []delivery {
+func (d *dispatcher) preemptFreezes(st *quorum.State, conns []*AgentConn, out []delivery) []delivery {
 	for _, a := range st.SuspendedByPreemption() {
 		c := d.connFor(a.SuspendedOn[0])
 		if c == nil || c.isFrozen(a.ID) {
@@ -48,20 +48,20 @@ func freezeMsg(id uint64, on bool) *latticev1.ServerMessage {
 	return &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Freeze{Freeze: &latticev1.FreezeAllocation{AllocationId: id, Freeze: on}}}
 }
 
-func (c *agentConn) isFrozen(id uint64) bool {
+func (c *AgentConn) isFrozen(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.frozen[id]
 }
 
-func (c *agentConn) markFrozen(id uint64, on bool) {
+func (c *AgentConn) markFrozen(id uint64, on bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.setFrozen(id, on)
 }
 
 // setFrozen is markFrozen under c.mu.
-func (c *agentConn) setFrozen(id uint64, on bool) {
+func (c *AgentConn) setFrozen(id uint64, on bool) {
 	if !on {
 		delete(c.frozen, id)
 		return
@@ -72,7 +72,7 @@ func (c *agentConn) setFrozen(id uint64, on bool) {
 	c.frozen[id] = true
 }
 
-func (c *agentConn) frozenIDs() []uint64 {
+func (c *AgentConn) frozenIDs() []uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]uint64, 0, len(c.frozen))
@@ -90,7 +90,7 @@ const resumeEvery = 500 * time.Millisecond
 // allocation a preemption suspended resumes once its nodes run nothing and
 // are held for no one (the job it was suspended for has ended, or never
 // started); one whose node is gone, down or drained is requeued.
-func (l *leaderState) resumeSuspended(ctx context.Context) {
+func (t *Term) resumeSuspended(ctx context.Context) {
 	tick := time.NewTicker(resumeEvery)
 	defer tick.Stop()
 	for {
@@ -100,8 +100,8 @@ func (l *leaderState) resumeSuspended(ctx context.Context) {
 		case <-tick.C:
 		}
 		var resume, requeue []uint64
-		now := l.s.cfg.Clock()
-		l.s.view(func(st *quorum.State) {
+		now := t.cfg.Clock()
+		t.view(func(st *quorum.State) {
 			for _, a := range st.SuspendedByPreemption() {
 				why, never := st.ResumeBlocker(a, now)
 				switch {
@@ -116,19 +116,19 @@ func (l *leaderState) resumeSuspended(ctx context.Context) {
 			if len(c.IDs) == 0 {
 				continue
 			}
-			r, err := l.s.propose(ctx, c)
+			r, err := t.propose(ctx, c)
 			if err != nil {
-				l.s.log.Warn("ending preemption suspensions failed", "ids", c.IDs, "requeue", c.Requeue, "err", err)
+				t.log.Warn("ending preemption suspensions failed", "ids", c.IDs, "requeue", c.Requeue, "err", err)
 				continue
 			}
 			for _, it := range r.Items {
 				if it.Rejection != nil {
-					l.s.log.Debug("suspension not ended", "alloc", it.ID, "msg", it.Rejection.Message)
+					t.log.Debug("suspension not ended", "alloc", it.ID, "msg", it.Rejection.Message)
 				} else {
-					l.s.log.Info("preemption suspension ended", "alloc", it.ID, "requeued", c.Requeue)
+					t.log.Info("preemption suspension ended", "alloc", it.ID, "requeued", c.Requeue)
 				}
 			}
-			l.disp.poke()
+			t.disp.poke()
 		}
 	}
 }
@@ -136,16 +136,16 @@ func (l *leaderState) resumeSuspended(ctx context.Context) {
 // recordUsage commits the usage of runs a user's requeue stopped
 // (quorum.RecordUsage), after their reports; a cluster with members that
 // predate it refuses the command: the run's usage is then not kept.
-func (l *leaderState) recordUsage(ctx context.Context, records []*quorum.RecordUsage) {
+func (t *Term) recordUsage(ctx context.Context, records []*quorum.RecordUsage) {
 	for _, c := range records {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		r, err := l.s.propose(pctx, c)
+		r, err := t.propose(pctx, c)
 		cancel()
 		switch {
 		case err != nil:
-			l.s.log.Info("usage of a requeued run not recorded", "alloc", c.ID, "err", err)
+			t.log.Info("usage of a requeued run not recorded", "alloc", c.ID, "err", err)
 		case r.Rejection != nil:
-			l.s.log.Debug("usage of a requeued run not recorded", "alloc", c.ID, "msg", r.Rejection.Message)
+			t.log.Debug("usage of a requeued run not recorded", "alloc", c.ID, "msg", r.Rejection.Message)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 // WalltimeBackstop later, the leader ends it itself: FAILED, reason
 // NodeFailure when no agent holds its first node, WalltimeExceeded
 // otherwise. Its nodes are then free.
-func (l *leaderState) walltimeBackstop(ctx context.Context) {
-	every := min(max(l.s.cfg.WalltimeBackstop/4, 100*time.Millisecond), 10*time.Second)
+func (t *Term) walltimeBackstop(ctx context.Context) {
+	every := min(max(t.cfg.WalltimeBackstop/4, 100*time.Millisecond), 10*time.Second)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	type stopSent struct {
@@ -32,16 +32,16 @@ func (l *leaderState) walltimeBackstop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		now := l.s.cfg.Clock()
-		limit := l.s.cfg.KillGrace + l.s.cfg.WalltimeBackstop
-		grace := int64(l.s.cfg.KillGrace / time.Second)
+		now := t.cfg.Clock()
+		limit := t.cfg.KillGrace + t.cfg.WalltimeBackstop
+		grace := int64(t.cfg.KillGrace / time.Second)
 		var overdue []*model.Allocation
-		l.s.view(func(st *quorum.State) {
+		t.view(func(st *quorum.State) {
 			for _, a := range st.Active() {
 				if a.State != model.StateRunning || a.Walltime <= 0 || a.StartTime.IsZero() || len(a.Nodes) == 0 {
 					continue
 				}
-				if now.After(a.StartTime.Add(a.Walltime + limit + suspendedFor(a, now))) {
+				if now.After(a.StartTime.Add(a.Walltime + limit + SuspendedFor(a, now))) {
 					overdue = append(overdue, a)
 				}
 			}
@@ -50,7 +50,7 @@ func (l *leaderState) walltimeBackstop(ctx context.Context) {
 		cmd := &quorum.UpdateAllocs{}
 		for _, a := range overdue {
 			live[a.ID] = true
-			c := l.disp.connFor(a.Nodes[0])
+			c := t.disp.connFor(a.Nodes[0])
 			s, was := sent[a.ID]
 			if was && s.run != a.RequeueCount {
 				was = false
@@ -59,7 +59,7 @@ func (l *leaderState) walltimeBackstop(ctx context.Context) {
 			case c != nil && !was:
 				if c.send(cancelMsg(a.ID, model.ReasonWalltimeExceeded, grace)) {
 					sent[a.ID] = stopSent{run: a.RequeueCount, at: now}
-					l.s.log.Warn("walltime backstop: stopping an allocation past its walltime with no report", "alloc", a.ID,
+					t.log.Warn("walltime backstop: stopping an allocation past its walltime with no report", "alloc", a.ID,
 						"walltime", a.Walltime, "started", a.StartTime)
 				}
 			case c == nil || now.Sub(s.at) > limit:
@@ -68,7 +68,7 @@ func (l *leaderState) walltimeBackstop(ctx context.Context) {
 					reason = model.ReasonNodeFailure
 				}
 				cmd.Updates = append(cmd.Updates, quorum.AllocUpdate{AllocID: a.ID, State: model.StateFailed, Reason: reason, Run: a.RequeueCount + 1})
-				l.s.log.Warn("walltime backstop: ending an allocation its agent did not end", "alloc", a.ID, "reason", reason)
+				t.log.Warn("walltime backstop: ending an allocation its agent did not end", "alloc", a.ID, "reason", reason)
 			}
 		}
 		for id := range sent {
@@ -80,9 +80,19 @@ func (l *leaderState) walltimeBackstop(ctx context.Context) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if _, err := l.s.propose(pctx, cmd); err != nil {
-			l.s.log.Warn("walltime backstop: end allocations", "count", len(cmd.Updates), "err", err)
+		if _, err := t.propose(pctx, cmd); err != nil {
+			t.log.Warn("walltime backstop: end allocations", "count", len(cmd.Updates), "err", err)
 		}
 		cancel()
 	}
+}
+
+// SuspendedFor is how long a's run has been suspended (latticectl
+// suspend) so far: its walltime does not count that time.
+func SuspendedFor(a *model.Allocation, now time.Time) time.Duration {
+	d := a.SuspendedFor
+	if !a.SuspendedAt.IsZero() && now.After(a.SuspendedAt) {
+		d += now.Sub(a.SuspendedAt)
+	}
+	return d
 }

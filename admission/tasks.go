@@ -1,25 +1,22 @@
-package server
+package admission
 
 import (
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
 )
 
-// fitTasks sizes and checks a request's tasks against the nodes' CPUs and
+// FitTasks sizes and checks a request's tasks against the nodes' CPUs and
 // GPUs, which the agents report: -n without -N gets as many nodes as its
 // tasks need on the vCluster's smallest nodes (nodes_max 0) (one when their CPUs are
-// unknown), and tasks that no node can hold are refused, as sbatch
+// unknown), and tasks that no node can hold are refused (CodeTasks), as sbatch
 // refuses them ("Requested node configuration is not available"), unless
 // the request is held or kept anyway (keep).
-func (s *Server) fitTasks(r *model.Request, keep bool) error {
+func (c *Chain) FitTasks(r *model.Request, keep bool) error {
 	if !r.HasTasks() && r.CPUsPerTask == 0 && r.GPUsPerTask == 0 {
 		return nil
 	}
 	cpus, gpus, known := 0, 0, false
-	s.view(func(st *quorum.State) {
+	c.View(func(st *quorum.State) {
 		name := st.ResolveVCluster(r.VCluster)
 		if name == "" {
 			name = st.DefaultVCluster
@@ -45,7 +42,7 @@ func (s *Server) fitTasks(r *model.Request, keep bool) error {
 		return nil
 	}
 	if why := r.TaskFit(cpus, gpus); why != "" {
-		return status.Error(codes.InvalidArgument, "tasks: "+why+"; submit with --hold to keep it anyway")
+		return refusef(CodeTasks, "tasks: %s; submit with --hold to keep it anyway", why)
 	}
 	return nil
 }

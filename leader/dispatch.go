@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"cmp"
@@ -12,16 +12,17 @@ import (
 	latticev1 "github.com/latticehpc/lattice/api/lattice/v1"
 	"github.com/latticehpc/lattice/model"
 	"github.com/latticehpc/lattice/quorum"
+	"github.com/latticehpc/lattice/rpc/convert"
 )
 
-// agentConn is one connected agent's stream, as the leader sees it.
-type agentConn struct {
+// AgentConn is one connected agent's stream, as the leader sees it.
+type AgentConn struct {
 	id    string
 	out   chan *latticev1.ServerMessage
 	done  chan struct{}
 	nodes []string
 	// holder: who this connection is (agent_claim.go).
-	holder claimHolder
+	holder Holder
 
 	mu sync.Mutex
 	// sent and cancelSent map an allocation to the run (its requeue count)
@@ -41,7 +42,7 @@ type agentConn struct {
 	unsettled map[uint64]bool
 }
 
-func (c *agentConn) send(m *latticev1.ServerMessage) bool {
+func (c *AgentConn) send(m *latticev1.ServerMessage) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -55,13 +56,13 @@ func (c *agentConn) send(m *latticev1.ServerMessage) bool {
 	}
 }
 
-func (c *agentConn) isClosed() bool {
+func (c *AgentConn) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
 }
 
-func (c *agentConn) close() {
+func (c *AgentConn) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
@@ -72,30 +73,29 @@ func (c *agentConn) close() {
 
 // reportIn is one agent report waiting to be committed.
 type reportIn struct {
-	conn   *agentConn
+	conn   *AgentConn
 	report *latticev1.AllocationReport
 }
 
 // dispatcher streams committed assignments and cancellations to agents and
 // commits their reports in batches.
 type dispatcher struct {
-	l       *leaderState
+	t       *Term
 	mu      sync.Mutex
-	conns   map[string]*agentConn // by agent id
-	byNode  map[string]*agentConn
+	conns   map[string]*AgentConn // by agent id
+	byNode  map[string]*AgentConn
 	reports chan reportIn
 	logSeq  uint64
 	kick    chan struct{}
-	claims  nodeClaims   // which connected agent holds each node
-	usage   usageWaiters // live usage questions to agents (usage_service.go)
+	claims  nodeClaims // which connected agent holds each node
 }
 
-func newDispatcher(l *leaderState) *dispatcher {
-	return &dispatcher{l: l, conns: map[string]*agentConn{}, byNode: map[string]*agentConn{},
+func newDispatcher(t *Term) *dispatcher {
+	return &dispatcher{t: t, conns: map[string]*AgentConn{}, byNode: map[string]*AgentConn{},
 		reports: make(chan reportIn, 8192), kick: make(chan struct{}, 1)}
 }
 
-func (d *dispatcher) attach(c *agentConn) {
+func (d *dispatcher) attach(c *AgentConn) {
 	d.mu.Lock()
 	if old := d.conns[c.id]; old != nil {
 		old.close()
@@ -113,7 +113,7 @@ func (d *dispatcher) attach(c *agentConn) {
 	d.poke()
 }
 
-func (d *dispatcher) detach(c *agentConn) {
+func (d *dispatcher) detach(c *AgentConn) {
 	c.close()
 	d.claims.release(c)
 	d.mu.Lock()
@@ -128,7 +128,7 @@ func (d *dispatcher) detach(c *agentConn) {
 	}
 }
 
-func (d *dispatcher) connFor(node string) *agentConn {
+func (d *dispatcher) connFor(node string) *AgentConn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.byNode[node]
@@ -156,7 +156,7 @@ func (d *dispatcher) run(ctx context.Context) {
 	defer tick.Stop()
 	var reconciled time.Time
 	for {
-		changed := d.l.s.fsm.Changed()
+		changed := d.t.host.Changed()
 		// Comparing every run sent (10,000 on a full site) with committed
 		// state on every change (every submission is one) took a third of
 		// a leader's CPU under the read lock Apply waits for: once a
@@ -178,7 +178,7 @@ func (d *dispatcher) run(ctx context.Context) {
 }
 
 type delivery struct {
-	conn *agentConn
+	conn *AgentConn
 	msg  *latticev1.ServerMessage
 	id   uint64
 	run  int // requeue count of the run the message is about
@@ -203,15 +203,15 @@ const (
 const reconcileEvery = time.Second
 
 func (d *dispatcher) pass(reconcileAll bool) {
-	grace := int64(d.l.s.cfg.KillGrace / time.Second)
+	grace := int64(d.t.cfg.KillGrace / time.Second)
 	var out []delivery
 	d.mu.Lock()
-	conns := make([]*agentConn, 0, len(d.conns))
+	conns := make([]*AgentConn, 0, len(d.conns))
 	for _, c := range d.conns {
 		conns = append(conns, c)
 	}
 	d.mu.Unlock()
-	d.l.s.view(func(st *quorum.State) {
+	d.t.view(func(st *quorum.State) {
 		out = d.preemptFreezes(st, conns, out)   // before any start on their nodes
 		for _, a := range st.StagingAnyOrder() { // order does not matter; a sort of thousands would, under the lock
 			if len(a.Nodes) == 0 {
@@ -222,7 +222,7 @@ func (d *dispatcher) pass(reconcileAll bool) {
 				continue
 			}
 			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, msg: &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Assign{
-				Assign: serviceAssignment(st, a, &latticev1.Assignment{Allocation: allocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: graceOf(a, grace)})}}})
+				Assign: serviceAssignment(st, a, &latticev1.Assignment{Allocation: convert.AllocToProto(a), LaunchNode: a.Nodes[0], GraceSeconds: allocGrace(a, grace)})}}})
 		}
 		for _, a := range st.Cancelling() {
 			if len(a.Nodes) == 0 {
@@ -232,19 +232,19 @@ func (d *dispatcher) pass(reconcileAll bool) {
 			if c == nil || c.wasCancelSent(a.ID, a.RequeueCount) {
 				continue
 			}
-			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCancel, msg: cancelMsg(a.ID, model.ReasonCancelled, graceOf(a, grace))})
+			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCancel, msg: cancelMsg(a.ID, model.ReasonCancelled, allocGrace(a, grace))})
 		}
 		for _, a := range st.Checkpointing() {
 			if len(a.Nodes) == 0 || a.CancelRequested {
 				continue
 			}
 			c := d.connFor(a.Nodes[0])
-			deadline := unixMS(a.CheckpointDeadline)
+			deadline := convert.UnixMS(a.CheckpointDeadline)
 			if c == nil || c.ckptDeadline(a.ID) == deadline {
 				continue
 			}
 			out = append(out, delivery{conn: c, id: a.ID, run: a.RequeueCount, kind: deliverCheckpoint, ckpt: deadline,
-				vcluster: a.VCluster, reason: a.CheckpointReason, msg: checkpointMsg(a, graceOf(a, grace))})
+				vcluster: a.VCluster, reason: a.CheckpointReason, msg: checkpointMsg(a, allocGrace(a, grace))})
 		}
 		// Work an agent runs that the quorum ended without its report (a node
 		// failure elsewhere, a requeue): tell it to stop.
@@ -295,9 +295,9 @@ func (d *dispatcher) pass(reconcileAll bool) {
 		}
 		switch dv.kind {
 		case deliverAssign:
-			d.l.s.metrics.dispatched.Inc()
+			d.t.cfg.Metrics.Dispatched.Inc()
 		case deliverCheckpoint:
-			d.l.s.metrics.checkpoints.WithLabelValues(dv.vcluster, dv.reason, "requested").Inc()
+			d.t.cfg.Metrics.Checkpoints.WithLabelValues(dv.vcluster, dv.reason, "requested").Inc()
 		}
 	}
 }
@@ -309,7 +309,7 @@ func checkpointMsg(a *model.Allocation, grace int64) *latticev1.ServerMessage {
 		sig, _ = model.ParseSignal(a.CheckpointSignal)
 	}
 	return &latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Checkpoint{Checkpoint: &latticev1.CheckpointRequest{
-		AllocationId: a.ID, Mode: string(a.Checkpoint), DeadlineUnixMs: unixMS(a.CheckpointDeadline),
+		AllocationId: a.ID, Mode: string(a.Checkpoint), DeadlineUnixMs: convert.UnixMS(a.CheckpointDeadline),
 		Stop: quorum.Stopping(a), Signal: int32(sig), Hook: a.CheckpointHook, Webhook: a.CheckpointWebhook,
 		Reason: a.CheckpointReason, GraceSeconds: grace,
 	}}}
@@ -336,33 +336,33 @@ func cancelMsg(id uint64, reason string, grace int64) *latticev1.ServerMessage {
 		Cancel: &latticev1.CancelAllocation{AllocationId: id, Reason: reason, GraceSeconds: grace}}}
 }
 
-func (c *agentConn) wasSent(id uint64, run int) bool {
+func (c *AgentConn) wasSent(id uint64, run int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.sent[id]
 	return ok && r == run
 }
 
-func (c *agentConn) wasCancelSent(id uint64, run int) bool {
+func (c *AgentConn) wasCancelSent(id uint64, run int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.cancelSent[id]
 	return ok && r == run
 }
 
-func (c *agentConn) ckptDeadline(id uint64) int64 {
+func (c *AgentConn) ckptDeadline(id uint64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ckptSent[id]
 }
 
-func (c *agentConn) hasReported(id uint64) bool {
+func (c *AgentConn) hasReported(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reported[id]
 }
 
-func (c *agentConn) mark(dv delivery) {
+func (c *AgentConn) mark(dv delivery) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch dv.kind {
@@ -379,7 +379,7 @@ func (c *agentConn) mark(dv delivery) {
 	}
 }
 
-func (c *agentConn) forget(id uint64) {
+func (c *AgentConn) forget(id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.unsettled, id)
@@ -391,7 +391,7 @@ func (c *agentConn) forget(id uint64) {
 
 // unsettledRuns copies the delivered assignments the agent brought when it
 // attached and that are not settled yet: id → run.
-func (c *agentConn) unsettledRuns() map[uint64]int {
+func (c *AgentConn) unsettledRuns() map[uint64]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[uint64]int, len(c.unsettled))
@@ -407,14 +407,14 @@ func (c *agentConn) unsettledRuns() map[uint64]int {
 
 // settle marks an attached run as one the quorum wants: it is reconciled
 // with the others from now on.
-func (c *agentConn) settle(id uint64) {
+func (c *AgentConn) settle(id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.unsettled, id)
 }
 
 // sentRuns copies the delivered assignments: id → run.
-func (c *agentConn) sentRuns() map[uint64]int {
+func (c *AgentConn) sentRuns() map[uint64]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[uint64]int, len(c.sent))
@@ -476,7 +476,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 	for _, in := range batch {
 		st, err := model.ParseAllocState(in.report.State)
 		if err != nil {
-			d.l.s.log.Warn("agent reported an unknown state", "agent", in.conn.id, "alloc", in.report.AllocationId, "state", in.report.State)
+			d.t.log.Warn("agent reported an unknown state", "agent", in.conn.id, "alloc", in.report.AllocationId, "state", in.report.State)
 			in.conn.send(&latticev1.ServerMessage{Msg: &latticev1.ServerMessage_Ack{Ack: &latticev1.ReportAck{Seq: in.report.Seq}}})
 			continue
 		}
@@ -492,7 +492,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			u.ExitCode = &code
 		}
 		if st.Terminal() || st == model.StateSuspended {
-			u.Usage = usageFromProto(in.report.Usage)
+			u.Usage = convert.UsageFromProto(in.report.Usage)
 		}
 		cmd.Updates = append(cmd.Updates, u)
 		keep = append(keep, in)
@@ -505,7 +505,7 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 	type ckpt struct{ vc, reason string }
 	outcomes := make([]ckpt, len(cmd.Updates))
 	var records []*quorum.RecordUsage
-	d.l.s.view(func(st *quorum.State) {
+	d.t.view(func(st *quorum.State) {
 		for i, u := range cmd.Updates {
 			a := st.Allocation(u.AllocID)
 			if a != nil && a.State == model.StateCheckpointing {
@@ -523,32 +523,32 @@ func (d *dispatcher) commitReports(ctx context.Context, batch []reportIn) {
 			}
 		}
 	})
-	var mail map[uint64]mailBefore
-	if d.l.s.cfg.MailHook != "" {
+	var mail map[uint64]MailBefore
+	if d.t.cfg.Mail.On() {
 		ids := make([]uint64, len(cmd.Updates))
 		for i, u := range cmd.Updates {
 			ids[i] = u.AllocID
 		}
-		mail = d.l.s.mailSnapshot(ids)
+		mail = d.t.cfg.Mail.Snapshot(ids)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	r, err := d.l.s.propose(pctx, cmd)
+	r, err := d.t.propose(pctx, cmd)
 	cancel()
 	if err != nil {
 		// Not acknowledged: the agent sends them again to the next leader.
-		d.l.s.log.Warn("commit agent reports", "count", len(cmd.Updates), "err", err)
+		d.t.log.Warn("commit agent reports", "count", len(cmd.Updates), "err", err)
 		return
 	}
-	d.l.s.mailAfter(mail)
-	d.l.recordUsage(ctx, records)
+	d.t.cfg.Mail.After(mail)
+	d.t.recordUsage(ctx, records)
 	for i, u := range cmd.Updates {
 		if o := outcomes[i]; o.reason != "" && i < len(r.Items) && r.Items[i].Committed {
-			d.l.s.metrics.checkpoints.WithLabelValues(o.vc, o.reason, checkpointResult(u)).Inc()
+			d.t.cfg.Metrics.Checkpoints.WithLabelValues(o.vc, o.reason, checkpointResult(u)).Inc()
 		}
 	}
 	for i, in := range keep {
 		if i < len(r.Items) && r.Items[i].Rejection != nil {
-			d.l.s.log.Debug("agent report not applied", "alloc", in.report.AllocationId, "state", in.report.State, "why", r.Items[i].Rejection.Message)
+			d.t.log.Debug("agent report not applied", "alloc", in.report.AllocationId, "state", in.report.State, "why", r.Items[i].Rejection.Message)
 		}
 		if st, _ := model.ParseAllocState(in.report.State); st.Terminal() || st == model.StateSuspended || st == model.StatePending {
 			in.conn.mu.Lock()
@@ -593,7 +593,7 @@ func (d *dispatcher) readLog(ctx context.Context, node string, req *latticev1.Lo
 	}
 }
 
-func (c *agentConn) deliverLog(data *latticev1.LogData) {
+func (c *AgentConn) deliverLog(data *latticev1.LogData) {
 	c.mu.Lock()
 	ch := c.logWaiters[data.RequestId]
 	c.mu.Unlock()
@@ -618,4 +618,79 @@ func checkpointResult(u quorum.AllocUpdate) string {
 		return "ended" // the work ended meanwhile (completed, failed, cancelled)
 	}
 	return "exited" // stopped without a checkpoint (acknowledged by its exit)
+}
+
+// NewAgentConn is the stream of agent id, for nodes, before it is claimed
+// and attached.
+func NewAgentConn(id string, nodes []string, holder Holder) *AgentConn {
+	return &AgentConn{
+		id: id, out: make(chan *latticev1.ServerMessage, 4096), done: make(chan struct{}), nodes: nodes, holder: holder,
+		sent: map[uint64]int{}, cancelSent: map[uint64]int{}, reported: map[uint64]bool{}, ckptSent: map[uint64]int64{}, unsettled: map[uint64]bool{},
+		logWaiters: map[uint64]chan *latticev1.LogData{},
+	}
+}
+
+// ID is the agent's id; Nodes the nodes it connected for; Holder who it is.
+func (c *AgentConn) ID() string      { return c.id }
+func (c *AgentConn) Nodes() []string { return c.nodes }
+func (c *AgentConn) Holder() Holder  { return c.holder }
+
+// Send queues a message to the agent; false when the stream is closed or
+// the agent is not keeping up (the caller retries or says so).
+func (c *AgentConn) Send(m *latticev1.ServerMessage) bool { return c.send(m) }
+
+// Out is what the stream's sender writes to the agent.
+func (c *AgentConn) Out() <-chan *latticev1.ServerMessage { return c.out }
+
+// Done is closed when the stream is closed (leadership lost, the agent
+// replaced by its own reconnection, detached).
+func (c *AgentConn) Done() <-chan struct{} { return c.done }
+
+// Adopt counts an allocation the agent says it still runs (its hello) as
+// delivered, as run number run: the dispatcher stops it if the quorum no
+// longer wants that run. Before Attach only.
+func (c *AgentConn) Adopt(id uint64, run int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent[id] = run
+	c.unsettled[id] = true
+}
+
+// DeliverLog hands an agent's answer to the ReadLog waiting for it.
+func (c *AgentConn) DeliverLog(data *latticev1.LogData) { c.deliverLog(data) }
+
+// Attach makes c the stream of its nodes (replacing an earlier stream of
+// the same agent id); Detach closes and forgets it, and releases its claim.
+func (t *Term) Attach(c *AgentConn) { t.disp.attach(c) }
+func (t *Term) Detach(c *AgentConn) { t.disp.detach(c) }
+
+// ConnFor is the stream of the agent of node (nil: none connected).
+func (t *Term) ConnFor(node string) *AgentConn { return t.disp.connFor(node) }
+
+// Report queues an agent's report for the next batch commit (acknowledged
+// after it); false when c closed first.
+func (t *Term) Report(c *AgentConn, r *latticev1.AllocationReport) bool {
+	select {
+	case t.disp.reports <- reportIn{conn: c, report: r}:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// ReadLog asks the agent of node for a piece of an allocation's output.
+func (t *Term) ReadLog(ctx context.Context, node string, req *latticev1.LogRequest) (*latticev1.LogData, error) {
+	return t.disp.readLog(ctx, node, req)
+}
+
+// CheckpointAck forwards a webhook-mode acknowledgement to the agent of
+// a's first node.
+func (t *Term) CheckpointAck(a *model.Allocation, failed bool) error {
+	return t.disp.checkpointAck(a, failed)
+}
+
+// CancelMessage is the message that stops run id on its agent, with the
+// reason and the SIGTERM→SIGKILL grace in seconds.
+func CancelMessage(id uint64, reason string, graceSeconds int64) *latticev1.ServerMessage {
+	return cancelMsg(id, reason, graceSeconds)
 }

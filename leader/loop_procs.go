@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"os"
@@ -52,3 +52,8 @@ func (p *procBudget) added() int {
 	defer p.mu.Unlock()
 	return p.extra
 }
+
+// AddedProcs is how many Go processors the running scheduler loops of
+// this process added, and whether GOMAXPROCS is fixed by the environment
+// (then none are).
+func AddedProcs() (n int, fixed bool) { return loopProcs.added(), loopProcs.fixed }

@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func TestMeasuredPowerKeepsFreshFigures(t *testing.T) {
 func TestMeasuredChanges(t *testing.T) {
 	fsm := quorum.NewFSM()
 	cmds := []quorum.Command{
-		&quorum.SetVCluster{VCluster: DefaultVCluster("hpc-batch")},
+		&quorum.SetVCluster{VCluster: testVCluster("hpc-batch")},
 		&quorum.RegisterNodes{Agent: "a", Nodes: []model.Node{
 			{Name: "n1", HomeVCluster: "hpc-batch", IdleWatts: 100, BusyWatts: 400},
 			{Name: "n2", HomeVCluster: "hpc-batch", IdleWatts: 100, BusyWatts: 400},

@@ -1,4 +1,4 @@
-package server
+package leader
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 // that a fleet of long runners is not asked to write all at once.
 const maxProactivePerPass = 16
 
-func (l *leaderState) broker(ctx context.Context) {
-	every := l.s.cfg.BrokerInterval
+func (t *Term) broker(ctx context.Context) {
+	every := t.cfg.BrokerInterval
 	if every <= 0 {
 		every = 15 * time.Second
 	}
@@ -34,20 +34,20 @@ func (l *leaderState) broker(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		items := l.s.brokerPass(l.s.cfg.Clock())
+		items := t.brokerPass(t.cfg.Clock())
 		if len(items) == 0 {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		r, err := l.s.propose(pctx, &quorum.Checkpoint{Items: items})
+		r, err := t.propose(pctx, &quorum.Checkpoint{Items: items})
 		cancel()
 		if err != nil {
-			l.s.log.Warn("checkpoint broker: propose", "err", err)
+			t.log.Warn("checkpoint broker: propose", "err", err)
 			continue
 		}
 		for i, it := range r.Items {
 			if it.Committed {
-				l.s.log.Info("checkpoint requested", "alloc", it.ID, "reason", items[i].Reason, "deadline", items[i].Deadline)
+				t.log.Info("checkpoint requested", "alloc", it.ID, "reason", items[i].Reason, "deadline", items[i].Deadline)
 			}
 		}
 	}
@@ -55,14 +55,14 @@ func (l *leaderState) broker(ctx context.Context) {
 
 // brokerPass decides, from committed state at now, which running
 // allocations to ask for a checkpoint.
-func (s *Server) brokerPass(now time.Time) []quorum.CheckpointItem {
-	params := s.cfg.Checkpoint
+func (t *Term) brokerPass(now time.Time) []quorum.CheckpointItem {
+	params := t.cfg.Checkpoint
 	var items []quorum.CheckpointItem
 	var jobs []checkpoint.Job
 	grace := map[uint64]time.Duration{}
 	var runningNodeHours, queuedNodeHours float64
 	var queued []quorum.AllocView
-	s.view(func(st *quorum.State) {
+	t.view(func(st *quorum.State) {
 		for _, a := range st.Active() {
 			if a.State == model.StateRunning {
 				runningNodeHours += float64(len(a.Nodes)) * a.Walltime.Hours()
@@ -81,7 +81,7 @@ func (s *Server) brokerPass(now time.Time) []quorum.CheckpointItem {
 				items = append(items, quorum.CheckpointItem{AllocID: a.ID, Reason: quorum.CheckpointSignal, Deadline: now.Add(g)})
 				continue
 			}
-			if !s.cfg.NoProactiveCheckpoints {
+			if !t.cfg.NoProactiveCheckpoints {
 				jobs = append(jobs, j)
 			}
 		}
