@@ -64,6 +64,9 @@ type preemptionView struct {
 	ForAllocation string  `json:"for_allocation"`
 	Time          *string `json:"time"`
 	Deadline      *string `json:"deadline"`
+	// Action is what the preemption did: checkpoint, requeue, cancel,
+	// suspend ("" from servers that predate preemption modes).
+	Action string `json:"action,omitempty"`
 }
 
 // preemptionText is one sentence on the latest reclaim or preemption.
@@ -71,7 +74,9 @@ func preemptionText(p *preemptionView, when string) string {
 	if p.Kind == model.PreemptReclaim {
 		return fmt.Sprintf("its borrowed nodes were reclaimed by vCluster %s for allocation %s at %s", p.ByVCluster, p.ForAllocation, when)
 	}
-	return fmt.Sprintf("preempted in vCluster %s by higher-class allocation %s at %s", p.ByVCluster, p.ForAllocation, when)
+	how := map[string]string{"checkpoint": " (checkpointed and requeued)", "requeue": " (requeued)", "cancel": " (cancelled)",
+		"suspend": " (suspended on its nodes until it ended)"}[p.Action]
+	return fmt.Sprintf("preempted in vCluster %s by higher-class allocation %s at %s%s", p.ByVCluster, p.ForAllocation, when, how)
 }
 
 type transitionView struct {
@@ -114,7 +119,7 @@ func allocationOf(a *latticev1.Allocation, detail bool) allocationView {
 			for_ = fmt.Sprint(p.GetForAllocation())
 		}
 		v.Preemption = &preemptionView{Kind: p.GetKind(), ByVCluster: p.GetByVcluster(), ForAllocation: for_,
-			Time: rfc3339(p.GetTimeUnixMs()), Deadline: rfc3339(p.GetDeadlineUnixMs())}
+			Time: rfc3339(p.GetTimeUnixMs()), Deadline: rfc3339(p.GetDeadlineUnixMs()), Action: p.GetAction()}
 	}
 	if a.GetHasExitCode() {
 		e := a.GetExitCode()

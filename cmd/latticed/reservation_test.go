@@ -49,7 +49,11 @@ func TestMaintenanceReservationEndToEnd(t *testing.T) {
 	waitHTTP(t, "http://"+metrics+"/readyz", 30*time.Second, p)
 
 	script := `
-ctl=$(basename "$LATTICECTL")
+# The nodes register once the agent is connected (after the API is ready).
+for i in $(seq 300); do
+  [ "$(sinfo -h -o '%D %T')" = "2 idle" ] && break
+  sleep 0.2
+done
 out=$(scontrol create reservation ReservationName=maint Nodes='node[001-002]' StartTime=now+10minutes Duration=60 Flags=MAINT Users=root)
 [ "$out" = "Reservation created: maint" ] || { echo "create said: $out"; exit 1; }
 scontrol show reservation maint | tee show.txt
