@@ -64,8 +64,19 @@ func TestFeatureLevelsGateProposals(t *testing.T) {
 		s.view(func(st *quorum.State) { lv = st.FeatureLevel() })
 		return lv
 	}
-	if lv := level(l); lv != quorum.LevelBase {
-		t.Fatalf("with an old member the change went as a level-%d command", lv)
+	// The change went as the whole definition. (The state's level cannot
+	// tell: the leader's own level-1 commands, such as naming the cluster,
+	// may have applied before the old member was simulated.)
+	var before model.VCluster
+	l.view(func(st *quorum.State) { before = *st.VCluster("hpc-batch") })
+	after := before
+	after.ReservationDepth = 6
+	cmd, err := l.vclusterCommand(ctx, "", true, before, after)
+	if err != nil {
+		t.Fatalf("vcluster change while a member is old: %v", err)
+	}
+	if _, whole := cmd.(*quorum.SetVCluster); !whole {
+		t.Fatalf("with an old member a change is proposed as %T, not the whole definition", cmd)
 	}
 
 	// Every member advertises level 1: the change is a patch.
