@@ -166,6 +166,7 @@ func (t *Term) Loops() []Loop {
 		{Name: "idle-interactive", Run: t.endIdleInteractive},
 		{Name: "resume-suspended", Run: t.resumeSuspended},
 		{Name: "services", Run: t.serviceLoop},
+		{Name: "cluster-id", Run: t.nameCluster},
 	}
 }
 

@@ -42,7 +42,7 @@ func (s *Server) BeginTerm(ctx context.Context) []leader.Loop {
 	s.leader = l
 	s.mu.Unlock()
 	s.ensureConfig(l.Context())
-	return append(l.Loops(), leader.Loop{Name: "cluster-id", Run: s.nameCluster}) // clusterid.go
+	return l.Loops()
 }
 
 // termConfig is what the member's Config says about the leader's loops.
