@@ -80,6 +80,19 @@ func TestKilledAgentLeavesNoStepTaskPastTheFenceOrTheWalltime(t *testing.T) {
 		return len(stepTasksOf(s.dataDir, marker[long])) == 1 && len(stepTasksOf(s.dataDir, marker[short])) == 1
 	})
 	shortStart := s.get(t, short).StartTimeUnixMs
+	// The guard stops the 6 s job's step at its walltime + 2 s, the fence
+	// at the last acknowledged heartbeat (up to 500 ms before the kill) +
+	// 8 s, each checked once a second: killed right after the job started
+	// (the steps start in well under a second), both come at the same
+	// time and the fence, checked first, wins. So the kill comes 3 s into
+	// the job: the walltime is then over 2.5 s or more before the fence,
+	// and 3 s are left before the agent would end the job itself.
+	if at := time.UnixMilli(shortStart).Add(3 * time.Second); time.Until(at) > 0 {
+		time.Sleep(time.Until(at))
+	} else if time.Since(at) > 1500*time.Millisecond {
+		t.Skipf("the steps took %s to start: the 6 s job's walltime is too near to tell its guard from its agent",
+			time.Since(time.UnixMilli(shortStart)).Round(time.Millisecond))
+	}
 
 	var mu sync.Mutex
 	last := map[string]time.Time{}
