@@ -60,8 +60,16 @@ func (f *forwarder) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 		// neither answer from it nor validate against it.
 		return nil, status.Error(codes.Unavailable, "the leader is still applying its log; retry")
 	}
-	if f.s.q.IsLeader() || forwarded(ctx) {
+	if f.s.q.IsLeader() {
 		return handler(ctx, req)
+	}
+	if forwarded(ctx) {
+		// A member forwarded this call believing this one leads; it does
+		// not (leadership moved, or this member restarted and has not
+		// caught up). Its state may be stale or empty, so it must neither
+		// answer from it nor validate against it, and it must not forward
+		// again (no loops): the caller retries.
+		return nil, status.Errorf(codes.Unavailable, "member %s was forwarded a call but does not lead; retry", f.s.cfg.ID)
 	}
 	conn, err := f.leaderConn()
 	if err != nil {
