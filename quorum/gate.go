@@ -82,14 +82,25 @@ func (q *Quorum) RequireLevel(ctx context.Context, need Level, what string) erro
 	if need <= LevelBase {
 		return nil
 	}
-	if need > FeatureLevel {
-		return &LevelError{What: what, Need: need, Member: MemberLevel{ID: q.cfg.ID, Level: FeatureLevel, Build: Build()}}
+	if own := q.AdvertisedLevel(); need > own {
+		return &LevelError{What: what, Need: need, Member: MemberLevel{ID: q.cfg.ID, Level: own, Build: Build()}}
 	}
 	others, err := q.otherLevels(ctx)
 	if err != nil {
 		return err
 	}
 	return checkLevels(need, what, others)
+}
+
+// AdvertisedLevel is the feature level this member advertises and
+// proposes at: the level its build knows (FeatureLevel), or lower when
+// the site pins it (Config.PinLevel, `latticed server --feature-level`)
+// so that an upgrade can still be rolled back.
+func (q *Quorum) AdvertisedLevel() Level {
+	if p := q.cfg.PinLevel; p != nil && *p < FeatureLevel {
+		return *p
+	}
+	return FeatureLevel
 }
 
 // checkLevels refuses need unless every member answered with it or more.
@@ -105,7 +116,7 @@ func checkLevels(need Level, what string, members []MemberLevel) error {
 // ClusterLevel is the lowest level any member advertises (a member that
 // does not answer counts as LevelBase), and that member.
 func (q *Quorum) ClusterLevel(ctx context.Context) (MemberLevel, error) {
-	lowest := MemberLevel{ID: q.cfg.ID, Level: FeatureLevel, Build: Build()}
+	lowest := MemberLevel{ID: q.cfg.ID, Level: q.AdvertisedLevel(), Build: Build()}
 	others, err := q.otherLevels(ctx)
 	if err != nil {
 		return lowest, err

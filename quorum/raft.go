@@ -81,6 +81,11 @@ type Config struct {
 	// Entropy is the randomness of the cluster-secret handshake's
 	// challenges (crypto/rand.Reader; this package draws none itself).
 	Entropy io.Reader
+	// PinLevel, when set, caps the feature level this member advertises
+	// and proposes at (gate.go, AdvertisedLevel): while a rolling upgrade
+	// may still be rolled back, members pinned to the previous release's
+	// level never commit an entry that release cannot read.
+	PinLevel *Level
 }
 
 func (c *Config) defaults() {

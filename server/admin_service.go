@@ -50,7 +50,7 @@ func (a *adminService) QuorumStatus(ctx context.Context, _ *latticev1.QuorumStat
 	ready := s.readiness()
 	self := &latticev1.QuorumMember{Id: s.cfg.ID, RaftAddr: s.q.RaftAddr(), ApiAddr: s.APIAddr(), Role: ready.Role,
 		Healthy: ready.Ready, Problem: ready.Problem, AppliedIndex: ready.Applied, Lag: ready.Lag,
-		FeatureLevel: uint32(quorum.FeatureLevel), Build: quorum.Build()}
+		FeatureLevel: uint32(s.q.AdvertisedLevel()), Build: quorum.Build()}
 	resp := &latticev1.QuorumStatusResponse{LeaderId: leaderID, Term: s.q.Term(), CommitIndex: s.q.CommitIndex(),
 		AppliedIndex: s.q.AppliedIndex(), StateVersion: version, ClusterId: s.clusterID()}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(selfOnlyKey)) > 0 {

@@ -187,6 +187,10 @@ type Config struct {
 	// every member; quorum/secret.go). Without it and without TLS the Raft
 	// address must be loopback.
 	ClusterSecret string
+	// FeatureLevel, when set, pins the feature level this member
+	// advertises (quorum.Config.PinLevel): `latticed server
+	// --feature-level 0` during a rolling upgrade that may be rolled back.
+	FeatureLevel *quorum.Level
 	// RaftTrailingLogs is how many entries a snapshot leaves in the log
 	// (default 10,240; tests lower it so a new member installs a snapshot).
 	RaftTrailingLogs uint64
@@ -359,7 +363,7 @@ func New(cfg Config) (*Server, error) {
 		ID: cfg.ID, DataDir: cfg.DataDir, RaftAddr: cfg.RaftAddr, InMemTransport: cfg.InMemRaft,
 		Bootstrap: cfg.Bootstrap || cfg.InMemRaft, Logger: s.log, NoSync: cfg.RaftNoSync, RaftLogLevel: cfg.RaftLogLevel,
 		HeartbeatTimeout: cfg.RaftHeartbeatTimeout, ElectionTimeout: cfg.RaftHeartbeatTimeout, LeaderLeaseTimeout: cfg.RaftHeartbeatTimeout / 2,
-		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret, Entropy: rand.Reader, TrailingLogs: cfg.RaftTrailingLogs,
+		FaultInjection: cfg.FaultInjection, TLS: peerTLS, ClusterSecret: cfg.ClusterSecret, PinLevel: cfg.FeatureLevel, Entropy: rand.Reader, TrailingLogs: cfg.RaftTrailingLogs,
 	}, s.fsm)
 	if err != nil {
 		lis.Close()

@@ -322,7 +322,7 @@ func serverCommand() *cli.Command {
 		altsrc.NewStringFlag(mungeSocketFlag(false)),
 		altsrc.NewStringFlag(str("auto-user-tenant", "", "let every MUNGE uid in: one that is no user becomes a user of this tenant on first contact (default: refused)")),
 		tlsFlags("the member")[0], tlsFlags("the member")[1], tlsFlags("the member")[2],
-		secretFlags()[0], secretFlags()[1],
+		secretFlags()[0], secretFlags()[1], secretFlags()[2],
 		&cli.BoolFlag{Name: "pprof", Hidden: true, Usage: "serve Go profiles under /debug/pprof/ on the metrics address", EnvVars: env("pprof")},
 		&cli.BoolFlag{Name: "fault-injection", Hidden: true, Usage: "let AdminService.InjectFault cut Raft links (partition tests only)", EnvVars: env("fault-injection")},
 	}
@@ -402,6 +402,10 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	pin, err := featureLevel(c.String("feature-level"))
+	if err != nil {
+		return usageError{err}
+	}
 	munge, err := mungeSocket(c)
 	if err != nil {
 		return err
@@ -431,6 +435,7 @@ func runServer(c *cli.Context) error {
 		NoProactiveCheckpoints: !c.Bool("proactive-checkpoints"), Energy: energy, TLS: tlsFiles(c),
 		MailHook: c.String("mail-hook"), InteractiveIdleTimeout: interactiveIdle(c),
 		ClusterSecret: c.String("cluster-secret"), NeverStoreEnv: splitList(c.String("never-store-env")),
+		FeatureLevel: pin,
 	})
 	if err != nil {
 		return tlsUsage(err)

@@ -248,6 +248,7 @@ type member struct {
 	role                           []string // --bootstrap or --join ADDRS: kept for restarts
 	netns                          string   // network namespace it runs in ("" = the test's)
 	bin                            string   // its latticed binary ("" = the cluster's)
+	extra                          []string // more flags of its own (kept for restarts)
 	mu                             sync.Mutex
 	p                              *proc // the current process; guarded by mu (restarts replace it)
 	conn                           *grpc.ClientConn
@@ -391,7 +392,7 @@ func (c *cluster) start(m *member) {
 	args := []string{"--log-level", "info", "server", "--id", m.id, "--data-dir", m.dataDir,
 		"--raft-addr", m.raftAddr, "--api-addr", m.apiAddr,
 		"--tokens-file", c.tokensFile, "--token", c.adminToken, "--tenants", "default,stream,t,ops"}
-	args = append(append(append(args, serverFlags...), c.memberFlags...), m.role...)
+	args = append(append(append(append(args, serverFlags...), c.memberFlags...), m.role...), m.extra...)
 	if c.tlsDir != "" {
 		args = append(args, "--tls-ca", filepath.Join(c.tlsDir, pki.CAFile),
 			"--tls-cert", filepath.Join(c.tlsDir, m.id+".crt"), "--tls-key", filepath.Join(c.tlsDir, m.id+".key"))
@@ -539,7 +540,9 @@ func selfStatus(m *member, timeout time.Duration) (*latticev1.QuorumStatusRespon
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "x-lattice-self-only", "1")
-	st, err := m.admin.QuorumStatus(ctx, &latticev1.QuorumStatusRequest{})
+	// WaitForReady: a member just restarted may find the connection still
+	// backing off from its previous process.
+	st, err := m.admin.QuorumStatus(ctx, &latticev1.QuorumStatusRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		return nil, err
 	}
