@@ -195,6 +195,10 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	}
 	setDepth(t, c, 8)
+	c.waitFor(60*time.Second, "the leader to name the cluster (a level-1 command)", func() (bool, string) {
+		st := c.waitHealthy(3, 30*time.Second)
+		return st.GetClusterId() != "", fmt.Sprintf("cluster id %q", st.GetClusterId())
+	})
 	settle("after the upgrade")
 	stop.Store(true)
 	wg.Wait()
