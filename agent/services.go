@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -102,18 +103,8 @@ func (a *Agent) serviceSamples() []*latticev1.ServiceSample {
 	for _, t := range a.services.targets {
 		out = append(out, &latticev1.ServiceSample{AllocationId: t.alloc, Endpoint: t.endpoint, HasValue: t.has, Value: t.value, Error: t.err})
 	}
-	slices.SortFunc(out, func(x, y *latticev1.ServiceSample) int { return compareU64(x.AllocationId, y.AllocationId) })
+	slices.SortFunc(out, func(x, y *latticev1.ServiceSample) int { return cmp.Compare(x.AllocationId, y.AllocationId) })
 	return out
-}
-
-func compareU64(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // scrapeServices scrapes every instance every interval until ctx ends,

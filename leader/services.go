@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -375,7 +376,7 @@ func (c *ServiceController) plan(st *quorum.State, v *model.Service, now time.Ti
 			if rx, ry := stopRank(x), stopRank(y); rx != ry {
 				return rx - ry
 			}
-			return -compareID(x.ID, y.ID) // newest first
+			return -cmp.Compare(x.ID, y.ID) // newest first
 		})
 		for _, a := range live[:n-step.Desired] {
 			step.Stop = append(step.Stop, a.ID)
@@ -413,16 +414,6 @@ func stopRank(a *model.Allocation) int {
 		return 1
 	}
 	return 2
-}
-
-func compareID(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // recommend is the count the metric asks for now, clamped, and why.

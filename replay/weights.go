@@ -2,8 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"math"
-	"strings"
 
 	"github.com/latticehpc/lattice/model"
 )
@@ -14,22 +12,9 @@ import (
 // decision changes), and note says so ("" when they summed to 1). Weights
 // summing to 0 are refused.
 func NormaliseWeights(w model.Weights) (model.Weights, string, error) {
-	sum := 0.0
-	for _, v := range w {
-		sum += v
+	w, note, err := w.Normalised()
+	if err != nil {
+		return w, "", fmt.Errorf("replay: %w", err)
 	}
-	if sum <= 0 {
-		return w, "", fmt.Errorf("replay: the weights sum to 0: allowed weights f1..f9 in [0, 1] of which at least one is above 0")
-	}
-	if math.Abs(sum-1) < 1e-9 {
-		return w, "", nil
-	}
-	var parts []string
-	for i := range w {
-		w[i] /= sum
-		if w[i] != 0 {
-			parts = append(parts, fmt.Sprintf("f%d=%.4g", i+1, w[i]))
-		}
-	}
-	return w, fmt.Sprintf("the weights summed to %.4g, not 1: normalised (each divided by %.4g) to %s", sum, sum, strings.Join(parts, " ")), nil
+	return w, note, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -417,29 +416,13 @@ func (a *adminService) SetVCluster(ctx context.Context, req *latticev1.SetVClust
 	return info, nil
 }
 
-// normaliseWeights makes weights set one by one sum to 1, as every
-// profile's do (a score is then a weighted mean of factors in [0, 1]):
-// weights summing to 1.2 are divided by 1.2, and the note says so with
-// the weights in force. Weights summing to 0 are refused.
+// normaliseWeights is model.Weights.Normalised, refusing as invalid input.
 func normaliseWeights(w model.Weights) (model.Weights, string, error) {
-	sum := 0.0
-	for _, v := range w {
-		sum += v
+	w, note, err := w.Normalised()
+	if err != nil {
+		return w, "", invalid("invalid weights: %v", err)
 	}
-	if sum <= 0 {
-		return w, "", invalid("invalid weights: they sum to 0; allowed: weights f1..f9 in [0, 1] of which at least one is above 0")
-	}
-	if math.Abs(sum-1) < 1e-9 {
-		return w, "", nil
-	}
-	var parts []string
-	for i := range w {
-		w[i] /= sum
-		if w[i] != 0 {
-			parts = append(parts, fmt.Sprintf("f%d=%.4g", i+1, w[i]))
-		}
-	}
-	return w, fmt.Sprintf("the weights summed to %.4g, not 1: normalised (each divided by %.4g) to %s", sum, sum, strings.Join(parts, " ")), nil
+	return w, note, nil
 }
 
 // power reports, system-wide and per vCluster (the nodes' current one),
